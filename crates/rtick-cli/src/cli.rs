@@ -1,0 +1,146 @@
+//! The command line (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use rtick::Nanos;
+
+use crate::units;
+
+/// Precise periodic timing on Linux: measure the wake-up latency of every
+/// timer mechanism, side by side.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rtick",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure timer wake-up latency (like cyclictest, for more mechanisms).
+    Measure(Box<MeasureArgs>),
+    /// List the wait mechanisms rtick can measure.
+    Mechanisms,
+}
+
+/// Options of `rtick measure`. Plain numbers are microseconds (seconds for
+/// --duration), as in cyclictest; units are accepted: 500us, 1ms, 20kHz, 10s, 2m.
+#[derive(Debug, Args)]
+pub struct MeasureArgs {
+    /// Wait mechanism(s), comma-separated, or `all` (see `rtick mechanisms`).
+    #[arg(
+        short = 'm',
+        long = "mechanism",
+        value_name = "NAME[,NAME…]",
+        value_delimiter = ',',
+        default_value = "clock_nanosleep"
+    )]
+    pub mechanisms: Vec<String>,
+
+    /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
+    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", value_parser = units::interval)]
+    pub interval: Nanos,
+
+    /// Stop after this many wake-ups per thread (and mechanism).
+    #[arg(short, long, value_name = "N", value_parser = units::loops)]
+    pub loops: Option<u64>,
+
+    /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s unless --loops is given.
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = units::duration)]
+    pub duration: Option<Nanos>,
+
+    /// Measuring threads; without N, one per allowed CPU.
+    #[arg(short, long, value_name = "N", num_args = 0..=1)]
+    pub threads: Option<Option<usize>>,
+
+    /// Pin threads to CPUs round-robin (e.g. 0-3,6); without a set, thread N to CPU N.
+    #[arg(short, long, value_name = "CPUSET", num_args = 0..=1)]
+    pub affinity: Option<Option<String>>,
+
+    /// One thread per CPU, each pinned to its CPU (like cyclictest -S).
+    #[arg(short = 'S', long)]
+    pub smp: bool,
+
+    /// Real-time priority 1–99 (implies --policy fifo) [default: fifo 90].
+    #[arg(short, long, value_name = "PRIO", allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+
+    /// Scheduling policy: other, batch, idle, fifo, rr [default: fifo, falling back to other without privilege].
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
+
+    /// Clock of the deadlines: monotonic, realtime, tai, boottime.
+    #[arg(short, long, value_name = "CLOCK", default_value = "monotonic")]
+    pub clock: String,
+
+    /// Lock memory with mlockall and prefault it (the default).
+    #[arg(long, overrides_with = "no_mlock")]
+    pub mlock: bool,
+
+    /// Do not lock memory.
+    #[arg(long, overrides_with = "mlock")]
+    pub no_mlock: bool,
+
+    /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.
+    #[arg(long, value_name = "US", value_parser = units::dma_latency)]
+    pub dma_latency: Option<i32>,
+
+    /// Timer slack of the measuring threads [plain number: ns].
+    #[arg(long, value_name = "NS", default_value = "1", value_parser = units::timer_slack)]
+    pub timer_slack: Nanos,
+
+    /// After an overrun: skip to the next future deadline, or catch-up.
+    #[arg(long, value_name = "POLICY", default_value = "skip")]
+    pub overrun: String,
+
+    /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
+    #[arg(long, value_name = "auto|TIME", default_value = "auto")]
+    pub hybrid_slack: String,
+
+    /// Stop when a latency exceeds this [plain number: µs]; reports the cycle and value.
+    #[arg(short, long, value_name = "US", value_parser = units::micros)]
+    pub breaktrace: Option<Nanos>,
+
+    /// No live progress line; print only the summary at the end.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Show latencies in nanoseconds (and histogram buckets of 1 ns).
+    #[arg(short = 'N', long)]
+    pub nsecs: bool,
+
+    /// Write results as JSON (schema in docs/json.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write every wake-up as CSV: thread,mechanism,cycle,planned_ns,actual_ns,latency_ns.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Write a histogram in cyclictest's format (µs buckets; ns with -N).
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<PathBuf>,
+
+    /// Range of the --histogram buckets [plain number: µs].
+    #[arg(long, value_name = "TIME", default_value = "1000", value_parser = units::micros)]
+    pub histogram_max: Nanos,
+
+    /// Trace ring capacity per thread, in rows.
+    #[arg(long, value_name = "ROWS", default_value = "262144", value_parser = clap::value_parser!(u64).range(1..=1 << 26))]
+    pub trace_buffer: u64,
+
+    /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
+    #[arg(
+        long,
+        hide = true,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    pub mock_latencies: Vec<i64>,
+}

@@ -1,0 +1,369 @@
+//! `rtick measure`: plan, set up, run, report.
+//!
+//! Order matters: every usage error is found before anything is created or
+//! changed; output files exist only under temporary names until complete;
+//! system settings (mlock, cpu_dma_latency) are held by guards and restored
+//! before results are written, also after Ctrl-C.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use rtick::measure::{self, MeasureConfig, MeasureReport};
+use rtick::rt::{self, DmaLatency, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
+use rtick::system::SystemInfo;
+use rtick::wait::HybridSlack;
+use rtick::{Mechanism, Nanos};
+
+use super::plan::{plan, Cpus};
+use crate::cli::MeasureArgs;
+use crate::export::atomic::AtomicFile;
+use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
+use crate::export::{histogram, trace::TraceWriter};
+use crate::output::{fmt_latency, header, progress::LiveLine, table};
+use crate::Usage;
+
+/// Output files, created (as temporaries) before the run.
+struct Outputs {
+    json: Option<AtomicFile>,
+    trace: Option<AtomicFile>,
+    histogram: Option<AtomicFile>,
+}
+
+impl Outputs {
+    fn create(a: &MeasureArgs) -> Result<Outputs, Usage> {
+        let make = |opt: &str, p: &Option<std::path::PathBuf>| {
+            p.as_deref()
+                .map(|p| AtomicFile::create(opt, p))
+                .transpose()
+                .map_err(Usage)
+        };
+        Ok(Outputs {
+            json: make("--json", &a.json)?,
+            trace: make("--trace", &a.trace)?,
+            histogram: make("--histogram", &a.histogram)?,
+        })
+    }
+}
+
+pub fn run(a: &MeasureArgs) -> Result<()> {
+    let plan = plan(a, &Cpus::detect())?;
+    let outputs = Outputs::create(a)?;
+    let mut cfg = plan.cfg;
+    let sys = SystemInfo::read();
+    let mut warnings = Vec::new();
+
+    // Real-time policy: probe it in a throw-away thread; fall back only when not asked for explicitly.
+    let wanted = cfg.threads[0].clone();
+    if let Err(e) = rt::probe(&wanted) {
+        if e.is_permission() && !plan.policy_explicit {
+            warnings.push(format!(
+                "no privilege for {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
+                wanted.policy, wanted.priority
+            ));
+            for t in &mut cfg.threads {
+                t.policy = Policy::Other;
+                t.priority = 0;
+            }
+        } else {
+            return Err(e.into());
+        }
+    }
+    warnings.extend(static_warnings(&cfg, &sys));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing the Ctrl-C handler")?;
+    }
+
+    let mem = if plan.mlock {
+        match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
+            Ok(g) => Some(g),
+            Err(e) if !plan.mlock_explicit => {
+                warnings.push(format!(
+                    "{e}; measuring without locked memory (page faults may show as latency)"
+                ));
+                None
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        None
+    };
+    let mlock_detail = match &mem {
+        Some(m) => format!(
+            "mlockall(MCL_CURRENT|MCL_FUTURE), {} MiB heap and {} KiB stack per thread prefaulted",
+            m.heap_prefaulted() >> 20,
+            cfg.stack_prefault >> 10
+        ),
+        None => "not locked".into(),
+    };
+    let dma_system = DmaLatency::current();
+    let dma = a.dma_latency.map(DmaLatency::hold).transpose()?;
+
+    let mut file = RunFile {
+        rtick_version: env!("CARGO_PKG_VERSION").into(),
+        schema_version: json::SCHEMA_VERSION,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        elapsed_ns: 0,
+        interrupted: false,
+        breaktrace: None,
+        system: system_json(&sys),
+        config: config_json(&cfg, mem.is_some(), a.dma_latency, dma_system),
+        warnings,
+        results: Vec::new(),
+    };
+    if a.quiet {
+        file.warnings.iter().for_each(|w| println!("warning: {w}"));
+    } else {
+        print!("{}", header::render(&file, &mlock_detail));
+    }
+
+    let (mut producers, writer) = match &outputs.trace {
+        Some(f) => {
+            let (p, c) = measure::trace_rings(cfg.threads.len(), a.trace_buffer as usize);
+            (Some(p), Some(TraceWriter::spawn(f.try_clone()?, c)?))
+        }
+        None => (None, None),
+    };
+    let live = LiveLine::new(
+        a.quiet,
+        cfg.expected_duration(),
+        cfg.duration,
+        cfg.loops,
+        a.nsecs,
+    );
+    let result = measure::run(&cfg, &stop, producers.as_deref_mut(), |p| live.update(p));
+    live.finish();
+    // Restore the system before anything else can fail.
+    drop(dma);
+    drop(mem);
+    let report = result?;
+    drop(producers);
+    let rows = match writer {
+        Some(w) => Some(w.finish()?),
+        None => None,
+    };
+
+    file.results = json::results(&report);
+    file.elapsed_ns = report.elapsed.as_ns();
+    file.interrupted = report.interrupted;
+    file.breaktrace = report.breaktrace.map(|b| BreakJson {
+        mechanism: b.mechanism.name().into(),
+        thread: b.thread,
+        cycle: b.cycle,
+        latency_ns: b.latency.as_ns(),
+    });
+    let after = run_warnings(&cfg, &report);
+    file.warnings.extend(after.iter().cloned());
+
+    if let Some(f) = &outputs.json {
+        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        use std::io::Write;
+        writeln!(f.file()).context("writing the JSON file")?;
+    }
+    if let Some(f) = &outputs.histogram {
+        use std::io::Write;
+        for &m in &cfg.mechanisms {
+            let threads: Vec<_> = report.results.iter().filter(|r| r.mechanism == m).collect();
+            f.file()
+                .write_all(histogram::render(&threads, m.name()).as_bytes())
+                .context("writing the histogram")?;
+        }
+    }
+    for f in [outputs.json, outputs.trace, outputs.histogram]
+        .into_iter()
+        .flatten()
+    {
+        f.commit()?;
+    }
+
+    println!();
+    print!("{}", table::render(&file.results, a.nsecs));
+    print_notes(&cfg, &report, rows, a.nsecs);
+    for w in &after {
+        println!("warning: {w}");
+    }
+    Ok(())
+}
+
+fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
+    let mut w = Vec::new();
+    let policy = cfg.threads[0].policy;
+    if let Some(h) = &sys.hypervisor {
+        w.push(format!(
+            "running under a hypervisor ({h}): latency tails of hundreds of µs come from the host; compare mechanisms within one run"
+        ));
+    }
+    if sys.hres_active() == Some(false) {
+        w.push("high-resolution timers are not active: sleeps are rounded up to the scheduler tick (check CONFIG_HIGH_RES_TIMERS and highres=)".into());
+    }
+    if let Some(res) = cfg.clock.resolution() {
+        if res > cfg.interval {
+            w.push(format!(
+                "{} resolution is {res}, coarser than the {} interval",
+                cfg.clock.kernel_name(),
+                cfg.interval
+            ));
+        }
+    }
+    let spinning: Vec<&str> = cfg
+        .mechanisms
+        .iter()
+        .filter(|m| m.info().burns_cpu)
+        .map(|m| m.name())
+        .collect();
+    if !spinning.is_empty() && policy.is_realtime() {
+        if let (true, Some(rt), Some(period)) =
+            (sys.rt_throttled(), sys.rt_runtime_us, sys.rt_period_us)
+        {
+            w.push(format!(
+                "{} under {policy} with kernel.sched_rt_runtime_us={rt} (of {period}): a thread that rarely sleeps is throttled for {} ms every {} ms, seen as latencies of that size; `sysctl kernel.sched_rt_runtime_us=-1` lifts it (at the risk of starving the CPU)",
+                spinning.join(", "),
+                (period - rt) / 1000,
+                period / 1000
+            ));
+        }
+        if cfg.threads.len() >= sys.cpus.max(1) {
+            w.push(format!(
+                "{} real-time spinning thread(s) on {} CPU(s): nothing else runs on them, rtick's own main thread included",
+                cfg.threads.len(),
+                sys.cpus
+            ));
+        }
+    }
+    if cfg.overrun == rtick::OverrunPolicy::CatchUp {
+        for m in cfg.mechanisms.iter().filter(|m| m.info().kernel_grid) {
+            w.push(format!("{m}: the kernel keeps this timer's grid and merges missed expirations, so its overruns always skip"));
+        }
+    }
+    if let HybridSlack::Fixed(s) = cfg.hybrid_slack {
+        if cfg.mechanisms.contains(&Mechanism::Hybrid) && s * 2 > cfg.interval {
+            w.push(format!(
+                "hybrid slack {s} is more than half the interval: hybrid spins most of the time"
+            ));
+        }
+    }
+    w
+}
+
+fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> {
+    let mut w = Vec::new();
+    for r in &report.results {
+        let s = r.latency.summary();
+        if s.count > 0 && r.overruns * 100 > s.count {
+            w.push(format!(
+                "{} T{}: {} of {} wake-ups overran ({:.1} %): a {} interval is shorter than what {} reaches here (p99 {})",
+                r.mechanism,
+                r.thread,
+                r.overruns,
+                s.count,
+                100.0 * r.overruns as f64 / s.count as f64,
+                cfg.interval,
+                r.mechanism,
+                Nanos(s.percentiles[2])
+            ));
+        }
+        if r.trace_dropped > 0 {
+            w.push(format!(
+                "{} T{}: {} trace rows dropped because the writer fell behind (raise --trace-buffer)",
+                r.mechanism, r.thread, r.trace_dropped
+            ));
+        }
+        if let Some(c) = r.calibration.filter(|c| c.capped) {
+            w.push(format!(
+                "hybrid T{}: sleep overshoot p99 {} is too large for a {} interval; slack capped at {}",
+                r.thread, c.overshoot_p99, cfg.interval, c.slack
+            ));
+        }
+    }
+    w
+}
+
+fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, nsecs: bool) {
+    let rel: Vec<&str> = cfg
+        .mechanisms
+        .iter()
+        .filter(|m| m.info().relative)
+        .map(|m| m.name())
+        .collect();
+    if !rel.is_empty() {
+        println!("note: {} sleep relative intervals: latency is against the time read before the sleep (cyclictest -r)", rel.join(", "));
+    }
+    for r in report.results.iter().filter(|r| r.slack.is_some()) {
+        let slack = r.slack.unwrap_or_default();
+        match r.calibration {
+            Some(c) => println!(
+                "note: hybrid T{} slack {} (auto: sleep overshoot p50 {}, p99 {} over {} calibration sleeps)",
+                r.thread, slack, c.overshoot_p50, c.overshoot_p99, c.samples
+            ),
+            None => println!("note: hybrid T{} slack {slack} (fixed)", r.thread),
+        }
+    }
+    if let Some(rows) = rows {
+        println!("note: trace: {rows} rows written");
+    }
+    if let Some(b) = report.breaktrace {
+        println!(
+            "breaktrace: {} T{} cycle {}: latency {} {} exceeded the threshold; run stopped",
+            b.mechanism,
+            b.thread,
+            b.cycle,
+            fmt_latency(b.latency.as_ns(), nsecs),
+            crate::output::unit(nsecs)
+        );
+    }
+    if report.interrupted {
+        println!("interrupted after {}: results so far", report.elapsed);
+    }
+}
+
+fn system_json(s: &SystemInfo) -> SystemJson {
+    SystemJson {
+        kernel: s.kernel_release.clone(),
+        kernel_version: s.kernel_version.clone(),
+        clocksource: s.clocksource.clone(),
+        hres_active: s.hres_active(),
+        preempt: s.preempt.clone(),
+        cpus: s.cpus,
+        hypervisor: s.hypervisor.clone(),
+        sched_rt_runtime_us: s.rt_runtime_us,
+    }
+}
+
+fn config_json(
+    cfg: &MeasureConfig,
+    mlock: bool,
+    dma: Option<i32>,
+    dma_system: Option<i32>,
+) -> ConfigJson {
+    let t0 = &cfg.threads[0];
+    ConfigJson {
+        mechanisms: cfg
+            .mechanisms
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect(),
+        interval_ns: cfg.interval.as_ns(),
+        loops: cfg.loops,
+        duration_ns: cfg.duration.map(|d| d.as_ns()),
+        threads: cfg.threads.len(),
+        affinity: cfg.threads.iter().map(|t| t.cpus.clone()).collect(),
+        policy: t0.policy.kernel_name().into(),
+        priority: t0.priority,
+        clock: cfg.clock.name().into(),
+        mlock,
+        dma_latency_us: dma,
+        dma_latency_system_us: dma_system,
+        timer_slack_ns: t0.timer_slack.map_or(0, |s| s.as_ns()),
+        overrun: cfg.overrun.name().into(),
+        hybrid_slack: match cfg.hybrid_slack {
+            HybridSlack::Auto => "auto".into(),
+            HybridSlack::Fixed(n) => n.as_ns().to_string(),
+        },
+        breaktrace_ns: cfg.breaktrace.map(|b| b.as_ns()),
+    }
+}

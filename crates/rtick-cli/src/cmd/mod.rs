@@ -1,0 +1,6 @@
+//! One module per subcommand: thin glue between the command line, the
+//! library and the exporters.
+
+pub mod measure;
+pub mod mechanisms;
+mod plan;

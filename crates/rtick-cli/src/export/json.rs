@@ -1,0 +1,169 @@
+//! The JSON results file. These structs *are* the schema (docs/json.md);
+//! `schema_version` changes when a field changes meaning or goes away.
+
+use serde::{Deserialize, Serialize};
+
+use rtick::measure::{MeasureReport, ThreadResult};
+use rtick::stats::Summary;
+
+/// Current schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole file.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunFile {
+    pub rtick_version: String,
+    pub schema_version: u32,
+    pub command: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub elapsed_ns: i64,
+    /// Stopped early by Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+    pub breaktrace: Option<BreakJson>,
+    pub system: SystemJson,
+    pub config: ConfigJson,
+    pub warnings: Vec<String>,
+    pub results: Vec<ResultJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BreakJson {
+    pub mechanism: String,
+    pub thread: usize,
+    pub cycle: u64,
+    pub latency_ns: i64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SystemJson {
+    /// `uname -r`.
+    pub kernel: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    pub clocksource: Option<String>,
+    /// High-resolution timers active on every CPU (null: /proc/timer_list unreadable).
+    pub hres_active: Option<bool>,
+    pub preempt: String,
+    pub cpus: usize,
+    pub hypervisor: Option<String>,
+    pub sched_rt_runtime_us: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ConfigJson {
+    pub mechanisms: Vec<String>,
+    pub interval_ns: i64,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<i64>,
+    pub threads: usize,
+    /// Per thread: the CPUs it was pinned to (empty: not pinned).
+    pub affinity: Vec<Vec<usize>>,
+    /// `SCHED_FIFO` … as actually used (after any fallback).
+    pub policy: String,
+    pub priority: i32,
+    pub clock: String,
+    pub mlock: bool,
+    /// The value rtick held /dev/cpu_dma_latency at (null: left alone).
+    pub dma_latency_us: Option<i32>,
+    /// The system's value before the run (null: unreadable).
+    pub dma_latency_system_us: Option<i32>,
+    pub timer_slack_ns: i64,
+    pub overrun: String,
+    /// `auto` or a number of ns.
+    pub hybrid_slack: String,
+    pub breaktrace_ns: Option<i64>,
+}
+
+/// Percentiles by label; the keys are the percentile numbers as strings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PercentilesJson {
+    #[serde(rename = "50")]
+    pub p50: i64,
+    #[serde(rename = "90")]
+    pub p90: i64,
+    #[serde(rename = "99")]
+    pub p99: i64,
+    #[serde(rename = "99.9")]
+    pub p99_9: i64,
+    #[serde(rename = "99.99")]
+    pub p99_99: i64,
+    #[serde(rename = "99.999")]
+    pub p99_999: i64,
+}
+
+impl From<&Summary> for PercentilesJson {
+    fn from(s: &Summary) -> Self {
+        let p = s.percentiles;
+        PercentilesJson {
+            p50: p[0],
+            p90: p[1],
+            p99: p[2],
+            p99_9: p[3],
+            p99_99: p[4],
+            p99_999: p[5],
+        }
+    }
+}
+
+/// One mechanism on one thread.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ResultJson {
+    pub mechanism: String,
+    pub thread: usize,
+    /// The CPU the thread was on at the end.
+    pub cpu: Option<usize>,
+    pub count: u64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    pub mean_ns: f64,
+    pub stddev_ns: f64,
+    pub percentiles_ns: PercentilesJson,
+    /// Wake-ups later than the following deadline.
+    pub overruns: u64,
+    /// Deadlines skipped after overruns (policy skip, and kernel interval timers).
+    pub missed_periods: u64,
+    /// Wake-ups before their planned time (negative latency).
+    pub early_wakeups: u64,
+    /// Thread CPU time (getrusage RUSAGE_THREAD) as a percentage of wall time.
+    pub cpu_percent: f64,
+    pub trace_rows_dropped: u64,
+    /// hybrid only: the slack used.
+    pub hybrid_slack_ns: Option<i64>,
+    /// Period deviation actual_k − actual_{k−1} − interval.
+    pub period_min_ns: i64,
+    pub period_max_ns: i64,
+    pub period_percentiles_ns: PercentilesJson,
+}
+
+impl ResultJson {
+    pub fn from_result(r: &ThreadResult) -> ResultJson {
+        let s = r.latency.summary();
+        let p = r.period.summary();
+        ResultJson {
+            mechanism: r.mechanism.name().to_string(),
+            thread: r.thread,
+            cpu: r.cpu,
+            count: s.count,
+            min_ns: s.min,
+            max_ns: s.max,
+            mean_ns: s.mean,
+            stddev_ns: s.stddev,
+            percentiles_ns: (&s).into(),
+            overruns: r.overruns,
+            missed_periods: r.missed,
+            early_wakeups: s.negative,
+            cpu_percent: r.cpu_percent(),
+            trace_rows_dropped: r.trace_dropped,
+            hybrid_slack_ns: r.slack.map(|n| n.as_ns()),
+            period_min_ns: p.min,
+            period_max_ns: p.max,
+            period_percentiles_ns: (&p).into(),
+        }
+    }
+}
+
+/// Results of a report, in run order.
+pub fn results(report: &MeasureReport) -> Vec<ResultJson> {
+    report.results.iter().map(ResultJson::from_result).collect()
+}

@@ -1,0 +1,7 @@
+//! Output files: JSON results, the CSV trace, cyclictest histograms.
+//! Every file is written under a temporary name and renamed when complete.
+
+pub mod atomic;
+pub mod histogram;
+pub mod json;
+pub mod trace;

@@ -1,0 +1,82 @@
+//! The CSV trace writer: a non-real-time thread draining the measuring
+//! threads' rings into `thread,mechanism,cycle,planned_ns,actual_ns,latency_ns`.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rtick::measure::TraceConsumer;
+
+/// The CSV header.
+pub const HEADER: [&str; 6] = [
+    "thread",
+    "mechanism",
+    "cycle",
+    "planned_ns",
+    "actual_ns",
+    "latency_ns",
+];
+
+/// A running writer.
+#[derive(Debug)]
+pub struct TraceWriter {
+    done: Arc<AtomicBool>,
+    handle: JoinHandle<Result<u64>>,
+}
+
+impl TraceWriter {
+    /// Starts draining `rings` into `file`.
+    pub fn spawn(file: File, mut rings: Vec<TraceConsumer>) -> Result<TraceWriter> {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = std::thread::Builder::new()
+            .name("rtick-trace".into())
+            .spawn(move || {
+                let mut w = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
+                w.write_record(HEADER)?;
+                let mut rows = 0u64;
+                loop {
+                    // Read the flag first: rows pushed before it was set are drained below.
+                    let finished = flag.load(Ordering::Acquire);
+                    let mut got = 0;
+                    for ring in rings.iter_mut() {
+                        while let Ok(r) = ring.pop() {
+                            w.write_record(&[
+                                r.thread.to_string(),
+                                r.mechanism.name().to_string(),
+                                r.cycle.to_string(),
+                                r.planned.as_ns().to_string(),
+                                r.actual.as_ns().to_string(),
+                                (r.actual - r.planned).as_ns().to_string(),
+                            ])?;
+                            got += 1;
+                        }
+                    }
+                    rows += got;
+                    if finished && got == 0 {
+                        break;
+                    }
+                    if got == 0 {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                w.flush()?;
+                Ok(rows)
+            })
+            .context("starting the trace writer thread")?;
+        Ok(TraceWriter { done, handle })
+    }
+
+    /// Drains what is left and returns the rows written.
+    pub fn finish(self) -> Result<u64> {
+        self.done.store(true, Ordering::Release);
+        self.handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("the trace writer thread panicked"))?
+            .context("writing the trace")
+    }
+}

@@ -1,0 +1,78 @@
+//! `rtick`: precise periodic timing on Linux.
+//!
+//! Exit status: 0 success, 1 run-time failure, 2 usage error.
+
+mod cli;
+mod cmd;
+mod export;
+mod output;
+mod units;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// A usage error: printed in one line, exit status 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Usage {}
+
+fn main() -> ExitCode {
+    // Before any thread exists: the timer signals must be blocked in every
+    // thread for the signal-based mechanisms to receive them with sigwaitinfo.
+    if let Err(e) = rtick::wait::block_timer_signals() {
+        eprintln!("rtick: {e}");
+        return ExitCode::from(1);
+    }
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::from(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                });
+            }
+            // One line: clap's first line names the option and what is accepted.
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            eprintln!("rtick: {first}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match &cli.command {
+        cli::Command::Measure(a) => cmd::measure::run(a),
+        cli::Command::Mechanisms => {
+            cmd::mechanisms::run();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<Usage>() {
+                eprintln!("rtick: {u}");
+                return ExitCode::from(2);
+            }
+            // anyhow's alternate form joins the context chain on one line.
+            eprintln!("rtick: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Parsing of times and frequencies on the command line.
+//!
+//! Plain numbers keep cyclictest's units (µs for intervals and thresholds,
+//! seconds for durations); a unit may always be given: `500us`, `1.5ms`,
+//! `10s`, `2m`, `1h`, and for intervals a rate: `20kHz`.
+
+use rtick::Nanos;
+
+/// What a plain number means.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Plain {
+    Nanos,
+    Micros,
+    Seconds,
+}
+
+impl Plain {
+    fn ns(self) -> f64 {
+        match self {
+            Plain::Nanos => 1.0,
+            Plain::Micros => 1e3,
+            Plain::Seconds => 1e9,
+        }
+    }
+}
+
+/// Parses a non-negative time; `allow_rate` accepts `Hz`, `kHz`, `MHz` as 1/rate.
+pub fn parse_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.replace('_', "");
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number with an optional unit"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("'{s}' must not be negative"));
+    }
+    let ns = match unit.trim() {
+        "" => value * plain.ns(),
+        "ns" | "nsec" => value,
+        "us" | "µs" | "usec" => value * 1e3,
+        "ms" | "msec" => value * 1e6,
+        "s" | "sec" => value * 1e9,
+        "m" | "min" => value * 60e9,
+        "h" => value * 3600e9,
+        "d" => value * 86400e9,
+        "Hz" | "hz" | "kHz" | "khz" | "MHz" | "mhz" if allow_rate => {
+            let mult = match unit.trim().to_ascii_lowercase().as_str() {
+                "hz" => 1.0,
+                "khz" => 1e3,
+                _ => 1e6,
+            };
+            let hz = value * mult;
+            if hz == 0.0 {
+                return Err(format!("'{s}': a rate must be greater than zero"));
+            }
+            1e9 / hz
+        }
+        other => {
+            let rates = if allow_rate { ", Hz, kHz, MHz" } else { "" };
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m, h{rates})"
+            ));
+        }
+    };
+    if ns > i64::MAX as f64 / 2.0 {
+        return Err(format!("'{s}' is too large"));
+    }
+    Ok(Nanos(ns.round() as i64))
+}
+
+/// A time that must be greater than zero.
+pub fn positive_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, String> {
+    let v = parse_time(s, plain, allow_rate)?;
+    if v <= Nanos::ZERO {
+        return Err(format!("'{s}' must be greater than zero"));
+    }
+    Ok(v)
+}
+
+/// clap value parser: interval (plain µs, rates allowed, > 0).
+pub fn interval(s: &str) -> Result<Nanos, String> {
+    positive_time(s, Plain::Micros, true)
+}
+
+/// clap value parser: duration (plain seconds, > 0).
+pub fn duration(s: &str) -> Result<Nanos, String> {
+    positive_time(s, Plain::Seconds, false)
+}
+
+/// clap value parser: a threshold in plain µs (> 0).
+pub fn micros(s: &str) -> Result<Nanos, String> {
+    positive_time(s, Plain::Micros, false)
+}
+
+/// clap value parser: timer slack in plain ns (≥ 1 ns: 0 would mean "default").
+pub fn timer_slack(s: &str) -> Result<Nanos, String> {
+    positive_time(s, Plain::Nanos, false)
+}
+
+/// clap value parser: loops (> 0).
+pub fn loops(s: &str) -> Result<u64, String> {
+    match s.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err(format!("'{s}' must be greater than zero")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a whole number of loops")),
+    }
+}
+
+/// clap value parser: `/dev/cpu_dma_latency` request in whole µs (≥ 0).
+pub fn dma_latency(s: &str) -> Result<i32, String> {
+    let v = parse_time(s, Plain::Micros, false)?;
+    if v.as_ns() % 1000 != 0 {
+        return Err(format!("'{s}': cpu_dma_latency takes whole microseconds"));
+    }
+    i32::try_from(v.as_ns() / 1000).map_err(|_| format!("'{s}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_numbers_keep_cyclictest_units() {
+        assert_eq!(interval("1000"), Ok(Nanos::from_us(1000)));
+        assert_eq!(duration("10"), Ok(Nanos::from_secs(10)));
+        assert_eq!(timer_slack("1"), Ok(Nanos(1)));
+    }
+
+    #[test]
+    fn units_and_rates() {
+        assert_eq!(interval("500us"), Ok(Nanos::from_us(500)));
+        assert_eq!(interval("500µs"), Ok(Nanos::from_us(500)));
+        assert_eq!(interval("1ms"), Ok(Nanos::from_ms(1)));
+        assert_eq!(interval("1.5ms"), Ok(Nanos::from_us(1500)));
+        assert_eq!(interval("20kHz"), Ok(Nanos::from_us(50)));
+        assert_eq!(interval("1 kHz"), Ok(Nanos::from_ms(1)));
+        assert_eq!(duration("2m"), Ok(Nanos::from_secs(120)));
+        assert_eq!(duration("10s"), Ok(Nanos::from_secs(10)));
+        assert_eq!(dma_latency("0"), Ok(0));
+        assert_eq!(dma_latency("10us"), Ok(10));
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for bad in ["", "0", "-5", "abc", "10 parsecs", "1e400", "0Hz", "nan"] {
+            assert!(interval(bad).is_err(), "{bad}");
+        }
+        assert!(duration("20kHz").is_err());
+        assert!(loops("0").is_err());
+        assert!(loops("1.5").is_err());
+        assert!(dma_latency("1.5us").is_err());
+    }
+}

@@ -1,0 +1,58 @@
+//! Typed errors: which call failed, why, and what would fix it.
+
+use std::io;
+
+/// Everything the library can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A system call failed. `fix` says what would make it succeed.
+    #[error("{call} failed: {source}{}", fix_suffix(.fix))]
+    Sys {
+        /// The failing call, e.g. `sched_setscheduler(SCHED_FIFO, 90)`.
+        call: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+        /// What would fix it, e.g. "run as root or grant CAP_SYS_NICE".
+        fix: String,
+    },
+    /// A configuration value was rejected before anything ran.
+    #[error("{0}")]
+    Invalid(String),
+    /// A mechanism cannot run on this system or in this configuration.
+    #[error("{mechanism} is unavailable: {reason}")]
+    Unavailable {
+        /// The mechanism's command-line name.
+        mechanism: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn fix_suffix(fix: &str) -> String {
+    if fix.is_empty() {
+        String::new()
+    } else {
+        format!(" — {fix}")
+    }
+}
+
+impl Error {
+    /// A failed call with an explicit fix.
+    pub fn sys(call: impl Into<String>, source: io::Error, fix: impl Into<String>) -> Error {
+        Error::Sys {
+            call: call.into(),
+            source,
+            fix: fix.into(),
+        }
+    }
+
+    /// Whether this is a permission problem (EPERM / EACCES).
+    pub fn is_permission(&self) -> bool {
+        matches!(self, Error::Sys { source, .. }
+            if matches!(source.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)))
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

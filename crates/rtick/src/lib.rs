@@ -1,0 +1,67 @@
+//! # rtick — precise periodic wake-ups on Linux
+//!
+//! rtick measures how precisely a thread wakes at planned times with every
+//! Linux wait mechanism, and gives applications the very loop it measured.
+//!
+//! - [`wait`]: the mechanisms (`clock_nanosleep`, POSIX timers, itimers,
+//!   spinning, hybrid …) behind one [`wait::Waiter`] trait, and the one table
+//!   of their names and capabilities ([`wait::KINDS`]);
+//! - [`schedule`]: the absolute-deadline grid and the overrun policy;
+//! - [`rt`]: scheduling policy and priority, affinity, memory locking,
+//!   `/dev/cpu_dma_latency`, timer slack;
+//! - [`stats`]: signed HdrHistograms with exact moments;
+//! - [`measure`]: the engine behind `rtick measure`;
+//! - [`system`]: what the system says about its timers.
+//!
+//! All times are signed integer nanoseconds ([`Nanos`], [`Time`]).
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use rtick::measure::{run, MeasureConfig};
+//! use rtick::Nanos;
+//!
+//! rtick::wait::block_timer_signals().unwrap();
+//! let cfg = MeasureConfig { duration: Some(Nanos::from_secs(1)), ..Default::default() };
+//! let report = run(&cfg, &AtomicBool::new(false), None, |_| {}).unwrap();
+//! let s = report.results[0].latency.summary();
+//! println!("p99 {} ns over {} wake-ups", s.percentiles[2], s.count);
+//! ```
+
+pub mod clock;
+pub mod error;
+pub mod measure;
+pub mod rt;
+pub mod schedule;
+pub mod stats;
+mod sys;
+pub mod system;
+pub mod time;
+pub mod wait;
+
+pub use clock::ClockId;
+pub use error::{Error, Result};
+pub use schedule::OverrunPolicy;
+pub use time::{Nanos, Time};
+pub use wait::Mechanism;
+
+/// Facts read directly from the kernel that callers outside the crate need.
+pub mod info {
+    use crate::time::Nanos;
+
+    /// The calling thread's timer slack.
+    pub fn timer_slack() -> Option<Nanos> {
+        crate::sys::sched::timer_slack().ok()
+    }
+    /// Online CPUs.
+    pub fn online_cpus() -> usize {
+        crate::sys::sched::online_cpus()
+    }
+    /// CPUs the calling thread may run on.
+    pub fn allowed_cpus() -> Vec<usize> {
+        crate::sys::sched::affinity().unwrap_or_default()
+    }
+    /// The soft RLIMIT_RTPRIO (`None`: unlimited).
+    pub fn rlimit_rtprio() -> Option<u64> {
+        crate::sys::sched::rlimit_rtprio()
+    }
+}

@@ -1,0 +1,83 @@
+//! Progress published by a measuring thread through atomics, read by the
+//! main thread: single writer, relaxed stores, no lock, no allocation.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
+use crate::time::Nanos;
+use crate::wait::Mechanism;
+
+/// One thread's running figures. Aligned to a cache line so that threads do
+/// not share one.
+#[repr(align(64))]
+#[derive(Debug)]
+pub(crate) struct ThreadProgress {
+    count: AtomicU64,
+    min: AtomicI64,
+    max: AtomicI64,
+    sum: AtomicI64,
+    last: AtomicI64,
+}
+
+impl ThreadProgress {
+    pub(crate) fn new() -> Self {
+        ThreadProgress {
+            count: AtomicU64::new(0),
+            min: AtomicI64::new(0),
+            max: AtomicI64::new(0),
+            sum: AtomicI64::new(0),
+            last: AtomicI64::new(0),
+        }
+    }
+
+    /// Publishes the thread's figures (it is the only writer).
+    #[inline]
+    pub(crate) fn publish(&self, count: u64, min: i64, max: i64, sum: i64, last: i64) {
+        self.min.store(min, Relaxed);
+        self.max.store(max, Relaxed);
+        self.sum.store(sum, Relaxed);
+        self.last.store(last, Relaxed);
+        self.count.store(count, Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> ThreadSnapshot {
+        let count = self.count.load(Relaxed);
+        let sum = self.sum.load(Relaxed);
+        ThreadSnapshot {
+            count,
+            min: Nanos(self.min.load(Relaxed)),
+            max: Nanos(self.max.load(Relaxed)),
+            avg: Nanos(if count > 0 { sum / count as i64 } else { 0 }),
+            last: Nanos(self.last.load(Relaxed)),
+        }
+    }
+}
+
+/// A thread's figures so far (they may be a cycle apart from each other).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadSnapshot {
+    /// Wake-ups so far.
+    pub count: u64,
+    /// Smallest latency.
+    pub min: Nanos,
+    /// Largest latency.
+    pub max: Nanos,
+    /// Mean latency.
+    pub avg: Nanos,
+    /// Latest latency.
+    pub last: Nanos,
+}
+
+/// What the progress callback sees.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The mechanism being measured.
+    pub mechanism: Mechanism,
+    /// Its position among the run's mechanisms.
+    pub mechanism_index: usize,
+    /// How many mechanisms the run measures.
+    pub mechanisms: usize,
+    /// Wall time since this mechanism's threads started.
+    pub elapsed: Nanos,
+    /// Each thread's figures.
+    pub threads: &'a [ThreadSnapshot],
+}

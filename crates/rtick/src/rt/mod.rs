@@ -1,0 +1,13 @@
+//! Real-time setup: scheduling policy and priority, CPU affinity, memory
+//! locking with prefaulting, `/dev/cpu_dma_latency`, and timer slack.
+//!
+//! Process-wide settings are held by guards that undo them on drop; per-thread
+//! settings die with the measuring threads.
+
+mod dma;
+mod memory;
+mod policy;
+
+pub use dma::{DmaLatency, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
+pub use memory::{prefault_stack, MemoryLock, DEFAULT_HEAP_PREFAULT, DEFAULT_STACK_PREFAULT};
+pub use policy::{probe, Policy, ThreadSetup};

@@ -1,0 +1,137 @@
+//! Scheduling policy and priority, CPU affinity, timer slack and per-thread CPU time.
+//!
+//! All of these act on the *calling thread* (Linux `sched_setscheduler(0, …)`,
+//! `sched_setaffinity(0, …)` and `PR_SET_TIMERSLACK` are per thread).
+
+use std::io;
+use std::mem::MaybeUninit;
+
+use super::check_ret;
+use crate::time::Nanos;
+
+/// Sets the calling thread's policy (`SCHED_*`) and priority.
+pub fn set_scheduler(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: param is a valid sched_param; pid 0 is the calling thread.
+    check_ret(unsafe { libc::sched_setscheduler(0, policy, &param) })?;
+    Ok(())
+}
+
+/// Pins the calling thread to the CPUs in `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO initialises it fully below.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: cpu was checked to be below CPU_SETSIZE, the size of set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    check_ret(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data and all-zero is an empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid out buffer of the size passed.
+    check_ret(unsafe {
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+    })?;
+    // SAFETY: every index tested is below CPU_SETSIZE, the size of set.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`). Zero would
+/// mean "reset to the default", so the smallest settable slack is 1 ns.
+pub fn set_timer_slack(slack: Nanos) -> io::Result<()> {
+    let ns = slack.as_ns().max(1) as libc::c_ulong;
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long argument.
+    check_ret(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) })?;
+    Ok(())
+}
+
+/// The calling thread's timer slack.
+pub fn timer_slack() -> io::Result<Nanos> {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and returns the slack.
+    let ret = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    Ok(Nanos(check_ret(ret)? as i64))
+}
+
+/// CPU time (user + system) consumed by the calling thread (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_cpu_time() -> Nanos {
+    let mut ru = MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: ru is a valid out pointer; RUSAGE_THREAD cannot fail on Linux.
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    let us = |tv: libc::timeval| tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64;
+    Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime))
+}
+
+/// The number of CPUs configured and online (`sysconf(_SC_NPROCESSORS_ONLN)`).
+pub fn online_cpus() -> usize {
+    // SAFETY: a plain query.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as usize
+}
+
+/// The soft RLIMIT_RTPRIO (`None` when unlimited).
+pub fn rlimit_rtprio() -> Option<u64> {
+    let mut rl = MaybeUninit::<libc::rlimit>::uninit();
+    // SAFETY: rl is a valid out pointer.
+    let ret = unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, rl.as_mut_ptr()) };
+    if ret != 0 {
+        return Some(0);
+    }
+    // SAFETY: getrlimit succeeded.
+    let cur = unsafe { rl.assume_init() }.rlim_cur;
+    (cur != libc::RLIM_INFINITY).then_some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_slack_round_trip_in_a_thread() {
+        std::thread::spawn(|| {
+            set_timer_slack(Nanos(1)).unwrap();
+            assert_eq!(timer_slack().unwrap(), Nanos(1));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn cpu_time_grows_when_busy() {
+        let a = thread_cpu_time();
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            std::hint::black_box(0u64);
+        }
+        assert!(thread_cpu_time() > a);
+    }
+
+    #[test]
+    fn affinity_lists_current_cpu() {
+        let cpus = affinity().unwrap();
+        assert!(!cpus.is_empty());
+        assert!(cpus.len() <= online_cpus());
+    }
+}

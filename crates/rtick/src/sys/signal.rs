@@ -1,0 +1,137 @@
+//! Signal masks and synchronous signal waits for the signal-based timers.
+//!
+//! A timer signal waited for with `sigwaitinfo` must be blocked in *every*
+//! thread, or the kernel may deliver a process-directed one (SIGALRM from
+//! `setitimer`) to a thread that does not wait for it, whose default action
+//! ends the process. Block them before any thread is spawned.
+
+use std::io;
+use std::mem::MaybeUninit;
+
+use super::check_code;
+
+/// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.
+pub fn timer_signal() -> libc::c_int {
+    libc::SIGRTMIN()
+}
+
+/// A set of signals.
+#[derive(Copy, Clone)]
+pub struct SigSet(libc::sigset_t);
+
+impl std::fmt::Debug for SigSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigSet")
+    }
+}
+
+impl SigSet {
+    /// A set holding `signals`.
+    pub fn of(signals: &[libc::c_int]) -> SigSet {
+        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigemptyset initialises the set it is given.
+        unsafe { libc::sigemptyset(set.as_mut_ptr()) };
+        // SAFETY: initialised just above.
+        let mut set = unsafe { set.assume_init() };
+        for &s in signals {
+            // SAFETY: set is initialised; an invalid signal number only returns EINVAL.
+            unsafe { libc::sigaddset(&mut set, s) };
+        }
+        SigSet(set)
+    }
+}
+
+/// Blocks `signals` in the calling thread (and in threads it spawns later);
+/// returns the previous mask.
+pub fn block(signals: &[libc::c_int]) -> io::Result<SigSet> {
+    let set = SigSet::of(signals);
+    let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: both pointers are valid; pthread_sigmask returns an error code.
+    check_code(unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set.0, old.as_mut_ptr()) })?;
+    // SAFETY: pthread_sigmask succeeded and wrote the old mask.
+    Ok(SigSet(unsafe { old.assume_init() }))
+}
+
+/// Restores a mask returned by [`block`].
+#[cfg(test)]
+pub fn set_mask(mask: &SigSet) -> io::Result<()> {
+    // SAFETY: mask is a valid sigset; the old-mask pointer may be NULL.
+    check_code(unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &mask.0, std::ptr::null_mut()) })
+}
+
+/// Whether `signal` is blocked in the calling thread.
+pub fn is_blocked(signal: libc::c_int) -> bool {
+    let mut cur = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: a NULL new set only queries the mask into cur.
+    let code =
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), cur.as_mut_ptr()) };
+    // SAFETY: on success cur holds the current mask.
+    code == 0 && unsafe { libc::sigismember(cur.as_ptr(), signal) } == 1
+}
+
+/// The part of glibc's `siginfo_t` that POSIX timers fill in (x86-64 and
+/// aarch64 layout: three ints, padding to the 8-byte aligned union, then
+/// `si_tid`, `si_overrun`). libc exposes no accessor for `si_overrun`.
+#[repr(C)]
+struct TimerSigInfo {
+    signo: libc::c_int,
+    errno: libc::c_int,
+    code: libc::c_int,
+    #[cfg(target_pointer_width = "64")]
+    pad: libc::c_int,
+    tid: libc::c_int,
+    overrun: libc::c_int,
+}
+
+/// What a synchronous wait for a signal returned.
+#[derive(Copy, Clone, Debug)]
+pub struct Received {
+    /// For POSIX timer signals: expirations merged into this one because the
+    /// previous signal was still pending (`si_overrun`).
+    pub timer_overrun: u32,
+}
+
+/// Waits for one of `set` with `sigwaitinfo`, repeating on EINTR.
+#[inline]
+pub fn wait(set: &SigSet) -> io::Result<Received> {
+    loop {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: set is a valid sigset and info a valid out pointer.
+        let ret = unsafe { libc::sigwaitinfo(&set.0, info.as_mut_ptr()) };
+        if ret < 0 {
+            let err = super::last_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        // SAFETY: siginfo_t is larger than TimerSigInfo and starts with the same
+        // fields (see the struct's comment); it was zeroed and then filled.
+        let t = unsafe { &*(info.as_ptr() as *const TimerSigInfo) };
+        let timer_overrun = if t.code == libc::SI_TIMER {
+            t.overrun.max(0) as u32
+        } else {
+            0
+        };
+        return Ok(Received { timer_overrun });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siginfo_overlay_fits() {
+        assert!(std::mem::size_of::<TimerSigInfo>() <= std::mem::size_of::<libc::siginfo_t>());
+    }
+
+    #[test]
+    fn block_and_restore() {
+        let sig = libc::SIGUSR2;
+        let old = block(&[sig]).unwrap();
+        assert!(is_blocked(sig));
+        set_mask(&old).unwrap();
+        assert!(!is_blocked(sig));
+    }
+}

@@ -1,0 +1,204 @@
+//! The one table of wait mechanisms: names, descriptions and capabilities.
+//!
+//! Every mechanism the tool can measure is a row here; the command line,
+//! the documentation and the engine all read this table.
+
+use std::fmt;
+
+/// A way to wait for a deadline.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mechanism {
+    /// `clock_nanosleep(TIMER_ABSTIME)` on the chosen clock.
+    ClockNanosleep,
+    /// `clock_nanosleep` with a relative interval.
+    ClockNanosleepRel,
+    /// The `nanosleep` system call with a relative interval.
+    Nanosleep,
+    /// A POSIX timer signalling this thread, waited for with `sigwaitinfo`.
+    PosixTimer,
+    /// `setitimer(ITIMER_REAL)`, SIGALRM waited for with `sigwaitinfo`.
+    Itimer,
+    /// Busy polling of the clock.
+    Spin,
+    /// Absolute sleep until deadline − slack, then spin.
+    Hybrid,
+    /// A simulated mechanism on a manual clock, for tests.
+    Mock,
+}
+
+/// A row of the mechanism table.
+#[derive(Debug)]
+pub struct KindInfo {
+    /// The mechanism.
+    pub mechanism: Mechanism,
+    /// Its command-line name.
+    pub name: &'static str,
+    /// One line saying what it does.
+    pub description: &'static str,
+    /// The system calls made per wait.
+    pub syscalls: &'static [&'static str],
+    /// What it needs from the system.
+    pub needs: &'static str,
+    /// Sleeps a relative interval: measured against the time read before the
+    /// sleep, as cyclictest -r does, so its deadlines are not on a grid.
+    pub relative: bool,
+    /// Burns CPU while waiting.
+    pub burns_cpu: bool,
+    /// The kernel keeps the periodic grid (interval timers): missed
+    /// expirations are merged by the kernel, so overruns always skip.
+    pub kernel_grid: bool,
+    /// One per process: only one measuring thread.
+    pub per_process: bool,
+    /// Left out of listings (test-only).
+    pub hidden: bool,
+}
+
+const fn row(
+    mechanism: Mechanism,
+    name: &'static str,
+    description: &'static str,
+    syscalls: &'static [&'static str],
+    needs: &'static str,
+) -> KindInfo {
+    KindInfo {
+        mechanism,
+        name,
+        description,
+        syscalls,
+        needs,
+        relative: false,
+        burns_cpu: false,
+        kernel_grid: false,
+        per_process: false,
+        hidden: false,
+    }
+}
+
+/// The mechanism table.
+pub const KINDS: &[KindInfo] = &[
+    row(
+        Mechanism::ClockNanosleep,
+        "clock_nanosleep",
+        "clock_nanosleep(TIMER_ABSTIME) to each deadline: the reference way to wait",
+        &["clock_nanosleep"],
+        "high-resolution timers for sub-tick precision",
+    ),
+    KindInfo {
+        relative: true,
+        ..row(
+            Mechanism::ClockNanosleepRel,
+            "clock_nanosleep-rel",
+            "clock_nanosleep with a relative interval (cyclictest -r): drifts by the loop's own overhead",
+            &["clock_nanosleep"],
+            "high-resolution timers",
+        )
+    },
+    KindInfo {
+        relative: true,
+        ..row(
+            Mechanism::Nanosleep,
+            "nanosleep",
+            "the nanosleep system call with a relative interval (cyclictest --system)",
+            &["nanosleep"],
+            "high-resolution timers",
+        )
+    },
+    KindInfo {
+        kernel_grid: true,
+        ..row(
+            Mechanism::PosixTimer,
+            "posix-timer",
+            "periodic timer_create timer signalling this thread (SIGEV_THREAD_ID), waited for with sigwaitinfo",
+            &["rt_sigtimedwait"],
+            "the timer signal blocked in every thread",
+        )
+    },
+    KindInfo {
+        kernel_grid: true,
+        per_process: true,
+        ..row(
+            Mechanism::Itimer,
+            "itimer",
+            "setitimer(ITIMER_REAL) SIGALRM, waited for with sigwaitinfo; one per process",
+            &["rt_sigtimedwait"],
+            "SIGALRM blocked in every thread; a single measuring thread",
+        )
+    },
+    KindInfo {
+        burns_cpu: true,
+        ..row(
+            Mechanism::Spin,
+            "spin",
+            "busy polling of the clock (vDSO clock_gettime) until the deadline",
+            &[],
+            "a CPU of its own; under SCHED_FIFO/RR, RT throttling off (sched_rt_runtime_us = -1)",
+        )
+    },
+    KindInfo {
+        burns_cpu: true,
+        ..row(
+            Mechanism::Hybrid,
+            "hybrid",
+            "clock_nanosleep(TIMER_ABSTIME) until deadline − slack, then spin to the deadline",
+            &["clock_nanosleep"],
+            "a slack above the sleep overshoot (--hybrid-slack auto calibrates it)",
+        )
+    },
+    KindInfo {
+        hidden: true,
+        ..row(
+            Mechanism::Mock,
+            "mock",
+            "simulated waits on a manual clock with scripted latencies (tests only)",
+            &[],
+            "nothing",
+        )
+    },
+];
+
+impl Mechanism {
+    /// This mechanism's row in the table.
+    pub fn info(self) -> &'static KindInfo {
+        KINDS
+            .iter()
+            .find(|k| k.mechanism == self)
+            .expect("every mechanism has a row")
+    }
+
+    /// Its command-line name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Looks a command-line name up (exact match).
+    pub fn parse(name: &str) -> Option<Mechanism> {
+        KINDS.iter().find(|k| k.name == name).map(|k| k.mechanism)
+    }
+
+    /// The names users may pass, in table order.
+    pub fn public_names() -> Vec<&'static str> {
+        KINDS.iter().filter(|k| !k.hidden).map(|k| k.name).collect()
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_parses_back_and_names_are_unique() {
+        for k in KINDS {
+            assert_eq!(Mechanism::parse(k.name), Some(k.mechanism));
+            assert_eq!(k.mechanism.info().name, k.name);
+            assert_eq!(KINDS.iter().filter(|o| o.name == k.name).count(), 1);
+        }
+        assert!(!Mechanism::public_names().contains(&"mock"));
+        assert_eq!(Mechanism::parse("clock-nanosleep"), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! Wait mechanisms: every way a Linux thread can wait for a deadline.
+//!
+//! A [`Waiter`] is built in the thread that will use it (POSIX timers are
+//! aimed at that thread; the hybrid calibrates under that thread's policy),
+//! armed once with the grid, then asked to wait for each deadline.
+
+pub mod kind;
+mod mock;
+mod signal;
+mod sleep;
+mod spin;
+
+pub use kind::{KindInfo, Mechanism, KINDS};
+pub use spin::Calibration;
+
+use crate::clock::ClockId;
+use crate::error::Result;
+use crate::time::{Nanos, Time};
+
+/// One wake-up.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Wake {
+    /// When the wake-up was planned. For absolute mechanisms the deadline
+    /// waited for; for relative ones the time read before the sleep plus the
+    /// interval, as cyclictest -r computes it.
+    pub planned: Time,
+    /// When the thread ran again (clock read right after the wait returned).
+    pub actual: Time,
+    /// For mechanisms whose grid the kernel keeps: the deadline of the next
+    /// expiry the kernel will deliver, which accounts for expirations it merged.
+    pub kernel_next: Option<Time>,
+}
+
+/// A way to wait. Implementations make no allocation and take no lock in
+/// [`Waiter::wait`], and no system call but the wait itself and clock reads.
+pub trait Waiter: Send {
+    /// Reads the clock this waiter measures against.
+    fn now(&self) -> Time;
+
+    /// Sets up the periodic grid `first + k·interval`. Interval timers arm the
+    /// kernel here; sleeping mechanisms need nothing.
+    fn arm(&mut self, _first: Time, _interval: Nanos) -> Result<()> {
+        Ok(())
+    }
+
+    /// Waits for `deadline` and reports the wake-up.
+    fn wait(&mut self, deadline: Time) -> Result<Wake>;
+
+    /// For `hybrid`: the slack in use.
+    fn slack(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// For `hybrid --hybrid-slack auto`: how the slack was calibrated.
+    fn calibration(&self) -> Option<Calibration> {
+        None
+    }
+}
+
+/// How `hybrid` chooses its slack.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum HybridSlack {
+    /// Calibrated at start from the measured sleep overshoot.
+    #[default]
+    Auto,
+    /// A fixed slack.
+    Fixed(Nanos),
+}
+
+/// What a waiter is built from.
+#[derive(Clone, Debug)]
+pub struct WaitConfig {
+    /// The clock deadlines are on.
+    pub clock: ClockId,
+    /// The period.
+    pub interval: Nanos,
+    /// The hybrid's slack.
+    pub hybrid_slack: HybridSlack,
+    /// For `mock`: the latencies to produce, in turn (ns).
+    pub mock_latencies: Vec<i64>,
+}
+
+/// Builds `mechanism` for the calling thread.
+pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> {
+    Ok(match mechanism {
+        Mechanism::ClockNanosleep => Box::new(sleep::AbsoluteSleep::new(cfg.clock)),
+        Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(
+            cfg.clock,
+            cfg.interval,
+        )),
+        Mechanism::Nanosleep => Box::new(sleep::RelativeSleep::nanosleep(cfg.clock, cfg.interval)),
+        Mechanism::PosixTimer => Box::new(signal::PosixTimerWait::new(cfg.clock)?),
+        Mechanism::Itimer => Box::new(signal::ItimerWait::new(cfg.clock)?),
+        Mechanism::Spin => Box::new(spin::Spin::new(cfg.clock)),
+        Mechanism::Hybrid => Box::new(spin::Hybrid::new(
+            cfg.clock,
+            cfg.interval,
+            cfg.hybrid_slack,
+        )?),
+        Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone())?),
+    })
+}
+
+/// The signals the signal-based mechanisms wait for. Block them with
+/// [`block_timer_signals`] in the main thread before spawning any thread.
+pub fn timer_signals() -> [libc::c_int; 2] {
+    [libc::SIGALRM, crate::sys::signal::timer_signal()]
+}
+
+/// Blocks the timer signals in the calling thread and every thread it spawns
+/// afterwards, so that `sigwaitinfo` in a measuring thread receives them.
+pub fn block_timer_signals() -> Result<()> {
+    crate::sys::signal::block(&timer_signals())
+        .map(|_| ())
+        .map_err(|e| crate::Error::sys("pthread_sigmask(SIG_BLOCK)", e, ""))
+}
