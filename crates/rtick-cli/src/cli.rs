@@ -10,12 +10,7 @@ use crate::units;
 /// Precise periodic timing on Linux: measure the wake-up latency of every
 /// timer mechanism, side by side.
 #[derive(Debug, Parser)]
-#[command(
-    name = "rtick",
-    version,
-    propagate_version = true,
-    max_term_width = 100
-)]
+#[command(name = "rtick", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -44,15 +39,15 @@ pub struct MeasureArgs {
     pub mechanisms: Vec<String>,
 
     /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
-    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", value_parser = units::interval)]
+    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_negative_numbers = true, value_parser = units::interval)]
     pub interval: Nanos,
 
     /// Stop after this many wake-ups per thread (and mechanism).
-    #[arg(short, long, value_name = "N", value_parser = units::loops)]
+    #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = units::loops)]
     pub loops: Option<u64>,
 
     /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s unless --loops is given.
-    #[arg(short = 'D', long, value_name = "TIME", value_parser = units::duration)]
+    #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 
     /// Measuring threads; without N, one per allowed CPU.
@@ -88,11 +83,11 @@ pub struct MeasureArgs {
     pub no_mlock: bool,
 
     /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.
-    #[arg(long, value_name = "US", value_parser = units::dma_latency)]
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::dma_latency)]
     pub dma_latency: Option<i32>,
 
     /// Timer slack of the measuring threads [plain number: ns].
-    #[arg(long, value_name = "NS", default_value = "1", value_parser = units::timer_slack)]
+    #[arg(long, value_name = "NS", default_value = "1", allow_negative_numbers = true, value_parser = units::timer_slack)]
     pub timer_slack: Nanos,
 
     /// After an overrun: skip to the next future deadline, or catch-up.
@@ -100,11 +95,11 @@ pub struct MeasureArgs {
     pub overrun: String,
 
     /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
-    #[arg(long, value_name = "auto|TIME", default_value = "auto")]
+    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true)]
     pub hybrid_slack: String,
 
     /// Stop when a latency exceeds this [plain number: µs]; reports the cycle and value.
-    #[arg(short, long, value_name = "US", value_parser = units::micros)]
+    #[arg(short, long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
     pub breaktrace: Option<Nanos>,
 
     /// No live progress line; print only the summary at the end.
@@ -128,7 +123,7 @@ pub struct MeasureArgs {
     pub histogram: Option<PathBuf>,
 
     /// Range of the --histogram buckets [plain number: µs].
-    #[arg(long, value_name = "TIME", default_value = "1000", value_parser = units::micros)]
+    #[arg(long, value_name = "TIME", default_value = "1000", allow_negative_numbers = true, value_parser = units::micros)]
     pub histogram_max: Nanos,
 
     /// Trace ring capacity per thread, in rows.
@@ -136,11 +131,6 @@ pub struct MeasureArgs {
     pub trace_buffer: u64,
 
     /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
-    #[arg(
-        long,
-        hide = true,
-        value_delimiter = ',',
-        allow_negative_numbers = true
-    )]
+    #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true)]
     pub mock_latencies: Vec<i64>,
 }

@@ -34,24 +34,13 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
                 let _ = e.print();
-                return ExitCode::from(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
-                    2
-                } else {
-                    0
-                });
+                return ExitCode::from(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
             // One line: clap's first line names the option and what is accepted.
             let text = e.render().to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
+            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
             eprintln!("rtick: {first}");
             return ExitCode::from(2);
         }

@@ -27,14 +27,11 @@ impl Plain {
 /// Parses a non-negative time; `allow_rate` accepts `Hz`, `kHz`, `MHz` as 1/rate.
 pub fn parse_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_'))
-        .unwrap_or(t.len());
+    let split =
+        t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let num = num.replace('_', "");
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number with an optional unit"))?;
+    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a number with an optional unit"))?;
     if !value.is_finite() || value < 0.0 {
         return Err(format!("'{s}' must not be negative"));
     }
@@ -61,9 +58,7 @@ pub fn parse_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, Stri
         }
         other => {
             let rates = if allow_rate { ", Hz, kHz, MHz" } else { "" };
-            return Err(format!(
-                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m, h{rates})"
-            ));
+            return Err(format!("'{s}': unknown unit '{other}' (use ns, us, ms, s, m, h{rates})"));
         }
     };
     if ns > i64::MAX as f64 / 2.0 {

@@ -21,12 +21,7 @@ pub enum ClockId {
 
 impl ClockId {
     /// Every selectable clock.
-    pub const ALL: [ClockId; 4] = [
-        ClockId::Monotonic,
-        ClockId::Realtime,
-        ClockId::Tai,
-        ClockId::Boottime,
-    ];
+    pub const ALL: [ClockId; 4] = [ClockId::Monotonic, ClockId::Realtime, ClockId::Tai, ClockId::Boottime];
 
     /// The kernel's clock id.
     pub fn raw(self) -> libc::clockid_t {

@@ -40,11 +40,7 @@ fn fix_suffix(fix: &str) -> String {
 impl Error {
     /// A failed call with an explicit fix.
     pub fn sys(call: impl Into<String>, source: io::Error, fix: impl Into<String>) -> Error {
-        Error::Sys {
-            call: call.into(),
-            source,
-            fix: fix.into(),
-        }
+        Error::Sys { call: call.into(), source, fix: fix.into() }
     }
 
     /// Whether this is a permission problem (EPERM / EACCES).

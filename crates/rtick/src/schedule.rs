@@ -66,24 +66,12 @@ pub fn next_deadline(policy: OverrunPolicy, deadline: Time, interval: Nanos, act
     let following = deadline + interval;
     let overrun = actual > following;
     match policy {
-        OverrunPolicy::CatchUp => Step {
-            next: following,
-            overrun,
-            missed: 0,
-        },
-        OverrunPolicy::Skip if !overrun => Step {
-            next: following,
-            overrun,
-            missed: 0,
-        },
+        OverrunPolicy::CatchUp => Step { next: following, overrun, missed: 0 },
+        OverrunPolicy::Skip if !overrun => Step { next: following, overrun, missed: 0 },
         OverrunPolicy::Skip => {
             // Periods from the deadline to the first grid point strictly after `actual`.
             let k = (actual - deadline).as_ns() / interval.as_ns() + 1;
-            Step {
-                next: deadline + interval * k,
-                overrun,
-                missed: (k - 1) as u64,
-            }
+            Step { next: deadline + interval * k, overrun, missed: (k - 1) as u64 }
         }
     }
 }
@@ -98,14 +86,7 @@ mod tests {
     fn on_time_and_late_within_period_advance_by_one() {
         for actual in [Time(0), Time(999), Time(1000)] {
             for p in [OverrunPolicy::Skip, OverrunPolicy::CatchUp] {
-                assert_eq!(
-                    next_deadline(p, Time(0), I, actual),
-                    Step {
-                        next: Time(1000),
-                        overrun: false,
-                        missed: 0
-                    }
-                );
+                assert_eq!(next_deadline(p, Time(0), I, actual), Step { next: Time(1000), overrun: false, missed: 0 });
             }
         }
     }
@@ -116,28 +97,16 @@ mod tests {
         // "the following deadline" (passed) and d2 too.
         assert_eq!(
             next_deadline(OverrunPolicy::Skip, Time(0), I, Time(2500)),
-            Step {
-                next: Time(3000),
-                overrun: true,
-                missed: 2
-            }
+            Step { next: Time(3000), overrun: true, missed: 2 }
         );
         // Exactly on a later grid point: that point is not in the future.
         assert_eq!(
             next_deadline(OverrunPolicy::Skip, Time(0), I, Time(2000)),
-            Step {
-                next: Time(3000),
-                overrun: true,
-                missed: 2
-            }
+            Step { next: Time(3000), overrun: true, missed: 2 }
         );
         assert_eq!(
             next_deadline(OverrunPolicy::Skip, Time(0), I, Time(1001)),
-            Step {
-                next: Time(2000),
-                overrun: true,
-                missed: 1
-            }
+            Step { next: Time(2000), overrun: true, missed: 1 }
         );
     }
 
@@ -145,11 +114,7 @@ mod tests {
     fn catch_up_keeps_every_deadline() {
         assert_eq!(
             next_deadline(OverrunPolicy::CatchUp, Time(0), I, Time(2500)),
-            Step {
-                next: Time(1000),
-                overrun: true,
-                missed: 0
-            }
+            Step { next: Time(1000), overrun: true, missed: 0 }
         );
     }
 

@@ -50,9 +50,7 @@ impl SysRoot {
     }
     /// The file's content, trimmed; `None` when missing or unreadable.
     pub fn read(&self, p: &str) -> Option<String> {
-        fs::read_to_string(self.path(p))
-            .ok()
-            .map(|s| s.trim().to_string())
+        fs::read_to_string(self.path(p)).ok().map(|s| s.trim().to_string())
     }
     /// The root directory.
     pub fn dir(&self) -> &Path {
@@ -70,11 +68,8 @@ impl SystemInfo {
     pub fn read_from(root: &SysRoot) -> SystemInfo {
         let cs = "/sys/devices/system/clocksource/clocksource0";
         let kernel_version = root.read("/proc/sys/kernel/version").unwrap_or_default();
-        let cpus = root
-            .read("/sys/devices/system/cpu/online")
-            .and_then(|s| parse_cpu_list(&s))
-            .map(|v| v.len())
-            .unwrap_or(0);
+        let cpus =
+            root.read("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s)).map(|v| v.len()).unwrap_or(0);
         SystemInfo {
             kernel_release: root.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
             clocksource: root.read(&format!("{cs}/current_clocksource")),
@@ -86,12 +81,8 @@ impl SystemInfo {
             preempt: preempt_model(root, &kernel_version),
             cpus,
             hypervisor: hypervisor(root),
-            rt_runtime_us: root
-                .read("/proc/sys/kernel/sched_rt_runtime_us")
-                .and_then(|s| s.parse().ok()),
-            rt_period_us: root
-                .read("/proc/sys/kernel/sched_rt_period_us")
-                .and_then(|s| s.parse().ok()),
+            rt_runtime_us: root.read("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse().ok()),
+            rt_period_us: root.read("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse().ok()),
             kernel_version,
         }
     }
@@ -155,21 +146,15 @@ fn hypervisor(root: &SysRoot) -> Option<String> {
     }
     let flagged = root
         .read("/proc/cpuinfo")
-        .map(|c| {
-            c.lines()
-                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
-        })
+        .map(|c| c.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
         .unwrap_or(false);
     if !flagged {
         return None;
     }
-    let dmi = [
-        "/sys/class/dmi/id/sys_vendor",
-        "/sys/class/dmi/id/product_name",
-    ]
-    .iter()
-    .filter_map(|p| root.read(p))
-    .find(|s| !s.is_empty());
+    let dmi = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
+        .iter()
+        .filter_map(|p| root.read(p))
+        .find(|s| !s.is_empty());
     Some(dmi.unwrap_or_else(|| "unnamed, per the CPU hypervisor flag".into()))
 }
 
@@ -197,10 +182,7 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11"),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
+        assert_eq!(parse_cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
         assert_eq!(parse_cpu_list("1"), Some(vec![1]));
         assert_eq!(parse_cpu_list(""), None);
         assert_eq!(parse_cpu_list("3-1"), None);
@@ -222,10 +204,7 @@ mod tests {
             fs::write(f, c).unwrap();
         };
         w("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC");
-        w(
-            "/sys/kernel/debug/sched/preempt",
-            "none voluntary (full) lazy\n",
-        );
+        w("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy\n");
         w("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
         w("/proc/cpuinfo", "flags\t: fpu tsc hypervisor\n");
         w("/sys/devices/system/cpu/online", "0-1\n");
@@ -233,10 +212,7 @@ mod tests {
         assert_eq!(s.preempt, "full (PREEMPT_DYNAMIC)");
         assert!(s.rt_throttled());
         assert_eq!(s.cpus, 2);
-        assert_eq!(
-            s.hypervisor.as_deref(),
-            Some("unnamed, per the CPU hypervisor flag")
-        );
+        assert_eq!(s.hypervisor.as_deref(), Some("unnamed, per the CPU hypervisor flag"));
         assert_eq!(s.hres, None);
         fs::remove_dir_all(&d).unwrap();
     }

@@ -73,6 +73,8 @@ impl Time {
         }
     }
     /// From a `timespec` returned by the kernel.
+    // time_t and c_long are narrower than i64 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
     pub fn from_timespec(ts: &libc::timespec) -> Self {
         Time(ts.tv_sec as i64 * NS_PER_SEC + ts.tv_nsec as i64)
     }
@@ -158,18 +160,10 @@ mod tests {
 
     #[test]
     fn timespec_round_trip_including_negative() {
-        for ns in [
-            0,
-            1,
-            999_999_999,
-            1_000_000_000,
-            12_345_678_901,
-            -1,
-            -1_500_000_000,
-        ] {
+        for ns in [0, 1, 999_999_999, 1_000_000_000, 12_345_678_901, -1, -1_500_000_000] {
             let t = Time(ns);
             let ts = t.to_timespec();
-            assert!((0..NS_PER_SEC).contains(&(ts.tv_nsec as i64)));
+            assert!((0..NS_PER_SEC).contains(&{ ts.tv_nsec }));
             assert_eq!(Time::from_timespec(&ts), t);
         }
     }

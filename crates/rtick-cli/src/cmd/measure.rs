@@ -34,10 +34,7 @@ struct Outputs {
 impl Outputs {
     fn create(a: &MeasureArgs) -> Result<Outputs, Usage> {
         let make = |opt: &str, p: &Option<std::path::PathBuf>| {
-            p.as_deref()
-                .map(|p| AtomicFile::create(opt, p))
-                .transpose()
-                .map_err(Usage)
+            p.as_deref().map(|p| AtomicFile::create(opt, p)).transpose().map_err(Usage)
         };
         Ok(Outputs {
             json: make("--json", &a.json)?,
@@ -74,17 +71,14 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
     }
 
     let mem = if plan.mlock {
         match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
             Ok(g) => Some(g),
             Err(e) if !plan.mlock_explicit => {
-                warnings.push(format!(
-                    "{e}; measuring without locked memory (page faults may show as latency)"
-                ));
+                warnings.push(format!("{e}; measuring without locked memory (page faults may show as latency)"));
                 None
             }
             Err(e) => return Err(e.into()),
@@ -129,13 +123,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         }
         None => (None, None),
     };
-    let live = LiveLine::new(
-        a.quiet,
-        cfg.expected_duration(),
-        cfg.duration,
-        cfg.loops,
-        a.nsecs,
-    );
+    let live = LiveLine::new(a.quiet, cfg.expected_duration(), cfg.duration, cfg.loops, a.nsecs);
     let result = measure::run(&cfg, &stop, producers.as_deref_mut(), |p| live.update(p));
     live.finish();
     // Restore the system before anything else can fail.
@@ -169,15 +157,10 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         use std::io::Write;
         for &m in &cfg.mechanisms {
             let threads: Vec<_> = report.results.iter().filter(|r| r.mechanism == m).collect();
-            f.file()
-                .write_all(histogram::render(&threads, m.name()).as_bytes())
-                .context("writing the histogram")?;
+            f.file().write_all(histogram::render(&threads, m.name()).as_bytes()).context("writing the histogram")?;
         }
     }
-    for f in [outputs.json, outputs.trace, outputs.histogram]
-        .into_iter()
-        .flatten()
-    {
+    for f in [outputs.json, outputs.trace, outputs.histogram].into_iter().flatten() {
         f.commit()?;
     }
 
@@ -210,26 +193,32 @@ fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
             ));
         }
     }
-    let spinning: Vec<&str> = cfg
-        .mechanisms
-        .iter()
-        .filter(|m| m.info().burns_cpu)
-        .map(|m| m.name())
-        .collect();
+    // The share of each period a mechanism spins: spin all of it; hybrid its
+    // slack (auto is capped at 3/4 of the interval).
+    let spin_share = |m: &Mechanism| match (m, cfg.hybrid_slack) {
+        (Mechanism::Spin, _) => 1.0,
+        (Mechanism::Hybrid, HybridSlack::Fixed(s)) => s.as_ns() as f64 / cfg.interval.as_ns() as f64,
+        (Mechanism::Hybrid, HybridSlack::Auto) => 0.75,
+        _ => 0.0,
+    };
+    let spinning: Vec<&str> = cfg.mechanisms.iter().filter(|m| m.info().burns_cpu).map(|m| m.name()).collect();
     if !spinning.is_empty() && policy.is_realtime() {
-        if let (true, Some(rt), Some(period)) =
-            (sys.rt_throttled(), sys.rt_runtime_us, sys.rt_period_us)
-        {
-            w.push(format!(
-                "{} under {policy} with kernel.sched_rt_runtime_us={rt} (of {period}): a thread that rarely sleeps is throttled for {} ms every {} ms, seen as latencies of that size; `sysctl kernel.sched_rt_runtime_us=-1` lifts it (at the risk of starving the CPU)",
-                spinning.join(", "),
-                (period - rt) / 1000,
-                period / 1000
-            ));
+        if let (true, Some(rt), Some(period)) = (sys.rt_throttled(), sys.rt_runtime_us, sys.rt_period_us) {
+            let budget = rt as f64 / period.max(1) as f64;
+            let throttled: Vec<&str> =
+                cfg.mechanisms.iter().filter(|m| spin_share(m) >= budget).map(|m| m.name()).collect();
+            if !throttled.is_empty() {
+                w.push(format!(
+                    "{} under {policy} with kernel.sched_rt_runtime_us={rt} (of {period}): a thread that never sleeps is throttled for {} ms every {} ms, seen as latencies of that size; `sysctl kernel.sched_rt_runtime_us=-1` lifts it (at the risk of starving the CPU)",
+                    throttled.join(", "),
+                    (period - rt) / 1000,
+                    period / 1000
+                ));
+            }
         }
-        if cfg.threads.len() >= sys.cpus.max(1) {
+        if cfg.threads.len() >= sys.cpus.max(1) && cfg.mechanisms.contains(&Mechanism::Spin) {
             w.push(format!(
-                "{} real-time spinning thread(s) on {} CPU(s): nothing else runs on them, rtick's own main thread included",
+                "spin: {} real-time spinning thread(s) on {} CPU(s): nothing else runs on them, rtick's own main thread included",
                 cfg.threads.len(),
                 sys.cpus
             ));
@@ -237,14 +226,14 @@ fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
     }
     if cfg.overrun == rtick::OverrunPolicy::CatchUp {
         for m in cfg.mechanisms.iter().filter(|m| m.info().kernel_grid) {
-            w.push(format!("{m}: the kernel keeps this timer's grid and merges missed expirations, so its overruns always skip"));
+            w.push(format!(
+                "{m}: the kernel keeps this timer's grid and merges missed expirations, so its overruns always skip"
+            ));
         }
     }
     if let HybridSlack::Fixed(s) = cfg.hybrid_slack {
         if cfg.mechanisms.contains(&Mechanism::Hybrid) && s * 2 > cfg.interval {
-            w.push(format!(
-                "hybrid slack {s} is more than half the interval: hybrid spins most of the time"
-            ));
+            w.push(format!("hybrid slack {s} is more than half the interval: hybrid spins most of the time"));
         }
     }
     w
@@ -284,14 +273,12 @@ fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> {
 }
 
 fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, nsecs: bool) {
-    let rel: Vec<&str> = cfg
-        .mechanisms
-        .iter()
-        .filter(|m| m.info().relative)
-        .map(|m| m.name())
-        .collect();
+    let rel: Vec<&str> = cfg.mechanisms.iter().filter(|m| m.info().relative).map(|m| m.name()).collect();
     if !rel.is_empty() {
-        println!("note: {} sleep relative intervals: latency is against the time read before the sleep (cyclictest -r)", rel.join(", "));
+        println!(
+            "note: {} sleep relative intervals: latency is against the time read before the sleep (cyclictest -r)",
+            rel.join(", ")
+        );
     }
     for r in report.results.iter().filter(|r| r.slack.is_some()) {
         let slack = r.slack.unwrap_or_default();
@@ -334,19 +321,10 @@ fn system_json(s: &SystemInfo) -> SystemJson {
     }
 }
 
-fn config_json(
-    cfg: &MeasureConfig,
-    mlock: bool,
-    dma: Option<i32>,
-    dma_system: Option<i32>,
-) -> ConfigJson {
+fn config_json(cfg: &MeasureConfig, mlock: bool, dma: Option<i32>, dma_system: Option<i32>) -> ConfigJson {
     let t0 = &cfg.threads[0];
     ConfigJson {
-        mechanisms: cfg
-            .mechanisms
-            .iter()
-            .map(|m| m.name().to_string())
-            .collect(),
+        mechanisms: cfg.mechanisms.iter().map(|m| m.name().to_string()).collect(),
         interval_ns: cfg.interval.as_ns(),
         loops: cfg.loops,
         duration_ns: cfg.duration.map(|d| d.as_ns()),

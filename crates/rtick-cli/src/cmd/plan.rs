@@ -36,10 +36,7 @@ pub struct Cpus {
 impl Cpus {
     pub fn detect() -> Cpus {
         let allowed = rtick::info::allowed_cpus();
-        Cpus {
-            online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)),
-            allowed,
-        }
+        Cpus { online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)), allowed }
     }
 }
 
@@ -52,11 +49,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
     for name in &a.mechanisms {
         let name = name.trim();
         let found: Vec<Mechanism> = if name == "all" {
-            rtick::wait::KINDS
-                .iter()
-                .filter(|k| !k.hidden)
-                .map(|k| k.mechanism)
-                .collect()
+            rtick::wait::KINDS.iter().filter(|k| !k.hidden).map(|k| k.mechanism).collect()
         } else {
             vec![Mechanism::parse(name).ok_or_else(|| {
                 usage(format!(
@@ -72,59 +65,36 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         }
     }
     let clock = ClockId::parse(&a.clock).ok_or_else(|| {
-        usage(format!(
-            "-c/--clock: unknown clock '{}'; one of: monotonic, realtime, tai, boottime",
-            a.clock
-        ))
+        usage(format!("-c/--clock: unknown clock '{}'; one of: monotonic, realtime, tai, boottime", a.clock))
     })?;
-    let overrun = OverrunPolicy::parse(&a.overrun).ok_or_else(|| {
-        usage(format!(
-            "--overrun: unknown policy '{}'; one of: skip, catch-up",
-            a.overrun
-        ))
-    })?;
+    let overrun = OverrunPolicy::parse(&a.overrun)
+        .ok_or_else(|| usage(format!("--overrun: unknown policy '{}'; one of: skip, catch-up", a.overrun)))?;
     let hybrid_slack = if a.hybrid_slack.trim() == "auto" {
         HybridSlack::Auto
     } else {
-        let v = parse_time(&a.hybrid_slack, Plain::Micros, false).map_err(|e| {
-            usage(format!(
-                "--hybrid-slack: {e}; give auto or a time such as 50us"
-            ))
-        })?;
+        let v = parse_time(&a.hybrid_slack, Plain::Micros, false)
+            .map_err(|e| usage(format!("--hybrid-slack: {e}; give auto or a time such as 50us")))?;
         if v >= a.interval {
-            return Err(usage(format!(
-                "--hybrid-slack: {v} is not shorter than the interval {}",
-                a.interval
-            )));
+            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
         }
         HybridSlack::Fixed(v)
     };
 
-    let policy = match &a.policy {
-        Some(p) => Some(Policy::parse(p).ok_or_else(|| {
-            usage(format!(
-                "--policy: unknown policy '{p}'; one of: other, batch, idle, fifo, rr"
-            ))
-        })?),
-        None => None,
-    };
+    let policy =
+        match &a.policy {
+            Some(p) => Some(Policy::parse(p).ok_or_else(|| {
+                usage(format!("--policy: unknown policy '{p}'; one of: other, batch, idle, fifo, rr"))
+            })?),
+            None => None,
+        };
     let (policy, priority) = match (policy, a.priority) {
         (None, None) => (Policy::Fifo, DEFAULT_PRIORITY),
         (None, Some(p)) => (Policy::Fifo, p),
-        (Some(pol), None) => (
-            pol,
-            if pol.is_realtime() {
-                DEFAULT_PRIORITY
-            } else {
-                0
-            },
-        ),
+        (Some(pol), None) => (pol, if pol.is_realtime() { DEFAULT_PRIORITY } else { 0 }),
         (Some(pol), Some(p)) => (pol, p),
     };
     if policy.is_realtime() && !(1..=99).contains(&priority) {
-        return Err(usage(format!(
-            "-p/--priority: {priority} is outside 1–99 for {policy}"
-        )));
+        return Err(usage(format!("-p/--priority: {priority} is outside 1–99 for {policy}")));
     }
     if !policy.is_realtime() && priority != 0 {
         return Err(usage(format!(
@@ -135,25 +105,18 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
     let threads = match (a.smp, a.threads) {
         (true, _) | (false, Some(None)) => cpus.allowed.len().max(1),
         (false, Some(Some(0))) => {
-            return Err(usage(
-                "-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU",
-            ))
+            return Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU"))
         }
         (false, Some(Some(n))) if n > 1024 => {
-            return Err(usage(format!(
-                "-t/--threads: {n} is more than 1024 threads"
-            )))
+            return Err(usage(format!("-t/--threads: {n} is more than 1024 threads")))
         }
         (false, Some(Some(n))) => n,
         (false, None) => 1,
     };
     let pin: Vec<Vec<usize>> = match (&a.affinity, a.smp) {
         (Some(Some(set)), _) => {
-            let list = rtick::system::parse_cpu_list(set).ok_or_else(|| {
-                usage(format!(
-                    "-a/--affinity: '{set}' is not a CPU list such as 0-3,6"
-                ))
-            })?;
+            let list = rtick::system::parse_cpu_list(set)
+                .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
             for &c in &list {
                 if c >= cpus.online {
                     return Err(usage(format!(
@@ -169,30 +132,21 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
             }
             (0..threads).map(|i| vec![list[i % list.len()]]).collect()
         }
-        (Some(None), _) | (None, true) => (0..threads)
-            .map(|i| vec![cpus.allowed[i % cpus.allowed.len()]])
-            .collect(),
+        (Some(None), _) | (None, true) => (0..threads).map(|i| vec![cpus.allowed[i % cpus.allowed.len()]]).collect(),
         (None, false) => vec![Vec::new(); threads],
     };
-    let setups = pin
-        .into_iter()
-        .map(|cpus| ThreadSetup {
-            policy,
-            priority,
-            cpus,
-            timer_slack: Some(a.timer_slack),
-        })
-        .collect();
+    let setups =
+        pin.into_iter().map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) }).collect();
 
     let duration = match (a.duration, a.loops) {
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
     let unit_ns = if a.nsecs { 1 } else { 1000 };
-    let histogram = a.histogram.as_ref().map(|_| HistogramSpec {
-        buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize,
-        unit_ns,
-    });
+    let histogram = a
+        .histogram
+        .as_ref()
+        .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
     if mechanisms.contains(&Mechanism::Mock) && a.mock_latencies.is_empty() {
         return Err(usage("-m mock needs --mock-latencies"));
     }

@@ -23,24 +23,15 @@ impl AtomicFile {
             _ => Path::new("."),
         };
         if dest.is_dir() {
-            return Err(format!(
-                "{option}: {} is a directory; give a file name",
-                dest.display()
-            ));
+            return Err(format!("{option}: {} is a directory; give a file name", dest.display()));
         }
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".rtick-tmp")
             .tempfile_in(dir)
             .map_err(|e| format!("{option}: cannot write {}: {e}", dest.display()))?;
-        Ok(AtomicFile {
-            tmp,
-            dest: dest.to_path_buf(),
-        })
+        Ok(AtomicFile { tmp, dest: dest.to_path_buf() })
     }
 
     /// The open temporary file.
@@ -50,23 +41,14 @@ impl AtomicFile {
 
     /// A second handle to the temporary file (for a writer thread).
     pub fn try_clone(&self) -> Result<File> {
-        self.tmp
-            .as_file()
-            .try_clone()
-            .context("duplicating an output file handle")
+        self.tmp.as_file().try_clone().context("duplicating an output file handle")
     }
 
     /// Flushes to disk and renames into place.
     pub fn commit(self) -> Result<()> {
-        self.tmp
-            .as_file()
-            .sync_all()
-            .with_context(|| format!("writing {}", self.dest.display()))?;
+        self.tmp.as_file().sync_all().with_context(|| format!("writing {}", self.dest.display()))?;
         let dest = self.dest.clone();
-        self.tmp
-            .persist(&dest)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming into {}", dest.display()))?;
+        self.tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("renaming into {}", dest.display()))?;
         Ok(())
     }
 }

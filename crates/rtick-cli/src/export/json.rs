@@ -95,14 +95,7 @@ pub struct PercentilesJson {
 impl From<&Summary> for PercentilesJson {
     fn from(s: &Summary) -> Self {
         let p = s.percentiles;
-        PercentilesJson {
-            p50: p[0],
-            p90: p[1],
-            p99: p[2],
-            p99_9: p[3],
-            p99_99: p[4],
-            p99_999: p[5],
-        }
+        PercentilesJson { p50: p[0], p90: p[1], p99: p[2], p99_9: p[3], p99_99: p[4], p99_999: p[5] }
     }
 }
 
@@ -111,6 +104,8 @@ impl From<&Summary> for PercentilesJson {
 pub struct ResultJson {
     pub mechanism: String,
     pub thread: usize,
+    /// Kernel thread id of the measuring thread.
+    pub tid: i32,
     /// The CPU the thread was on at the end.
     pub cpu: Option<usize>,
     pub count: u64,
@@ -143,6 +138,7 @@ impl ResultJson {
         ResultJson {
             mechanism: r.mechanism.name().to_string(),
             thread: r.thread,
+            tid: r.tid,
             cpu: r.cpu,
             count: s.count,
             min_ns: s.min,

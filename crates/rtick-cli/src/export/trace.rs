@@ -12,14 +12,7 @@ use anyhow::{Context, Result};
 use rtick::measure::TraceConsumer;
 
 /// The CSV header.
-pub const HEADER: [&str; 6] = [
-    "thread",
-    "mechanism",
-    "cycle",
-    "planned_ns",
-    "actual_ns",
-    "latency_ns",
-];
+pub const HEADER: [&str; 6] = ["thread", "mechanism", "cycle", "planned_ns", "actual_ns", "latency_ns"];
 
 /// A running writer.
 #[derive(Debug)]

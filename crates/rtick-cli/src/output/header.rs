@@ -25,11 +25,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
         c.threads,
         if c.threads == 1 { "" } else { "s" }
     );
-    let _ = writeln!(
-        w,
-        "  kernel        {} {} — preemption: {}",
-        s.kernel, s.kernel_version, s.preempt
-    );
+    let _ = writeln!(w, "  kernel        {} {} — preemption: {}", s.kernel, s.kernel_version, s.preempt);
     let hres = match s.hres_active {
         Some(true) => "high-resolution timers active".to_string(),
         Some(false) => "high-resolution timers NOT active on every CPU".to_string(),
@@ -46,36 +42,16 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
         .iter()
         .enumerate()
         .filter(|(_, a)| !a.is_empty())
-        .map(|(i, a)| {
-            format!(
-                "T{i}→{}",
-                a.iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )
-        })
+        .map(|(i, a)| format!("T{i}→{}", a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")))
         .collect();
-    let prio = if c.priority > 0 {
-        format!(" {}", c.priority)
-    } else {
-        String::new()
-    };
+    let prio = if c.priority > 0 { format!(" {}", c.priority) } else { String::new() };
     let _ = writeln!(
         w,
         "  scheduling    {}{prio}; affinity {}; timer slack {} ns on measuring threads{}",
         c.policy,
-        if pin.is_empty() {
-            "not pinned".to_string()
-        } else {
-            pin.join(" ")
-        },
+        if pin.is_empty() { "not pinned".to_string() } else { pin.join(" ") },
         c.timer_slack_ns,
-        if c.policy == "SCHED_FIFO" || c.policy == "SCHED_RR" {
-            " (RT threads have none)"
-        } else {
-            ""
-        }
+        if c.policy == "SCHED_FIFO" || c.policy == "SCHED_RR" { " (RT threads have none)" } else { "" }
     );
     let _ = writeln!(w, "  memory        {mlock_detail}");
     let dma = match (c.dma_latency_us, c.dma_latency_system_us) {
@@ -87,11 +63,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
         (None, None) => "unreadable (left as is)".into(),
     };
     let _ = writeln!(w, "  cpu_dma_lat.  {dma}");
-    let _ = writeln!(
-        w,
-        "  overruns      {} after a wake-up later than the following deadline",
-        c.overrun
-    );
+    let _ = writeln!(w, "  overruns      {} after a wake-up later than the following deadline", c.overrun);
     for warning in &run.warnings {
         let _ = writeln!(w, "warning: {warning}");
     }

@@ -3,32 +3,14 @@
 use super::{fmt_latency, unit};
 use crate::export::json::ResultJson;
 
-const HEAD: [&str; 14] = [
-    "mechanism",
-    "T",
-    "CPU",
-    "count",
-    "min",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
-    "p99.99",
-    "max",
-    "avg",
-    "overruns",
-    "CPU%",
-];
+const HEAD: [&str; 14] =
+    ["mechanism", "T", "CPU", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "avg", "overruns", "CPU%"];
 
 /// Renders `results` sorted by p99 (then mechanism, thread).
 pub fn render(results: &[ResultJson], nsecs: bool) -> String {
     let mut rows: Vec<&ResultJson> = results.iter().collect();
     rows.sort_by(|a, b| {
-        (a.percentiles_ns.p99, &a.mechanism, a.thread).cmp(&(
-            b.percentiles_ns.p99,
-            &b.mechanism,
-            b.thread,
-        ))
+        (a.percentiles_ns.p99, &a.mechanism, a.thread).cmp(&(b.percentiles_ns.p99, &b.mechanism, b.thread))
     });
     let f = |v: i64| fmt_latency(v, nsecs);
     let mut cells: Vec<Vec<String>> = vec![HEAD.iter().map(|s| s.to_string()).collect()];
@@ -51,30 +33,14 @@ pub fn render(results: &[ResultJson], nsecs: bool) -> String {
             format!("{:.1}", r.cpu_percent),
         ]);
     }
-    let widths: Vec<usize> = (0..HEAD.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|row| row[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = format!(
-        "latency in {} (actual − planned wake-up), ranked by p99\n",
-        unit(nsecs)
-    );
+    let widths: Vec<usize> =
+        (0..HEAD.len()).map(|i| cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = format!("latency in {} (actual − planned wake-up), ranked by p99\n", unit(nsecs));
     for (n, row) in cells.iter().enumerate() {
         let line: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                if i == 0 {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
+            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');

@@ -71,17 +71,13 @@ impl MeasureConfig {
             return Err(Error::Invalid("no mechanism to measure".into()));
         }
         if self.interval <= Nanos::ZERO {
-            return Err(Error::Invalid(
-                "the interval must be greater than zero".into(),
-            ));
+            return Err(Error::Invalid("the interval must be greater than zero".into()));
         }
         if self.loops == Some(0) {
             return Err(Error::Invalid("loops must be greater than zero".into()));
         }
         if matches!(self.duration, Some(d) if d <= Nanos::ZERO) {
-            return Err(Error::Invalid(
-                "the duration must be greater than zero".into(),
-            ));
+            return Err(Error::Invalid("the duration must be greater than zero".into()));
         }
         if self.threads.is_empty() {
             return Err(Error::Invalid("at least one thread is needed".into()));
@@ -103,16 +99,12 @@ impl MeasureConfig {
         }
         if let HybridSlack::Fixed(s) = self.hybrid_slack {
             if s < Nanos::ZERO {
-                return Err(Error::Invalid(
-                    "the hybrid slack must not be negative".into(),
-                ));
+                return Err(Error::Invalid("the hybrid slack must not be negative".into()));
             }
         }
         if let Some(h) = self.histogram {
             if h.buckets == 0 || h.unit_ns <= 0 {
-                return Err(Error::Invalid(
-                    "the histogram needs at least one bucket".into(),
-                ));
+                return Err(Error::Invalid("the histogram needs at least one bucket".into()));
             }
         }
         Ok(())
@@ -148,26 +140,11 @@ mod tests {
         let ok = MeasureConfig::default();
         ok.validate().unwrap();
         for bad in [
-            MeasureConfig {
-                interval: Nanos::ZERO,
-                ..ok.clone()
-            },
-            MeasureConfig {
-                loops: Some(0),
-                ..ok.clone()
-            },
-            MeasureConfig {
-                duration: Some(Nanos(-1)),
-                ..ok.clone()
-            },
-            MeasureConfig {
-                mechanisms: vec![],
-                ..ok.clone()
-            },
-            MeasureConfig {
-                threads: vec![],
-                ..ok.clone()
-            },
+            MeasureConfig { interval: Nanos::ZERO, ..ok.clone() },
+            MeasureConfig { loops: Some(0), ..ok.clone() },
+            MeasureConfig { duration: Some(Nanos(-1)), ..ok.clone() },
+            MeasureConfig { mechanisms: vec![], ..ok.clone() },
+            MeasureConfig { threads: vec![], ..ok.clone() },
             MeasureConfig {
                 mechanisms: vec![Mechanism::Itimer],
                 threads: vec![ThreadSetup::default(), ThreadSetup::default()],
@@ -180,16 +157,9 @@ mod tests {
 
     #[test]
     fn expected_duration() {
-        let c = MeasureConfig {
-            loops: Some(100),
-            duration: None,
-            ..Default::default()
-        };
+        let c = MeasureConfig { loops: Some(100), duration: None, ..Default::default() };
         assert_eq!(c.expected_duration(), Some(Nanos::from_ms(100)));
-        let c = MeasureConfig {
-            mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
-            ..Default::default()
-        };
+        let c = MeasureConfig { mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid], ..Default::default() };
         assert_eq!(c.expected_duration(), Some(Nanos::from_secs(20)));
     }
 }

@@ -106,16 +106,11 @@ pub(crate) struct ThreadCtx<'a> {
 /// Runs one measuring thread. `Ok(None)` when another thread's failure aborted the start.
 pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<ThreadResult>> {
     let cfg = ctx.cfg;
-    let prepared = ctx
-        .setup
-        .apply()
-        .and_then(|_| wait::build(ctx.mechanism, &cfg.wait_config()));
+    let prepared = ctx.setup.apply().and_then(|_| wait::build(ctx.mechanism, &cfg.wait_config()));
     // Everything the loop touches is allocated and faulted in before the gate.
     let mut latency = LatencyStats::new();
     let mut period = LatencyStats::new();
-    let mut buckets = cfg
-        .histogram
-        .map(|h| BucketHistogram::new(h.buckets, h.unit_ns));
+    let mut buckets = cfg.histogram.map(|h| BucketHistogram::new(h.buckets, h.unit_ns));
     prefault_stack(cfg.stack_prefault);
     if prepared.is_err() {
         ctx.gate.abort.store(true, Release);
@@ -128,11 +123,7 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<ThreadResult>> {
 
     let info = ctx.mechanism.info();
     let interval = cfg.interval;
-    let policy = if info.kernel_grid {
-        OverrunPolicy::Skip
-    } else {
-        cfg.overrun
-    };
+    let policy = if info.kernel_grid { OverrunPolicy::Skip } else { cfg.overrun };
     let mut trace = ctx.trace;
     let (cpu0, wall0) = (sched::thread_cpu_time(), ClockId::Monotonic.now());
 
@@ -145,10 +136,7 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<ThreadResult>> {
     let mut prev_actual: Option<Time> = None;
 
     loop {
-        if ctx.stop.load(Relaxed)
-            || cfg.loops.is_some_and(|l| n >= l)
-            || end.is_some_and(|e| deadline >= e)
-        {
+        if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| n >= l) || end.is_some_and(|e| deadline >= e) {
             break;
         }
         let wake = waiter.wait(deadline)?;
@@ -197,10 +185,7 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<ThreadResult>> {
         }
     }
 
-    let (cpu_time, wall) = (
-        sched::thread_cpu_time() - cpu0,
-        ClockId::Monotonic.now() - wall0,
-    );
+    let (cpu_time, wall) = (sched::thread_cpu_time() - cpu0, ClockId::Monotonic.now() - wall0);
     Ok(Some(ThreadResult {
         mechanism: ctx.mechanism,
         thread: ctx.index,

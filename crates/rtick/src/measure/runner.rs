@@ -37,15 +37,8 @@ pub(crate) struct BreakSlot {
 
 impl BreakSlot {
     pub(crate) fn claim(&self, mechanism: Mechanism, thread: usize, cycle: u64, latency: Nanos) {
-        if self
-            .claimed
-            .compare_exchange(false, true, AcqRel, Acquire)
-            .is_ok()
-        {
-            let idx = crate::wait::KINDS
-                .iter()
-                .position(|k| k.mechanism == mechanism)
-                .unwrap_or(0);
+        if self.claimed.compare_exchange(false, true, AcqRel, Acquire).is_ok() {
+            let idx = crate::wait::KINDS.iter().position(|k| k.mechanism == mechanism).unwrap_or(0);
             self.mechanism.store(idx, Relaxed);
             self.thread.store(thread, Relaxed);
             self.cycle.store(cycle, Relaxed);
@@ -110,8 +103,7 @@ pub fn run(
         if stop.load(Relaxed) {
             break;
         }
-        let progress: Vec<ThreadProgress> =
-            cfg.threads.iter().map(|_| ThreadProgress::new()).collect();
+        let progress: Vec<ThreadProgress> = cfg.threads.iter().map(|_| ThreadProgress::new()).collect();
         let gate = Gate::default();
         let mut rings: Vec<Option<&mut TraceProducer>> = match traces.as_deref_mut() {
             Some(t) => t.iter_mut().map(Some).collect(),
@@ -132,17 +124,10 @@ pub fn run(
                     brk: &brk,
                     trace: rings[i].take(),
                 };
-                match std::thread::Builder::new()
-                    .name(format!("rtick-t{i}"))
-                    .spawn_scoped(s, move || run_thread(ctx))
-                {
+                match std::thread::Builder::new().name(format!("rtick-t{i}")).spawn_scoped(s, move || run_thread(ctx)) {
                     Ok(h) => handles.push(h),
                     Err(e) => {
-                        spawn_error = Some(Error::sys(
-                            "pthread_create",
-                            e,
-                            "check RLIMIT_NPROC and memory",
-                        ));
+                        spawn_error = Some(Error::sys("pthread_create", e, "check RLIMIT_NPROC and memory"));
                         break;
                     }
                 }
@@ -174,8 +159,7 @@ pub fn run(
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let mut out: Vec<ThreadOutcome> =
-                handles.into_iter().map(|h| h.join().into()).collect();
+            let mut out: Vec<ThreadOutcome> = handles.into_iter().map(|h| h.join().into()).collect();
             if let Some(e) = spawn_error {
                 out.push(ThreadOutcome::Failed(e));
             }

@@ -30,7 +30,5 @@ pub type TraceConsumer = rtrb::Consumer<TraceRow>;
 
 /// One ring of `capacity` rows per thread.
 pub fn trace_rings(threads: usize, capacity: usize) -> (Vec<TraceProducer>, Vec<TraceConsumer>) {
-    (0..threads)
-        .map(|_| rtrb::RingBuffer::new(capacity.max(1)))
-        .unzip()
+    (0..threads).map(|_| rtrb::RingBuffer::new(capacity.max(1))).unzip()
 }

@@ -30,12 +30,8 @@ impl DmaLatency {
             .write(true)
             .open(DMA_LATENCY_PATH)
             .map_err(|e| Error::sys(format!("open({DMA_LATENCY_PATH})"), e, fix))?;
-        f.write_all(&us.to_ne_bytes())
-            .map_err(|e| Error::sys(format!("write({DMA_LATENCY_PATH})"), e, fix))?;
-        Ok(DmaLatency {
-            _file: f,
-            requested_us: us,
-        })
+        f.write_all(&us.to_ne_bytes()).map_err(|e| Error::sys(format!("write({DMA_LATENCY_PATH})"), e, fix))?;
+        Ok(DmaLatency { _file: f, requested_us: us })
     }
 
     /// The value requested.

@@ -35,9 +35,7 @@ impl MemoryLock {
         }
         std::hint::black_box(&mut buf);
         drop(buf);
-        Ok(MemoryLock {
-            heap_prefaulted: heap_prefault,
-        })
+        Ok(MemoryLock { heap_prefaulted: heap_prefault })
     }
 
     /// Bytes of heap touched.

@@ -24,13 +24,7 @@ pub enum Policy {
 
 impl Policy {
     /// All policies.
-    pub const ALL: [Policy; 5] = [
-        Policy::Other,
-        Policy::Batch,
-        Policy::Idle,
-        Policy::Fifo,
-        Policy::Rr,
-    ];
+    pub const ALL: [Policy; 5] = [Policy::Other, Policy::Batch, Policy::Idle, Policy::Fifo, Policy::Rr];
 
     /// The kernel constant.
     pub fn raw(self) -> libc::c_int {
@@ -109,12 +103,7 @@ pub struct ThreadSetup {
 
 impl Default for ThreadSetup {
     fn default() -> Self {
-        ThreadSetup {
-            policy: Policy::Other,
-            priority: 0,
-            cpus: Vec::new(),
-            timer_slack: Some(Nanos(1)),
-        }
+        ThreadSetup { policy: Policy::Other, priority: 0, cpus: Vec::new(), timer_slack: Some(Nanos(1)) }
     }
 }
 
@@ -138,9 +127,7 @@ impl ThreadSetup {
         }
         let online = sched::online_cpus();
         if let Some(&bad) = self.cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
-            return Err(Error::Invalid(format!(
-                "CPU {bad} does not exist (this machine has {online})"
-            )));
+            return Err(Error::Invalid(format!("CPU {bad} does not exist (this machine has {online})")));
         }
         Ok(())
     }
@@ -158,8 +145,7 @@ impl ThreadSetup {
             })?;
         }
         if let Some(slack) = self.timer_slack {
-            sched::set_timer_slack(slack)
-                .map_err(|e| Error::sys("prctl(PR_SET_TIMERSLACK)", e, ""))?;
+            sched::set_timer_slack(slack).map_err(|e| Error::sys("prctl(PR_SET_TIMERSLACK)", e, ""))?;
         }
         sched::set_scheduler(self.policy.raw(), self.priority).map_err(|e| {
             let fix = if self.policy.is_realtime() {
@@ -179,14 +165,8 @@ impl ThreadSetup {
 /// Tries `setup`'s policy and priority in a short-lived thread, changing
 /// nothing in the caller: tells whether the measuring threads will get them.
 pub fn probe(setup: &ThreadSetup) -> Result<()> {
-    let s = ThreadSetup {
-        cpus: Vec::new(),
-        timer_slack: None,
-        ..setup.clone()
-    };
-    std::thread::spawn(move || s.apply())
-        .join()
-        .unwrap_or_else(|_| Err(Error::Invalid("probe thread panicked".into())))
+    let s = ThreadSetup { cpus: Vec::new(), timer_slack: None, ..setup.clone() };
+    std::thread::spawn(move || s.apply()).join().unwrap_or_else(|_| Err(Error::Invalid("probe thread panicked".into())))
 }
 
 #[cfg(test)]
@@ -204,21 +184,13 @@ mod tests {
 
     #[test]
     fn priority_validation() {
-        let mut s = ThreadSetup {
-            policy: Policy::Fifo,
-            priority: 0,
-            ..Default::default()
-        };
+        let mut s = ThreadSetup { policy: Policy::Fifo, priority: 0, ..Default::default() };
         assert!(s.validate().is_err());
         s.priority = 100;
         assert!(s.validate().is_err());
         s.priority = 99;
         assert!(s.validate().is_ok());
-        let o = ThreadSetup {
-            policy: Policy::Other,
-            priority: 5,
-            ..Default::default()
-        };
+        let o = ThreadSetup { policy: Policy::Other, priority: 5, ..Default::default() };
         assert!(o.validate().is_err());
     }
 

@@ -73,10 +73,7 @@ mod tests {
     #[test]
     fn buckets_and_overflow() {
         let mut h = BucketHistogram::new(10, 1000);
-        for (c, v) in [-5, 0, 999, 1000, 9999, 10_000, 50_000]
-            .into_iter()
-            .enumerate()
-        {
+        for (c, v) in [-5, 0, 999, 1000, 9999, 10_000, 50_000].into_iter().enumerate() {
             h.record(v, c as u64);
         }
         assert_eq!(h.counts()[0], 3);

@@ -30,10 +30,7 @@ impl SignedHistogram {
     /// An empty histogram (allocates all its buckets now).
     pub fn new() -> Self {
         let h = Histogram::new_with_bounds(1, HIGHEST_NS, SIGFIG).expect("valid bounds");
-        SignedHistogram {
-            pos: h.clone(),
-            neg: h,
-        }
+        SignedHistogram { pos: h.clone(), neg: h }
     }
 
     /// Records one value. Never allocates.
@@ -48,11 +45,7 @@ impl SignedHistogram {
 
     /// Records `n` occurrences of `v`.
     pub fn record_n(&mut self, v: i64, n: u64) {
-        let (h, m) = if v >= 0 {
-            (&mut self.pos, v as u64)
-        } else {
-            (&mut self.neg, v.unsigned_abs())
-        };
+        let (h, m) = if v >= 0 { (&mut self.pos, v as u64) } else { (&mut self.neg, v.unsigned_abs()) };
         let _ = h.record_n(m.min(HIGHEST_NS), n);
     }
 
@@ -101,19 +94,10 @@ impl SignedHistogram {
         let mut out: Vec<(i64, u64)> = self
             .neg
             .iter_recorded()
-            .map(|v| {
-                (
-                    -(self.neg.lowest_equivalent(v.value_iterated_to()) as i64),
-                    v.count_at_value(),
-                )
-            })
+            .map(|v| (-(self.neg.lowest_equivalent(v.value_iterated_to()) as i64), v.count_at_value()))
             .collect();
         out.reverse();
-        out.extend(
-            self.pos
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to() as i64, v.count_at_value())),
-        );
+        out.extend(self.pos.iter_recorded().map(|v| (v.value_iterated_to() as i64, v.count_at_value())));
         out
     }
 
@@ -132,11 +116,7 @@ fn rank_value(h: &Histogram<u64>, rank: u64, low: bool) -> u64 {
         seen += v.count_at_value();
         if seen >= rank {
             let x = v.value_iterated_to();
-            return if low {
-                h.lowest_equivalent(x)
-            } else {
-                h.highest_equivalent(x)
-            };
+            return if low { h.lowest_equivalent(x) } else { h.highest_equivalent(x) };
         }
     }
     h.max()
@@ -167,9 +147,7 @@ mod tests {
         let mut h = SignedHistogram::new();
         let mut x: u64 = 12345;
         for _ in 0..100_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             h.record((x >> 33) as i64 % 2_000_000 - 1000);
         }
         let mut last = i64::MIN;

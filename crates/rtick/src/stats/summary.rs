@@ -29,14 +29,7 @@ impl Default for LatencyStats {
 impl LatencyStats {
     /// Empty statistics (allocates the histogram now, never later).
     pub fn new() -> Self {
-        LatencyStats {
-            hist: SignedHistogram::new(),
-            count: 0,
-            min: i64::MAX,
-            max: i64::MIN,
-            sum: 0,
-            sum_sq: 0,
-        }
+        LatencyStats { hist: SignedHistogram::new(), count: 0, min: i64::MAX, max: i64::MIN, sum: 0, sum_sq: 0 }
     }
 
     /// Records one value. Never allocates.
@@ -83,10 +76,7 @@ impl LatencyStats {
         let mut percentiles = [0i64; 6];
         for (p, q) in percentiles.iter_mut().zip(PERCENTILES) {
             // The histogram keeps 3 significant digits; the exact extremes bound it.
-            *p = self
-                .hist
-                .value_at_quantile(q / 100.0)
-                .clamp(self.min, self.max);
+            *p = self.hist.value_at_quantile(q / 100.0).clamp(self.min, self.max);
         }
         Summary {
             count: self.count,
@@ -122,10 +112,7 @@ pub struct Summary {
 impl Summary {
     /// The value at a percentile label of [`PERCENTILE_LABELS`].
     pub fn percentile(&self, label: &str) -> Option<i64> {
-        PERCENTILE_LABELS
-            .iter()
-            .position(|l| *l == label)
-            .map(|i| self.percentiles[i])
+        PERCENTILE_LABELS.iter().position(|l| *l == label).map(|i| self.percentiles[i])
     }
 }
 
@@ -151,11 +138,7 @@ mod tests {
 
     #[test]
     fn merge_equals_recording_everything() {
-        let (mut a, mut b, mut all) = (
-            LatencyStats::new(),
-            LatencyStats::new(),
-            LatencyStats::new(),
-        );
+        let (mut a, mut b, mut all) = (LatencyStats::new(), LatencyStats::new(), LatencyStats::new());
         for v in 0..1000 {
             if v % 3 == 0 {
                 a.record(v - 100)

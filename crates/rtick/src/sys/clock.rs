@@ -42,9 +42,7 @@ pub fn resolution(clock: libc::clockid_t) -> io::Result<Nanos> {
     let ret = unsafe { libc::clock_getres(clock, ts.as_mut_ptr()) };
     super::check_ret(ret)?;
     // SAFETY: clock_getres returned 0, so ts is initialised.
-    Ok(Nanos(
-        Time::from_timespec(unsafe { &ts.assume_init() }).as_ns(),
-    ))
+    Ok(Nanos(Time::from_timespec(unsafe { &ts.assume_init() }).as_ns()))
 }
 
 /// Sleeps until `deadline` on `clock` (TIMER_ABSTIME), repeating on EINTR.
@@ -53,8 +51,7 @@ pub fn sleep_until(clock: libc::clockid_t, deadline: Time) -> io::Result<()> {
     let ts = deadline.to_timespec();
     loop {
         // SAFETY: ts is a valid timespec; remain may be NULL for absolute sleeps.
-        let code =
-            unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let code = unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if code != libc::EINTR {
             return check_code(code);
         }

@@ -11,9 +11,7 @@ use crate::time::Nanos;
 
 /// Sets the calling thread's policy (`SCHED_*`) and priority.
 pub fn set_scheduler(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
+    let param = libc::sched_param { sched_priority: priority };
     // SAFETY: param is a valid sched_param; pid 0 is the calling thread.
     check_ret(unsafe { libc::sched_setscheduler(0, policy, &param) })?;
     Ok(())
@@ -40,13 +38,9 @@ pub fn affinity() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data and all-zero is an empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid out buffer of the size passed.
-    check_ret(unsafe {
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
-    })?;
+    check_ret(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
     // SAFETY: every index tested is below CPU_SETSIZE, the size of set.
-    Ok((0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect())
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
 }
 
 /// The CPU the calling thread runs on now.
@@ -80,6 +74,8 @@ pub fn thread_cpu_time() -> Nanos {
         libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr());
         ru.assume_init()
     };
+    // time_t and suseconds_t are narrower than i64 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
     let us = |tv: libc::timeval| tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64;
     Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime))
 }

@@ -63,8 +63,7 @@ pub fn set_mask(mask: &SigSet) -> io::Result<()> {
 pub fn is_blocked(signal: libc::c_int) -> bool {
     let mut cur = MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: a NULL new set only queries the mask into cur.
-    let code =
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), cur.as_mut_ptr()) };
+    let code = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), cur.as_mut_ptr()) };
     // SAFETY: on success cur holds the current mask.
     code == 0 && unsafe { libc::sigismember(cur.as_ptr(), signal) } == 1
 }
@@ -108,11 +107,7 @@ pub fn wait(set: &SigSet) -> io::Result<Received> {
         // SAFETY: siginfo_t is larger than TimerSigInfo and starts with the same
         // fields (see the struct's comment); it was zeroed and then filled.
         let t = unsafe { &*(info.as_ptr() as *const TimerSigInfo) };
-        let timer_overrun = if t.code == libc::SI_TIMER {
-            t.overrun.max(0) as u32
-        } else {
-            0
-        };
+        let timer_overrun = if t.code == libc::SI_TIMER { t.overrun.max(0) as u32 } else { 0 };
         return Ok(Received { timer_overrun });
     }
 }

@@ -27,10 +27,7 @@ unsafe impl Send for PosixTimer {}
 #[derive(Copy, Clone, Debug)]
 pub enum Notify {
     /// Signal directed at one thread (SIGEV_THREAD_ID).
-    Thread {
-        signo: libc::c_int,
-        tid: libc::pid_t,
-    },
+    Thread { signo: libc::c_int, tid: libc::pid_t },
 }
 
 impl PosixTimer {
@@ -49,21 +46,15 @@ impl PosixTimer {
         // SAFETY: sev and id are valid pointers for the duration of the call.
         check_ret(unsafe { libc::timer_create(clock, &mut sev, id.as_mut_ptr()) })?;
         // SAFETY: timer_create succeeded and wrote the id.
-        Ok(PosixTimer {
-            id: unsafe { id.assume_init() },
-        })
+        let id = unsafe { id.assume_init() };
+        Ok(PosixTimer { id })
     }
 
     /// Arms the timer to expire at `first` (absolute) and every `interval` after.
     pub fn arm_periodic(&self, first: Time, interval: Nanos) -> io::Result<()> {
-        let spec = libc::itimerspec {
-            it_interval: interval.to_timespec(),
-            it_value: first.to_timespec(),
-        };
+        let spec = libc::itimerspec { it_interval: interval.to_timespec(), it_value: first.to_timespec() };
         // SAFETY: id is a live timer; spec is valid; old value may be NULL.
-        check_ret(unsafe {
-            libc::timer_settime(self.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
-        })?;
+        check_ret(unsafe { libc::timer_settime(self.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut()) })?;
         Ok(())
     }
 }
@@ -91,24 +82,14 @@ impl ITimerReal {
 
 fn timeval(span: Nanos) -> libc::timeval {
     let ts = span.to_timespec();
-    libc::timeval {
-        tv_sec: ts.tv_sec,
-        tv_usec: (ts.tv_nsec / 1000) as libc::suseconds_t,
-    }
+    libc::timeval { tv_sec: ts.tv_sec, tv_usec: (ts.tv_nsec / 1000) as libc::suseconds_t }
 }
 
 /// `setitimer(which, first, interval)`; `first` of zero disarms.
 pub fn set_itimer(which: libc::c_int, first: Nanos, interval: Nanos) -> io::Result<()> {
     // A zero it_value disarms; a sub-microsecond first expiry must still arm.
-    let first = if first > Nanos::ZERO && first < Nanos(1000) {
-        Nanos(1000)
-    } else {
-        first
-    };
-    let val = libc::itimerval {
-        it_interval: timeval(interval),
-        it_value: timeval(first),
-    };
+    let first = if first > Nanos::ZERO && first < Nanos(1000) { Nanos(1000) } else { first };
+    let val = libc::itimerval { it_interval: timeval(interval), it_value: timeval(first) };
     // SAFETY: val is a valid itimerval; the old value may be NULL. `which` is
     // passed as the kernel's int; libc's type for it differs between targets.
     check_ret(unsafe { libc::setitimer(which as _, &val, std::ptr::null_mut()) })?;

@@ -159,10 +159,7 @@ pub const KINDS: &[KindInfo] = &[
 impl Mechanism {
     /// This mechanism's row in the table.
     pub fn info(self) -> &'static KindInfo {
-        KINDS
-            .iter()
-            .find(|k| k.mechanism == self)
-            .expect("every mechanism has a row")
+        KINDS.iter().find(|k| k.mechanism == self).expect("every mechanism has a row")
     }
 
     /// Its command-line name.

@@ -15,16 +15,10 @@ pub(super) struct Mock {
 impl Mock {
     pub(super) fn new(latencies: Vec<i64>) -> Result<Self> {
         if latencies.is_empty() {
-            return Err(Error::Invalid(
-                "the mock mechanism needs at least one latency".into(),
-            ));
+            return Err(Error::Invalid("the mock mechanism needs at least one latency".into()));
         }
         // Start well away from zero so early wake-ups stay positive times.
-        Ok(Mock {
-            now: Time(Nanos::from_secs(1000).as_ns()),
-            latencies,
-            next: 0,
-        })
+        Ok(Mock { now: Time(Nanos::from_secs(1000).as_ns()), latencies, next: 0 })
     }
 }
 
@@ -38,10 +32,6 @@ impl Waiter for Mock {
         self.next += 1;
         // The manual clock never goes back: a wake-up cannot precede the last one.
         self.now = (deadline + lat).max(self.now);
-        Ok(Wake {
-            planned: deadline,
-            actual: self.now,
-            kernel_next: None,
-        })
+        Ok(Wake { planned: deadline, actual: self.now, kernel_next: None })
     }
 }

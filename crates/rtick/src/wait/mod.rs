@@ -84,19 +84,12 @@ pub struct WaitConfig {
 pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> {
     Ok(match mechanism {
         Mechanism::ClockNanosleep => Box::new(sleep::AbsoluteSleep::new(cfg.clock)),
-        Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(
-            cfg.clock,
-            cfg.interval,
-        )),
+        Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(cfg.clock, cfg.interval)),
         Mechanism::Nanosleep => Box::new(sleep::RelativeSleep::nanosleep(cfg.clock, cfg.interval)),
         Mechanism::PosixTimer => Box::new(signal::PosixTimerWait::new(cfg.clock)?),
         Mechanism::Itimer => Box::new(signal::ItimerWait::new(cfg.clock)?),
         Mechanism::Spin => Box::new(spin::Spin::new(cfg.clock)),
-        Mechanism::Hybrid => Box::new(spin::Hybrid::new(
-            cfg.clock,
-            cfg.interval,
-            cfg.hybrid_slack,
-        )?),
+        Mechanism::Hybrid => Box::new(spin::Hybrid::new(cfg.clock, cfg.interval, cfg.hybrid_slack)?),
         Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone())?),
     })
 }

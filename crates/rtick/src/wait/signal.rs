@@ -41,26 +41,9 @@ impl PosixTimerWait {
         // The signal is aimed at this thread only, so blocking it here suffices.
         signal::block(&[signo]).map_err(|e| Error::sys("pthread_sigmask", e, ""))?;
         ensure_blocked(signo, "posix-timer")?;
-        let timer = PosixTimer::create(
-            clock.raw(),
-            Notify::Thread {
-                signo,
-                tid: timer::gettid(),
-            },
-        )
-        .map_err(|e| {
-            Error::sys(
-                "timer_create(SIGEV_THREAD_ID)",
-                e,
-                "check RLIMIT_SIGPENDING (ulimit -i)",
-            )
-        })?;
-        Ok(PosixTimerWait {
-            clock,
-            timer,
-            set: SigSet::of(&[signo]),
-            interval: Nanos::ZERO,
-        })
+        let timer = PosixTimer::create(clock.raw(), Notify::Thread { signo, tid: timer::gettid() })
+            .map_err(|e| Error::sys("timer_create(SIGEV_THREAD_ID)", e, "check RLIMIT_SIGPENDING (ulimit -i)"))?;
+        Ok(PosixTimerWait { clock, timer, set: SigSet::of(&[signo]), interval: Nanos::ZERO })
     }
 }
 
@@ -71,9 +54,7 @@ impl Waiter for PosixTimerWait {
 
     fn arm(&mut self, first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
-        self.timer
-            .arm_periodic(first, interval)
-            .map_err(|e| Error::sys("timer_settime(TIMER_ABSTIME)", e, ""))
+        self.timer.arm_periodic(first, interval).map_err(|e| Error::sys("timer_settime(TIMER_ABSTIME)", e, ""))
     }
 
     #[inline]
@@ -81,11 +62,7 @@ impl Waiter for PosixTimerWait {
         let got = signal::wait(&self.set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
         let actual = self.clock.now();
         let next = deadline + self.interval * (1 + got.timer_overrun as i64);
-        Ok(Wake {
-            planned: deadline,
-            actual,
-            kernel_next: Some(next),
-        })
+        Ok(Wake { planned: deadline, actual, kernel_next: Some(next) })
     }
 }
 
@@ -106,11 +83,7 @@ pub(super) struct ItimerWait {
 impl ItimerWait {
     pub(super) fn new(clock: ClockId) -> Result<Self> {
         ensure_blocked(libc::SIGALRM, "itimer")?;
-        Ok(ItimerWait {
-            clock,
-            set: SigSet::of(&[libc::SIGALRM]),
-            timer: None,
-        })
+        Ok(ItimerWait { clock, set: SigSet::of(&[libc::SIGALRM]), timer: None })
     }
 }
 
@@ -121,20 +94,13 @@ impl Waiter for ItimerWait {
 
     fn arm(&mut self, first: Time, interval: Nanos) -> Result<()> {
         let rel = first - self.clock.now();
-        self.timer = Some(
-            ITimerReal::arm(rel, interval)
-                .map_err(|e| Error::sys("setitimer(ITIMER_REAL)", e, ""))?,
-        );
+        self.timer = Some(ITimerReal::arm(rel, interval).map_err(|e| Error::sys("setitimer(ITIMER_REAL)", e, ""))?);
         Ok(())
     }
 
     #[inline]
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
         signal::wait(&self.set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
-        Ok(Wake {
-            planned: deadline,
-            actual: self.clock.now(),
-            kernel_next: None,
-        })
+        Ok(Wake { planned: deadline, actual: self.clock.now(), kernel_next: None })
     }
 }

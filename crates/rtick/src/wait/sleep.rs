@@ -26,11 +26,7 @@ impl Waiter for AbsoluteSleep {
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
         clock::sleep_until(self.clock.raw(), deadline)
             .map_err(|e| Error::sys("clock_nanosleep(TIMER_ABSTIME)", e, ""))?;
-        Ok(Wake {
-            planned: deadline,
-            actual: self.clock.now(),
-            kernel_next: None,
-        })
+        Ok(Wake { planned: deadline, actual: self.clock.now(), kernel_next: None })
     }
 }
 
@@ -43,18 +39,10 @@ pub(super) struct RelativeSleep {
 
 impl RelativeSleep {
     pub(super) fn clock_nanosleep(clock: ClockId, interval: Nanos) -> Self {
-        RelativeSleep {
-            clock,
-            interval,
-            syscall: false,
-        }
+        RelativeSleep { clock, interval, syscall: false }
     }
     pub(super) fn nanosleep(clock: ClockId, interval: Nanos) -> Self {
-        RelativeSleep {
-            clock,
-            interval,
-            syscall: true,
-        }
+        RelativeSleep { clock, interval, syscall: true }
     }
 }
 
@@ -69,13 +57,8 @@ impl Waiter for RelativeSleep {
         if self.syscall {
             clock::nanosleep(self.interval).map_err(|e| Error::sys("nanosleep", e, ""))?;
         } else {
-            clock::sleep_for(self.clock.raw(), self.interval)
-                .map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
+            clock::sleep_for(self.clock.raw(), self.interval).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
         }
-        Ok(Wake {
-            planned: before + self.interval,
-            actual: self.clock.now(),
-            kernel_next: None,
-        })
+        Ok(Wake { planned: before + self.interval, actual: self.clock.now(), kernel_next: None })
     }
 }

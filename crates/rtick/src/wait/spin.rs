@@ -37,11 +37,7 @@ impl Waiter for Spin {
     #[inline]
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
         let actual = spin_until(self.clock, deadline);
-        Ok(Wake {
-            planned: deadline,
-            actual,
-            kernel_next: None,
-        })
+        Ok(Wake { planned: deadline, actual, kernel_next: None })
     }
 }
 
@@ -69,8 +65,7 @@ pub fn calibrate(clock: ClockId, interval: Nanos) -> Result<Calibration> {
     let mut over = Vec::with_capacity(samples);
     for _ in 0..samples {
         let target = clock.now() + interval;
-        clock::sleep_until(clock.raw(), target)
-            .map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
+        clock::sleep_until(clock.raw(), target).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
         over.push((clock.now() - target).as_ns());
     }
     over.sort_unstable();
@@ -79,13 +74,7 @@ pub fn calibrate(clock: ClockId, interval: Nanos) -> Result<Calibration> {
     let cap = Nanos(interval.as_ns() * 3 / 4);
     let want = Nanos(p99.as_ns() * 5 / 4) + Nanos::from_us(2);
     let slack = want.clamp(Nanos::from_us(2).min(cap), cap);
-    Ok(Calibration {
-        samples,
-        overshoot_p50: p50,
-        overshoot_p99: p99,
-        slack,
-        capped: want > cap,
-    })
+    Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack, capped: want > cap })
 }
 
 /// Absolute sleep until deadline − slack, then spin.
@@ -98,21 +87,11 @@ pub(super) struct Hybrid {
 impl Hybrid {
     pub(super) fn new(clock: ClockId, interval: Nanos, slack: HybridSlack) -> Result<Self> {
         match slack {
-            HybridSlack::Fixed(s) if s < Nanos::ZERO => {
-                Err(Error::Invalid("hybrid slack must not be negative".into()))
-            }
-            HybridSlack::Fixed(s) => Ok(Hybrid {
-                clock,
-                slack: s,
-                calibration: None,
-            }),
+            HybridSlack::Fixed(s) if s < Nanos::ZERO => Err(Error::Invalid("hybrid slack must not be negative".into())),
+            HybridSlack::Fixed(s) => Ok(Hybrid { clock, slack: s, calibration: None }),
             HybridSlack::Auto => {
                 let c = calibrate(clock, interval)?;
-                Ok(Hybrid {
-                    clock,
-                    slack: c.slack,
-                    calibration: Some(c),
-                })
+                Ok(Hybrid { clock, slack: c.slack, calibration: Some(c) })
             }
         }
     }
@@ -131,11 +110,7 @@ impl Waiter for Hybrid {
                 .map_err(|e| Error::sys("clock_nanosleep(TIMER_ABSTIME)", e, ""))?;
         }
         let actual = spin_until(self.clock, deadline);
-        Ok(Wake {
-            planned: deadline,
-            actual,
-            kernel_next: None,
-        })
+        Ok(Wake { planned: deadline, actual, kernel_next: None })
     }
 
     fn slack(&self) -> Option<Nanos> {

@@ -1,0 +1,55 @@
+//! Helpers shared by the integration tests: run the real `rtick` binary.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub fn rtick(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtick")).args(args).output().expect("rtick runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn ok(o: &Output) {
+    assert!(o.status.success(), "rtick failed ({:?}):\n{}\n{}", o.status.code(), stdout(o), stderr(o));
+}
+
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json file exists")).expect("valid JSON")
+}
+
+/// Trace rows as (thread, mechanism, cycle, planned, actual, latency).
+pub fn trace(path: &Path) -> Vec<(u64, String, u64, i64, i64, i64)> {
+    let text = std::fs::read_to_string(path).expect("trace file exists");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("thread,mechanism,cycle,planned_ns,actual_ns,latency_ns"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 6, "{l}");
+            (
+                f[0].parse().unwrap(),
+                f[1].to_string(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+                f[4].parse().unwrap(),
+                f[5].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Settings that run without privileges and without touching the system,
+/// for tests whose subject is not the real-time setup.
+pub const PLAIN: [&str; 4] = ["--policy", "other", "--no-mlock", "-q"];
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

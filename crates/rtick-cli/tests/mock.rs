@@ -1,0 +1,193 @@
+//! Exact numbers through the whole pipeline: the `mock` mechanism wakes at
+//! deadline + a scripted latency on a manual clock, so the statistics, the
+//! overrun policy, the table and every output file can be checked exactly.
+
+mod common;
+use common::*;
+
+fn mock(lat: &str, extra: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let t = dir.path().join("t.csv");
+    let h = dir.path().join("h.txt");
+    let lat = format!("--mock-latencies={lat}");
+    let mut args = vec!["measure", "-m", "mock", &lat, "-i", "1ms"];
+    args.extend_from_slice(&PLAIN);
+    args.extend_from_slice(&["--json", path_str(&j), "--trace", path_str(&t), "--histogram", path_str(&h)]);
+    args.extend_from_slice(extra);
+    (rtick(&args), dir)
+}
+
+#[test]
+fn statistics_are_exact() {
+    let (o, dir) = mock("1000,2000,3000,4000", &["-l", "8"]);
+    ok(&o);
+    let j = json(&dir.path().join("r.json"));
+    let r = &j["results"][0];
+    assert_eq!(r["mechanism"], "mock");
+    assert_eq!(r["count"], 8);
+    assert_eq!(r["min_ns"], 1000);
+    assert_eq!(r["max_ns"], 4000);
+    assert_eq!(r["mean_ns"], 2500.0);
+    assert_eq!(r["stddev_ns"].as_f64().unwrap(), 1250f64.sqrt() * 1000f64.sqrt());
+    assert_eq!(r["percentiles_ns"]["50"], 2000);
+    assert_eq!(r["percentiles_ns"]["90"], 4000);
+    assert_eq!(r["percentiles_ns"]["99.999"], 4000);
+    assert_eq!(r["overruns"], 0);
+    // Period deviation: consecutive wakes differ by interval ± 1000/3000 ns.
+    assert_eq!(r["period_min_ns"], -3000);
+    assert_eq!(r["period_max_ns"], 1000);
+    // The table shows the same numbers in µs.
+    let out = stdout(&o);
+    let row = out.lines().find(|l| l.starts_with("mock")).expect("table row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[3..13], ["8", "1.0", "2.0", "4.0", "4.0", "4.0", "4.0", "4.0", "2.5", "0"]);
+}
+
+#[test]
+fn nsecs_table() {
+    let (o, _dir) = mock("1234", &["-l", "3", "-N"]);
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("latency in ns"));
+    let row = out.lines().find(|l| l.starts_with("mock")).unwrap();
+    assert_eq!(row.split_whitespace().nth(4), Some("1234"));
+}
+
+#[test]
+fn trace_rows_match_the_grid() {
+    let (o, dir) = mock("100,200", &["-l", "6"]);
+    ok(&o);
+    let rows = trace(&dir.path().join("t.csv"));
+    assert_eq!(rows.len(), 6);
+    let first = rows[0].3;
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.2, i as u64);
+        assert_eq!(r.3 - first, i as i64 * 1_000_000, "planned on the grid");
+        assert_eq!(r.5, r.4 - r.3);
+        assert_eq!(r.5, if i % 2 == 0 { 100 } else { 200 });
+    }
+}
+
+#[test]
+fn skip_policy_jumps_and_counts_missed_periods() {
+    // Every second wake-up is 2.5 periods late: the next two deadlines are skipped.
+    let (o, dir) = mock("0,2500000", &["-l", "4", "--overrun", "skip"]);
+    ok(&o);
+    let r = &json(&dir.path().join("r.json"))["results"][0];
+    assert_eq!(
+        (r["count"].as_u64(), r["overruns"].as_u64(), r["missed_periods"].as_u64()),
+        (Some(4), Some(2), Some(4))
+    );
+    let cycles: Vec<u64> = trace(&dir.path().join("t.csv")).iter().map(|r| r.2).collect();
+    assert_eq!(cycles, [0, 1, 4, 5]);
+}
+
+#[test]
+fn catch_up_policy_serves_every_deadline() {
+    let (o, dir) = mock("2500000,0,0,0", &["-l", "4", "--overrun", "catch-up"]);
+    ok(&o);
+    let rows = trace(&dir.path().join("t.csv"));
+    let lat: Vec<i64> = rows.iter().map(|r| r.5).collect();
+    assert_eq!(lat, [2_500_000, 1_500_000, 500_000, 0]);
+    assert_eq!(rows.iter().map(|r| r.2).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let r = &json(&dir.path().join("r.json"))["results"][0];
+    assert_eq!((r["overruns"].as_u64(), r["missed_periods"].as_u64()), (Some(2), Some(0)));
+}
+
+#[test]
+fn early_wakeups_are_counted_not_clamped() {
+    let (o, dir) = mock("-500,1000", &["-l", "4"]);
+    ok(&o);
+    let r = &json(&dir.path().join("r.json"))["results"][0];
+    assert_eq!(r["min_ns"], -500);
+    assert_eq!(r["early_wakeups"], 2);
+    assert_eq!(r["percentiles_ns"]["50"], -500);
+    let h = std::fs::read_to_string(dir.path().join("h.txt")).unwrap();
+    assert!(h.contains("# Early wake-ups (counted in bucket 0): 00002"), "{h}");
+}
+
+#[test]
+fn histogram_file_in_cyclictest_format() {
+    let (o, dir) = mock("1500,2500,2600,1200000", &["-l", "4", "--histogram-max", "10"]);
+    ok(&o);
+    let h = std::fs::read_to_string(dir.path().join("h.txt")).unwrap();
+    let lines: Vec<&str> = h.lines().collect();
+    assert!(lines.contains(&"# Histogram"));
+    assert!(lines.contains(&"000001 000001"));
+    assert!(lines.contains(&"000002 000002"));
+    assert!(lines.contains(&"000009 000000"));
+    assert!(!lines.iter().any(|l| l.starts_with("000010 ")));
+    assert!(lines.contains(&"# Total: 000000003"));
+    assert!(lines.contains(&"# Min Latencies: 00001"));
+    assert!(lines.contains(&"# Max Latencies: 01200"));
+    assert!(lines.contains(&"# Histogram Overflows: 00001"));
+    assert!(lines.contains(&"# Thread 0: 00003"));
+}
+
+#[test]
+fn duration_bounds_the_grid() {
+    let (o, dir) = mock("10", &["-D", "10ms"]);
+    ok(&o);
+    assert_eq!(json(&dir.path().join("r.json"))["results"][0]["count"], 10);
+}
+
+#[test]
+fn breaktrace_stops_and_reports_cycle_and_value() {
+    let (o, dir) = mock("1000,1000,9000,1000", &["-l", "100", "-b", "5"]);
+    ok(&o);
+    let j = json(&dir.path().join("r.json"));
+    assert_eq!(j["breaktrace"]["cycle"], 2);
+    assert_eq!(j["breaktrace"]["latency_ns"], 9000);
+    assert_eq!(j["results"][0]["count"], 3);
+    assert_eq!(j["interrupted"], false);
+    assert!(stdout(&o).contains("breaktrace: mock T0 cycle 2: latency 9.0 µs"), "{}", stdout(&o));
+}
+
+#[test]
+fn several_threads_and_mechanisms_share_the_table() {
+    let (o, dir) = mock("3000", &["-l", "5", "-t", "2"]);
+    ok(&o);
+    let j = json(&dir.path().join("r.json"));
+    let threads: Vec<u64> = j["results"].as_array().unwrap().iter().map(|r| r["thread"].as_u64().unwrap()).collect();
+    assert_eq!(threads.len(), 2);
+    assert!(threads.contains(&0) && threads.contains(&1));
+    let rows = trace(&dir.path().join("t.csv"));
+    assert_eq!(rows.len(), 10);
+    let h = std::fs::read_to_string(dir.path().join("h.txt")).unwrap();
+    assert!(h.lines().any(|l| l == "000003 000005\t000005"), "{h}");
+}
+
+#[test]
+fn json_schema_fields() {
+    let (o, dir) = mock("1000", &["-l", "2"]);
+    ok(&o);
+    let j = json(&dir.path().join("r.json"));
+    for k in ["rtick_version", "schema_version", "command", "started_at", "system", "config", "results", "warnings"] {
+        assert!(j.get(k).is_some(), "missing {k}");
+    }
+    for k in ["kernel", "clocksource", "hres_active", "preempt", "cpus"] {
+        assert!(j["system"].get(k).is_some(), "missing system.{k}");
+    }
+    let r = &j["results"][0];
+    for k in [
+        "mechanism",
+        "thread",
+        "cpu",
+        "count",
+        "min_ns",
+        "max_ns",
+        "mean_ns",
+        "stddev_ns",
+        "percentiles_ns",
+        "overruns",
+        "cpu_percent",
+        "trace_rows_dropped",
+    ] {
+        assert!(r.get(k).is_some(), "missing results[].{k}");
+    }
+    let keys: Vec<&String> = r["percentiles_ns"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["50", "90", "99", "99.9", "99.99", "99.999"]);
+    assert_eq!(j["config"]["policy"], "SCHED_OTHER");
+    assert_eq!(j["config"]["interval_ns"], 1_000_000);
+}

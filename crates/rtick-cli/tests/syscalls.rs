@@ -1,0 +1,70 @@
+//! Proof that each mechanism really waits with its kernel interface: the
+//! system calls in the mechanism table appear under `strace -f` once per
+//! wait, and spin makes none (it burns its CPU instead). Skips, saying so,
+//! where strace is missing (`.ci/run` installs it).
+
+mod common;
+use common::*;
+
+use std::process::Command;
+
+fn strace_available() -> bool {
+    Command::new("strace").arg("-V").output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+#[test]
+fn each_mechanism_uses_its_system_calls() {
+    if !strace_available() {
+        eprintln!("SKIPPED: strace is not installed (apt-get install strace)");
+        return;
+    }
+    let loops = 50;
+    for k in rtick::wait::KINDS.iter().filter(|k| !k.hidden) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("strace.log");
+        let j = dir.path().join("r.json");
+        let o = Command::new("strace")
+            .args([
+                "-f",
+                "-qq",
+                "-o",
+                path_str(&log),
+                "-e",
+                "trace=clock_nanosleep,nanosleep,rt_sigtimedwait,timer_create,timer_settime,setitimer",
+            ])
+            .arg(env!("CARGO_BIN_EXE_rtick"))
+            .args(["measure", "-m", k.name, "-i", "1ms", "-l", &loops.to_string(), "--hybrid-slack", "100us"])
+            .args(PLAIN)
+            .args(["--json", path_str(&j)])
+            .output()
+            .unwrap();
+        ok(&o);
+        // Only the measuring thread's calls: the main thread sleeps while it polls progress.
+        let tid = json(&j)["results"][0]["tid"].as_i64().unwrap();
+        let text: String = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(&tid.to_string()))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let count = |name: &str| text.lines().filter(|l| l.contains(&format!("{name}("))).count();
+        for sc in k.syscalls {
+            assert!(count(sc) >= loops, "{}: expected ≥ {loops} {sc} calls, saw {}:\n{text}", k.name, count(sc));
+        }
+        match k.name {
+            "posix-timer" => {
+                assert!(text.contains("timer_create(") && text.contains("SIGEV_THREAD_ID"), "{text}");
+                assert!(text.contains("timer_settime(") && text.contains("TIMER_ABSTIME"), "{text}");
+            }
+            "itimer" => assert!(text.contains("setitimer(ITIMER_REAL"), "{text}"),
+            "clock_nanosleep" | "hybrid" => assert!(text.contains("TIMER_ABSTIME"), "{text}"),
+            "clock_nanosleep-rel" => assert!(!text.contains("TIMER_ABSTIME"), "{text}"),
+            "spin" => {
+                let waits = ["clock_nanosleep", "nanosleep", "rt_sigtimedwait"].iter().map(|s| count(s)).sum::<usize>();
+                // A few sleeps at the start gate, none per wait.
+                assert!(waits < 10, "spin must not sleep in the kernel:\n{text}");
+            }
+            _ => {}
+        }
+    }
+}
