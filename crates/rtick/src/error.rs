@@ -6,13 +6,14 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A system call failed. `fix` says what would make it succeed.
-    #[error("{call} failed: {source}{}", fix_suffix(.fix))]
+    // The OS error is part of the message, not a `#[source]`: printers that
+    // walk the source chain would otherwise repeat it.
+    #[error("{call} failed: {os}{}", fix_suffix(.fix))]
     Sys {
         /// The failing call, e.g. `sched_setscheduler(SCHED_FIFO, 90)`.
         call: String,
         /// The OS error.
-        #[source]
-        source: io::Error,
+        os: io::Error,
         /// What would fix it, e.g. "run as root or grant CAP_SYS_NICE".
         fix: String,
     },
@@ -40,13 +41,13 @@ fn fix_suffix(fix: &str) -> String {
 impl Error {
     /// A failed call with an explicit fix.
     pub fn sys(call: impl Into<String>, source: io::Error, fix: impl Into<String>) -> Error {
-        Error::Sys { call: call.into(), source, fix: fix.into() }
+        Error::Sys { call: call.into(), os: source, fix: fix.into() }
     }
 
     /// Whether this is a permission problem (EPERM / EACCES).
     pub fn is_permission(&self) -> bool {
-        matches!(self, Error::Sys { source, .. }
-            if matches!(source.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)))
+        matches!(self, Error::Sys { os, .. }
+            if matches!(os.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)))
     }
 }
 

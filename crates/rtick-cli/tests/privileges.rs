@@ -1,0 +1,71 @@
+//! Privilege paths, made real by dropping capabilities with setpriv and
+//! zeroing RLIMIT_RTPRIO / RLIMIT_MEMLOCK with prlimit (root only; skips
+//! otherwise): the default falls back and says so, an explicit request
+//! fails with the fix on one line.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Output};
+
+fn unprivileged(args: &[&str]) -> Option<Output> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root to drop privileges with setpriv");
+        return None;
+    }
+    let o = Command::new("prlimit")
+        .args([
+            "--rtprio=0",
+            "--memlock=65536",
+            "setpriv",
+            "--inh-caps=-all",
+            "--bounding-set=-sys_nice,-ipc_lock",
+            "--",
+        ])
+        .arg(env!("CARGO_BIN_EXE_rtick"))
+        .args(args)
+        .output();
+    match o {
+        Ok(o) if !stderr(&o).contains("prlimit:") && !stderr(&o).contains("setpriv:") => Some(o),
+        _ => {
+            eprintln!("SKIPPED: prlimit/setpriv unavailable");
+            None
+        }
+    }
+}
+
+#[test]
+fn default_policy_falls_back_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let Some(o) = unprivileged(&["measure", "-l", "20", "-q", "--json", path_str(&j)]) else { return };
+    ok(&o);
+    assert!(stdout(&o).contains("no privilege for SCHED_FIFO 90"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("mlockall"), "mlock failure is a warning by default: {}", stdout(&o));
+    let j = json(&j);
+    assert_eq!(j["config"]["policy"], "SCHED_OTHER");
+    assert_eq!(j["config"]["mlock"], false);
+    assert_eq!(j["results"][0]["count"], 20);
+}
+
+#[test]
+fn explicit_policy_fails_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let Some(o) = unprivileged(&["measure", "-p", "80", "-l", "20", "--json", path_str(&j)]) else { return };
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("sched_setscheduler(SCHED_FIFO, 80)") && err.contains("CAP_SYS_NICE"), "{err}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "no output file");
+}
+
+#[test]
+fn explicit_mlock_fails_with_the_fix() {
+    let Some(o) = unprivileged(&["measure", "--policy", "other", "--mlock", "-l", "20"]) else { return };
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("mlockall") && err.contains("CAP_IPC_LOCK"), "{err}");
+}
