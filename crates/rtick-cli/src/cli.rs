@@ -28,15 +28,17 @@ pub enum Command {
 /// --duration), as in cyclictest; units are accepted: 500us, 1ms, 20kHz, 10s, 2m.
 #[derive(Debug, Args)]
 pub struct MeasureArgs {
-    /// Wait mechanism(s), comma-separated, or `all` (see `rtick mechanisms`).
-    #[arg(
-        short = 'm',
-        long = "mechanism",
-        value_name = "NAME[,NAME…]",
-        value_delimiter = ',',
-        default_value = "clock_nanosleep"
-    )]
-    pub mechanisms: Vec<String>,
+    /// Wait mechanism(s), comma-separated, or `all` (see `rtick mechanisms`) [default: clock_nanosleep; with --compare: all].
+    #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
+    pub mechanisms: Option<Vec<String>>,
+
+    /// Compare mechanisms fairly: interleave them in slices (A B C … A B C …), rank them, and recommend one.
+    #[arg(long)]
+    pub compare: bool,
+
+    /// Slice length of --compare [plain number: s].
+    #[arg(long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
+    pub slice: Nanos,
 
     /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
     #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_negative_numbers = true, value_parser = units::interval)]
@@ -46,7 +48,7 @@ pub struct MeasureArgs {
     #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = units::loops)]
     pub loops: Option<u64>,
 
-    /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s unless --loops is given.
+    /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s (3 s with --compare) unless --loops is given.
     #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 

@@ -191,3 +191,56 @@ fn json_schema_fields() {
     assert_eq!(j["config"]["policy"], "SCHED_OTHER");
     assert_eq!(j["config"]["interval_ns"], 1_000_000);
 }
+
+#[test]
+fn compare_interleaves_in_slices_on_one_grid() {
+    // mock (manual clock) beside a real mechanism: 3 rounds of 10 ms slices.
+    let dir = tempfile::tempdir().unwrap();
+    let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
+    let o = rtick(&[
+        "measure",
+        "--compare",
+        "-m",
+        "mock,clock_nanosleep",
+        "--mock-latencies=700",
+        "-i",
+        "1ms",
+        "-D",
+        "30ms",
+        "--slice",
+        "10ms",
+        "--policy",
+        "other",
+        "--no-mlock",
+        "-q",
+        "--json",
+        path_str(&j),
+        "--trace",
+        path_str(&t),
+    ]);
+    ok(&o);
+    let rows = trace(&t);
+    // The trace of one thread is in wake-up order: blocks of 10 alternate.
+    let mut blocks: Vec<(String, usize)> = Vec::new();
+    for r in &rows {
+        match blocks.last_mut() {
+            Some((m, n)) if *m == r.1 => *n += 1,
+            _ => blocks.push((r.1.clone(), 1)),
+        }
+    }
+    let names: Vec<&str> = blocks.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(names, ["mock", "clock_nanosleep", "mock", "clock_nanosleep", "mock", "clock_nanosleep"]);
+    assert!(blocks.iter().filter(|(m, _)| m == "mock").all(|(_, n)| *n == 10), "{blocks:?}");
+    // Every mock wake-up stays on one grid across slices, and cycles say where.
+    let mock: Vec<_> = rows.iter().filter(|r| r.1 == "mock").collect();
+    for r in &mock {
+        assert_eq!(r.3 - mock[0].3, (r.2 - mock[0].2) as i64 * 1_000_000);
+        assert_eq!(r.5, 700);
+    }
+    let j = json(&j);
+    assert_eq!(j["config"]["interleave_ns"], 10_000_000);
+    assert_eq!(j["results"].as_array().unwrap().len(), 2);
+    let out = stdout(&o);
+    assert!(out.contains("recommendation for this machine"), "{out}");
+    assert!(out.contains("best sleeping mechanism: mock: p99 0.7 µs"), "{out}");
+}

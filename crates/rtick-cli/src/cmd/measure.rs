@@ -21,7 +21,7 @@ use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
 use crate::export::{histogram, trace::TraceWriter};
-use crate::output::{fmt_latency, header, progress::LiveLine, table};
+use crate::output::{fmt_latency, header, progress::LiveLine, recommend, table};
 use crate::Usage;
 
 /// Output files, created (as temporaries) before the run.
@@ -68,6 +68,14 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         }
     }
     warnings.extend(static_warnings(&cfg, &sys));
+    // A real-time thread that spins into RT throttling is stopped for the rest
+    // of the throttling period: rest that long after its slices so the next
+    // mechanism does not inherit the stop.
+    if let (true, Some(rt), Some(period)) = (cfg.threads[0].policy.is_realtime(), sys.rt_runtime_us, sys.rt_period_us) {
+        if sys.rt_throttled() && period > rt {
+            cfg.rest_after_spinning = Some((rt as f64 / period as f64, Nanos::from_us(period - rt)));
+        }
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -109,6 +117,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         config: config_json(&cfg, mem.is_some(), a.dma_latency, dma_system),
         warnings,
         results: Vec::new(),
+        unavailable: Vec::new(),
     };
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
@@ -123,7 +132,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         }
         None => (None, None),
     };
-    let live = LiveLine::new(a.quiet, cfg.expected_duration(), cfg.duration, cfg.loops, a.nsecs);
+    let live = LiveLine::new(a.quiet, cfg.expected_duration(), a.nsecs);
     let result = measure::run(&cfg, &stop, producers.as_deref_mut(), |p| live.update(p));
     live.finish();
     // Restore the system before anything else can fail.
@@ -137,6 +146,11 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     };
 
     file.results = json::results(&report);
+    file.unavailable = report
+        .unavailable
+        .iter()
+        .map(|u| json::UnavailableJson { mechanism: u.mechanism.name().into(), reason: u.reason.clone() })
+        .collect();
     file.elapsed_ns = report.elapsed.as_ns();
     file.interrupted = report.interrupted;
     file.breaktrace = report.breaktrace.map(|b| BreakJson {
@@ -165,10 +179,27 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     }
 
     println!();
-    print!("{}", table::render(&file.results, a.nsecs));
+    if !file.results.is_empty() {
+        print!("{}", table::render(&file.results, a.nsecs));
+    }
+    for u in &file.unavailable {
+        println!("unavailable: {}: {}", u.mechanism, u.reason);
+    }
     print_notes(&cfg, &report, rows, a.nsecs);
     for w in &after {
         println!("warning: {w}");
+    }
+    if cfg.interleave.is_some() && !file.results.is_empty() {
+        println!();
+        for line in recommend::recommend(&file.results, a.nsecs) {
+            println!("{line}");
+        }
+    }
+    if file.results.is_empty() && !report.interrupted {
+        anyhow::bail!(
+            "no mechanism could run here ({})",
+            file.unavailable.iter().map(|u| u.mechanism.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
     Ok(())
 }
@@ -193,20 +224,16 @@ fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
             ));
         }
     }
-    // The share of each period a mechanism spins: spin all of it; hybrid its
-    // slack (auto is capped at 3/4 of the interval).
-    let spin_share = |m: &Mechanism| match (m, cfg.hybrid_slack) {
-        (Mechanism::Spin, _) => 1.0,
-        (Mechanism::Hybrid, HybridSlack::Fixed(s)) => s.as_ns() as f64 / cfg.interval.as_ns() as f64,
-        (Mechanism::Hybrid, HybridSlack::Auto) => 0.75,
-        _ => 0.0,
-    };
     let spinning: Vec<&str> = cfg.mechanisms.iter().filter(|m| m.info().burns_cpu).map(|m| m.name()).collect();
     if !spinning.is_empty() && policy.is_realtime() {
         if let (true, Some(rt), Some(period)) = (sys.rt_throttled(), sys.rt_runtime_us, sys.rt_period_us) {
             let budget = rt as f64 / period.max(1) as f64;
-            let throttled: Vec<&str> =
-                cfg.mechanisms.iter().filter(|m| spin_share(m) >= budget).map(|m| m.name()).collect();
+            let throttled: Vec<&str> = cfg
+                .mechanisms
+                .iter()
+                .filter(|m| m.spin_share(cfg.interval, cfg.hybrid_slack) >= budget)
+                .map(|m| m.name())
+                .collect();
             if !throttled.is_empty() {
                 w.push(format!(
                     "{} under {policy} with kernel.sched_rt_runtime_us={rt} (of {period}): a thread that never sleeps is throttled for {} ms every {} ms, seen as latencies of that size; `sysctl kernel.sched_rt_runtime_us=-1` lifts it (at the risk of starving the CPU)",
@@ -343,5 +370,6 @@ fn config_json(cfg: &MeasureConfig, mlock: bool, dma: Option<i32>, dma_system: O
             HybridSlack::Fixed(n) => n.as_ns().to_string(),
         },
         breaktrace_ns: cfg.breaktrace.map(|b| b.as_ns()),
+        interleave_ns: cfg.interleave.map(|s| s.as_ns()),
     }
 }

@@ -15,6 +15,8 @@ use crate::Usage;
 pub const DEFAULT_PRIORITY: i32 = 90;
 /// Default duration when neither --duration nor --loops is given.
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(10);
+/// Default duration per mechanism with --compare.
+pub const DEFAULT_COMPARE_DURATION: Nanos = Nanos::from_secs(3);
 
 /// A validated plan.
 #[derive(Debug)]
@@ -45,8 +47,13 @@ fn usage(msg: impl Into<String>) -> Usage {
 }
 
 pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
+    let names = match &a.mechanisms {
+        Some(n) => n.clone(),
+        None if a.compare => vec!["all".to_string()],
+        None => vec![Mechanism::ClockNanosleep.name().to_string()],
+    };
     let mut mechanisms = Vec::new();
-    for name in &a.mechanisms {
+    for name in &names {
         let name = name.trim();
         let found: Vec<Mechanism> = if name == "all" {
             rtick::wait::KINDS.iter().filter(|k| !k.hidden).map(|k| k.mechanism).collect()
@@ -139,6 +146,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         pin.into_iter().map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) }).collect();
 
     let duration = match (a.duration, a.loops) {
+        (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
@@ -163,6 +171,8 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         histogram,
         stack_prefault: DEFAULT_STACK_PREFAULT,
         mock_latencies: a.mock_latencies.clone(),
+        interleave: a.compare.then_some(a.slice),
+        rest_after_spinning: None,
     };
     cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(Plan {

@@ -25,6 +25,15 @@ pub struct RunFile {
     pub config: ConfigJson,
     pub warnings: Vec<String>,
     pub results: Vec<ResultJson>,
+    /// Mechanisms that could not run on this system, and why.
+    #[serde(default)]
+    pub unavailable: Vec<UnavailableJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UnavailableJson {
+    pub mechanism: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -73,6 +82,8 @@ pub struct ConfigJson {
     /// `auto` or a number of ns.
     pub hybrid_slack: String,
     pub breaktrace_ns: Option<i64>,
+    /// Slice length when mechanisms were interleaved (--compare); null: one after the other.
+    pub interleave_ns: Option<i64>,
 }
 
 /// Percentiles by label; the keys are the percentile numbers as strings.

@@ -17,9 +17,13 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
         (None, Some(l)) => format!("{l} loops"),
         (None, None) => "until Ctrl-C".into(),
     };
+    let order = match c.interleave_ns {
+        Some(s) => format!(" | interleaved in {} slices", rtick::Nanos(s)),
+        None => String::new(),
+    };
     let _ = writeln!(
         w,
-        "rtick {} measure: {} | interval {interval} | {bound} per mechanism | {} thread{}",
+        "rtick {} measure: {} | interval {interval} | {bound} per mechanism{order} | {} thread{}",
         run.rtick_version,
         c.mechanisms.join(", "),
         c.threads,

@@ -2,6 +2,7 @@
 
 pub mod header;
 pub mod progress;
+pub mod recommend;
 pub mod table;
 
 /// A latency for display: µs with one decimal, or integer ns with -N.

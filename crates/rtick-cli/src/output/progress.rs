@@ -10,21 +10,13 @@ use super::fmt_latency;
 #[derive(Debug)]
 pub struct LiveLine {
     bar: ProgressBar,
-    per_mechanism: Option<Nanos>,
     nsecs: bool,
-    loops: Option<u64>,
 }
 
 impl LiveLine {
     /// A bar over `total` (duration-bounded runs) or a spinner; hidden when
     /// stderr is not a terminal or `quiet` is set.
-    pub fn new(
-        quiet: bool,
-        total: Option<Nanos>,
-        per_mechanism: Option<Nanos>,
-        loops: Option<u64>,
-        nsecs: bool,
-    ) -> Self {
+    pub fn new(quiet: bool, total: Option<Nanos>, nsecs: bool) -> Self {
         let target = if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr_with_hz(10) };
         let bar = match total {
             Some(t) => {
@@ -45,7 +37,7 @@ impl LiveLine {
                 b
             }
         };
-        LiveLine { bar, per_mechanism, nsecs, loops }
+        LiveLine { bar, nsecs }
     }
 
     /// Shows a progress snapshot.
@@ -53,12 +45,7 @@ impl LiveLine {
         if self.bar.is_hidden() {
             return;
         }
-        let done_before = self.per_mechanism.map_or(0, |d| d.as_ns() / 1_000_000 * p.mechanism_index as i64);
-        let within = match (self.per_mechanism, self.loops) {
-            (Some(d), _) => p.elapsed.as_ns().min(d.as_ns()) / 1_000_000,
-            _ => 0,
-        };
-        self.bar.set_position((done_before + within) as u64);
+        self.bar.set_position((p.elapsed.as_ns() / 1_000_000) as u64);
         let f = |n: Nanos| fmt_latency(n.as_ns(), self.nsecs);
         let threads: Vec<String> = p
             .threads

@@ -3,8 +3,23 @@
 use super::{fmt_latency, unit};
 use crate::export::json::ResultJson;
 
-const HEAD: [&str; 14] =
-    ["mechanism", "T", "CPU", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "avg", "overruns", "CPU%"];
+const HEAD: [&str; 15] = [
+    "mechanism",
+    "T",
+    "CPU",
+    "count",
+    "min",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "p99.99",
+    "max",
+    "avg",
+    "overruns",
+    "CPU%",
+    "period p99",
+];
 
 /// Renders `results` sorted by p99 (then mechanism, thread).
 pub fn render(results: &[ResultJson], nsecs: bool) -> String {
@@ -31,11 +46,15 @@ pub fn render(results: &[ResultJson], nsecs: bool) -> String {
             f(r.mean_ns.round() as i64),
             r.overruns.to_string(),
             format!("{:.1}", r.cpu_percent),
+            f(r.period_percentiles_ns.p99),
         ]);
     }
     let widths: Vec<usize> =
         (0..HEAD.len()).map(|i| cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = format!("latency in {} (actual − planned wake-up), ranked by p99\n", unit(nsecs));
+    let mut out = format!(
+        "latency in {} (actual − planned wake-up), ranked by p99; period p99: of (actual period − interval)\n",
+        unit(nsecs)
+    );
     for (n, row) in cells.iter().enumerate() {
         let line: Vec<String> = row
             .iter()

@@ -43,6 +43,13 @@ pub struct MeasureConfig {
     pub stack_prefault: usize,
     /// For the test-only `mock` mechanism: latencies to produce, in turn.
     pub mock_latencies: Vec<i64>,
+    /// Interleave the mechanisms in slices of this length (`--compare`);
+    /// `None` measures them one after the other.
+    pub interleave: Option<Nanos>,
+    /// Rest after each slice of a mechanism that spins at least this share of
+    /// its period, so that RT throttling it causes ends before the next slice:
+    /// `(share, rest)`; set from `sched_rt_runtime_us` by the caller.
+    pub rest_after_spinning: Option<(f64, Nanos)>,
 }
 
 impl Default for MeasureConfig {
@@ -60,6 +67,8 @@ impl Default for MeasureConfig {
             histogram: None,
             stack_prefault: DEFAULT_STACK_PREFAULT,
             mock_latencies: Vec::new(),
+            interleave: None,
+            rest_after_spinning: None,
         }
     }
 }
@@ -102,6 +111,9 @@ impl MeasureConfig {
                 return Err(Error::Invalid("the hybrid slack must not be negative".into()));
             }
         }
+        if self.interleave.is_some() && self.duration.is_none() && self.loops.is_none() {
+            return Err(Error::Invalid("interleaved runs need a duration or a loop count".into()));
+        }
         if let Some(h) = self.histogram {
             if h.buckets == 0 || h.unit_ns <= 0 {
                 return Err(Error::Invalid("the histogram needs at least one bucket".into()));
@@ -119,6 +131,25 @@ impl MeasureConfig {
             (None, None) => return None,
         };
         Some(per * self.mechanisms.len() as i64)
+    }
+
+    /// The slices the run is made of.
+    pub fn slices(&self) -> Vec<super::slices::Slice> {
+        let rest = |m: usize| match self.rest_after_spinning {
+            Some((share, rest)) if self.mechanisms[m].spin_share(self.interval, self.hybrid_slack) >= share => rest,
+            _ => Nanos::ZERO,
+        };
+        match self.interleave {
+            None => super::slices::sequential(self.mechanisms.len(), self.duration, rest),
+            Some(slice) => {
+                let total = match (self.duration, self.loops) {
+                    (Some(d), _) => d,
+                    (None, Some(l)) => self.interval * l as i64,
+                    (None, None) => Nanos::ZERO,
+                };
+                super::slices::interleaved(self.mechanisms.len(), total, slice, rest)
+            }
+        }
     }
 
     pub(crate) fn wait_config(&self) -> WaitConfig {

@@ -1,4 +1,10 @@
-//! One measuring thread: setup, start gate, and the absolute-deadline loop.
+//! One measuring thread: setup, start gate, then its slices of the
+//! absolute-deadline loop.
+//!
+//! The thread builds one waiter per mechanism (a *slot*) before the start
+//! gate, and keeps it across slices, with its statistics and its grid: a
+//! later slice of the same mechanism resumes on the same grid
+//! `first + k·interval`, so trace cycles stay grid indices for the whole run.
 //!
 //! The loop body (one cycle) allocates nothing, takes no lock, formats
 //! nothing, and makes no system call but the wait: statistics are
@@ -6,11 +12,13 @@
 //! lock-free ring.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::Barrier;
 use std::time::Duration;
 
 use super::config::MeasureConfig;
 use super::progress::ThreadProgress;
 use super::runner::BreakSlot;
+use super::slices::Slice;
 use super::trace::{TraceProducer, TraceRow};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
@@ -19,7 +27,7 @@ use crate::schedule::{next_deadline, OverrunPolicy};
 use crate::stats::{BucketHistogram, LatencyStats};
 use crate::sys::{sched, timer};
 use crate::time::{Nanos, Time};
-use crate::wait::{self, Calibration, Mechanism};
+use crate::wait::{self, Calibration, Mechanism, Waiter};
 
 /// What one thread measured for one mechanism.
 #[derive(Clone, Debug)]
@@ -36,7 +44,7 @@ pub struct ThreadResult {
     pub pinned: Vec<usize>,
     /// Wake-up latency (actual − planned).
     pub latency: LatencyStats,
-    /// Period deviation (actual_k − actual_{k−1} − interval).
+    /// Period deviation (actual_k − actual_{k−1} − interval), within slices.
     pub period: LatencyStats,
     /// cyclictest-style buckets, when asked for.
     pub buckets: Option<BucketHistogram>,
@@ -44,18 +52,18 @@ pub struct ThreadResult {
     pub overruns: u64,
     /// Deadlines skipped after overruns.
     pub missed: u64,
-    /// CPU time the thread used during the loop.
+    /// CPU time the thread used while measuring this mechanism.
     pub cpu_time: Nanos,
-    /// Wall time of the loop.
+    /// Wall time spent measuring this mechanism.
     pub wall: Nanos,
     /// Trace rows dropped because the ring was full.
     pub trace_dropped: u64,
-    /// The hybrid's slack.
+    /// The hybrid's slack at the end.
     pub slack: Option<Nanos>,
     /// How the hybrid's slack was calibrated.
     pub calibration: Option<Calibration>,
-    /// The first deadline (cycle 0).
-    pub first_deadline: Time,
+    /// The first deadline (cycle 0) of this mechanism's grid.
+    pub first_deadline: Option<Time>,
 }
 
 impl ThreadResult {
@@ -93,133 +101,235 @@ impl Gate {
 
 pub(crate) struct ThreadCtx<'a> {
     pub index: usize,
-    pub mechanism: Mechanism,
     pub setup: &'a ThreadSetup,
     pub cfg: &'a MeasureConfig,
+    pub slices: &'a [Slice],
     pub progress: &'a ThreadProgress,
     pub stop: &'a AtomicBool,
     pub gate: &'a Gate,
+    pub between: &'a Barrier,
     pub brk: &'a BreakSlot,
     pub trace: Option<&'a mut TraceProducer>,
 }
 
-/// Runs one measuring thread. `Ok(None)` when another thread's failure aborted the start.
-pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<ThreadResult>> {
+/// How one thread's measurement of one mechanism ended.
+pub(crate) enum SlotOutcome {
+    Measured(Box<ThreadResult>),
+    /// The run stopped before this mechanism's first slice.
+    NotReached,
+    Unavailable(Mechanism, String),
+}
+
+/// A mechanism's waiter and everything measured with it so far.
+struct Slot {
+    mechanism: Mechanism,
+    waiter: Box<dyn Waiter>,
+    grid0: Option<Time>,
+    latency: LatencyStats,
+    period: LatencyStats,
+    buckets: Option<BucketHistogram>,
+    n: u64,
+    min: i64,
+    max: i64,
+    sum: i64,
+    overruns: u64,
+    missed: u64,
+    dropped: u64,
+    cpu_time: Nanos,
+    wall: Nanos,
+}
+
+impl Slot {
+    fn new(mechanism: Mechanism, waiter: Box<dyn Waiter>, cfg: &MeasureConfig) -> Slot {
+        Slot {
+            mechanism,
+            waiter,
+            grid0: None,
+            latency: LatencyStats::new(),
+            period: LatencyStats::new(),
+            buckets: cfg.histogram.map(|h| BucketHistogram::new(h.buckets, h.unit_ns)),
+            n: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+            sum: 0,
+            overruns: 0,
+            missed: 0,
+            dropped: 0,
+            cpu_time: Nanos::ZERO,
+            wall: Nanos::ZERO,
+        }
+    }
+
+    fn into_result(self, index: usize, setup: &ThreadSetup) -> ThreadResult {
+        ThreadResult {
+            mechanism: self.mechanism,
+            thread: index,
+            tid: timer::gettid(),
+            cpu: sched::current_cpu(),
+            pinned: setup.cpus.clone(),
+            slack: self.waiter.slack(),
+            calibration: self.waiter.calibration(),
+            latency: self.latency,
+            period: self.period,
+            buckets: self.buckets,
+            overruns: self.overruns,
+            missed: self.missed,
+            cpu_time: self.cpu_time,
+            wall: self.wall,
+            trace_dropped: self.dropped,
+            first_deadline: self.grid0,
+        }
+    }
+}
+
+/// Runs one measuring thread through every slice. `Ok(None)` when another
+/// thread's failure aborted the start.
+pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>> {
     let cfg = ctx.cfg;
-    let prepared = ctx.setup.apply().and_then(|_| wait::build(ctx.mechanism, &cfg.wait_config()));
-    // Everything the loop touches is allocated and faulted in before the gate.
-    let mut latency = LatencyStats::new();
-    let mut period = LatencyStats::new();
-    let mut buckets = cfg.histogram.map(|h| BucketHistogram::new(h.buckets, h.unit_ns));
+    let prepared = ctx.setup.apply().and_then(|_| build_slots(cfg));
     prefault_stack(cfg.stack_prefault);
     if prepared.is_err() {
         ctx.gate.abort.store(true, Release);
     }
     let go = ctx.gate.pass();
-    let mut waiter = prepared?;
+    let mut slots = prepared?;
     if !go {
         return Ok(None);
     }
 
-    let info = ctx.mechanism.info();
+    let meta = ctx.meta();
+    let mut trace = ctx.trace;
+    let mut failure = None;
+    for slice in ctx.slices {
+        if failure.is_none() && !ctx.stop.load(Relaxed) {
+            if let Ok(slot) = &mut slots[slice.mechanism] {
+                if let Err(e) = run_slice(slot, slice, &meta, trace.as_deref_mut()) {
+                    failure = Some(e);
+                    ctx.stop.store(true, Relaxed);
+                }
+            }
+            if slice.rest_after > Nanos::ZERO && !ctx.stop.load(Relaxed) {
+                std::thread::sleep(slice.rest_after.to_std());
+            }
+        }
+        // Every thread finishes a slice before any starts the next one.
+        ctx.between.wait();
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(Some(
+        slots
+            .into_iter()
+            .zip(&cfg.mechanisms)
+            .map(|(s, &m)| match s {
+                Ok(slot) if slot.grid0.is_none() => SlotOutcome::NotReached,
+                Ok(slot) => SlotOutcome::Measured(Box::new(slot.into_result(ctx.index, ctx.setup))),
+                Err(reason) => SlotOutcome::Unavailable(m, reason),
+            })
+            .collect(),
+    ))
+}
+
+/// One slot per mechanism; a mechanism this system cannot run becomes its reason.
+fn build_slots(cfg: &MeasureConfig) -> Result<Vec<std::result::Result<Slot, String>>> {
+    let wc = cfg.wait_config();
+    cfg.mechanisms
+        .iter()
+        .map(|&m| match wait::build(m, &wc) {
+            Ok(w) => Ok(Ok(Slot::new(m, w, cfg))),
+            Err(Error::Unavailable { reason, .. }) => Ok(Err(reason)),
+            Err(e) => Err(e),
+        })
+        .collect()
+}
+
+/// What `run_slice` needs from the context (split off so the trace ring can
+/// be borrowed mutably beside it).
+struct Meta<'a> {
+    index: usize,
+    cfg: &'a MeasureConfig,
+    progress: &'a ThreadProgress,
+    stop: &'a AtomicBool,
+    brk: &'a BreakSlot,
+}
+
+impl<'a> ThreadCtx<'a> {
+    fn meta(&self) -> Meta<'a> {
+        Meta { index: self.index, cfg: self.cfg, progress: self.progress, stop: self.stop, brk: self.brk }
+    }
+}
+
+fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&mut TraceProducer>) -> Result<()> {
+    let cfg = ctx.cfg;
+    let info = slot.mechanism.info();
     let interval = cfg.interval;
     let policy = if info.kernel_grid { OverrunPolicy::Skip } else { cfg.overrun };
-    let mut trace = ctx.trace;
+    ctx.progress.switch(slice.mechanism, slot.n, slot.min, slot.max, slot.sum);
     let (cpu0, wall0) = (sched::thread_cpu_time(), ClockId::Monotonic.now());
 
-    let first = waiter.now() + interval;
-    waiter.arm(first, interval)?;
-    let end = cfg.duration.map(|d| first + d);
-    let (mut deadline, mut cycle) = (first, 0u64);
-    let (mut n, mut overruns, mut missed, mut dropped) = (0u64, 0u64, 0u64, 0u64);
-    let (mut min, mut max, mut sum) = (i64::MAX, i64::MIN, 0i64);
+    // The slice starts one interval from now, on the mechanism's grid.
+    let soonest = slot.waiter.now() + interval;
+    let grid0 = *slot.grid0.get_or_insert(soonest);
+    let k0 = (soonest - grid0).as_ns().div_euclid(interval.as_ns())
+        + i64::from((soonest - grid0).as_ns().rem_euclid(interval.as_ns()) != 0);
+    let first = grid0 + interval * k0;
+    slot.waiter.arm(first, interval)?;
+    let end = slice.duration.map(|d| first + d);
+    let (mut deadline, mut cycle) = (first, k0 as u64);
     let mut prev_actual: Option<Time> = None;
 
     loop {
-        if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| n >= l) || end.is_some_and(|e| deadline >= e) {
+        if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| slot.n >= l) || end.is_some_and(|e| deadline >= e) {
             break;
         }
-        let wake = waiter.wait(deadline)?;
+        let wake = slot.waiter.wait(deadline)?;
         let lat = (wake.actual - wake.planned).as_ns();
-        latency.record(lat);
+        slot.latency.record(lat);
         if let Some(p) = prev_actual {
-            period.record((wake.actual - p).as_ns() - interval.as_ns());
+            slot.period.record((wake.actual - p).as_ns() - interval.as_ns());
         }
         prev_actual = Some(wake.actual);
-        if let Some(b) = buckets.as_mut() {
+        if let Some(b) = slot.buckets.as_mut() {
             b.record(lat, cycle);
         }
         if let Some(t) = trace.as_deref_mut() {
             let row = TraceRow {
                 thread: ctx.index as u32,
-                mechanism: ctx.mechanism,
+                mechanism: slot.mechanism,
                 cycle,
                 planned: wake.planned,
                 actual: wake.actual,
             };
             if t.push(row).is_err() {
-                dropped += 1;
+                slot.dropped += 1;
             }
         }
-        n += 1;
-        min = min.min(lat);
-        max = max.max(lat);
-        sum = sum.saturating_add(lat);
-        ctx.progress.publish(n, min, max, sum, lat);
+        slot.n += 1;
+        slot.min = slot.min.min(lat);
+        slot.max = slot.max.max(lat);
+        slot.sum = slot.sum.saturating_add(lat);
+        ctx.progress.publish(slot.n, slot.min, slot.max, slot.sum, lat);
         if cfg.breaktrace.is_some_and(|b| lat > b.as_ns()) {
-            ctx.brk.claim(ctx.mechanism, ctx.index, cycle, Nanos(lat));
+            ctx.brk.claim(slot.mechanism, ctx.index, cycle, Nanos(lat));
             ctx.stop.store(true, Relaxed);
         }
 
         let step = next_deadline(policy, wake.planned, interval, wake.actual);
-        overruns += step.overrun as u64;
+        slot.overruns += step.overrun as u64;
         if info.relative {
             cycle += 1;
             deadline = step.next;
         } else {
             let next = wake.kernel_next.unwrap_or(step.next);
             let periods = ((next - wake.planned).as_ns() / interval.as_ns()).max(1) as u64;
-            missed += periods - 1;
+            slot.missed += periods - 1;
             cycle += periods;
             deadline = next;
         }
     }
-
-    let (cpu_time, wall) = (sched::thread_cpu_time() - cpu0, ClockId::Monotonic.now() - wall0);
-    Ok(Some(ThreadResult {
-        mechanism: ctx.mechanism,
-        thread: ctx.index,
-        tid: timer::gettid(),
-        cpu: sched::current_cpu(),
-        pinned: ctx.setup.cpus.clone(),
-        slack: waiter.slack(),
-        calibration: waiter.calibration(),
-        latency,
-        period,
-        buckets,
-        overruns,
-        missed,
-        cpu_time,
-        wall,
-        trace_dropped: dropped,
-        first_deadline: first,
-    }))
-}
-
-impl From<std::thread::Result<Result<Option<ThreadResult>>>> for ThreadOutcome {
-    fn from(r: std::thread::Result<Result<Option<ThreadResult>>>) -> Self {
-        match r {
-            Ok(Ok(Some(t))) => ThreadOutcome::Done(Box::new(t)),
-            Ok(Ok(None)) => ThreadOutcome::Aborted,
-            Ok(Err(e)) => ThreadOutcome::Failed(e),
-            Err(_) => ThreadOutcome::Failed(Error::Invalid("a measuring thread panicked".into())),
-        }
-    }
-}
-
-/// How a measuring thread ended.
-pub(crate) enum ThreadOutcome {
-    Done(Box<ThreadResult>),
-    Aborted,
-    Failed(Error),
+    slot.waiter.disarm()?;
+    slot.cpu_time = slot.cpu_time + (sched::thread_cpu_time() - cpu0);
+    slot.wall = slot.wall + (ClockId::Monotonic.now() - wall0);
+    Ok(())
 }

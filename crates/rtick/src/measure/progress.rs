@@ -1,7 +1,7 @@
 //! Progress published by a measuring thread through atomics, read by the
 //! main thread: single writer, relaxed stores, no lock, no allocation.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crate::time::Nanos;
 use crate::wait::Mechanism;
@@ -11,6 +11,7 @@ use crate::wait::Mechanism;
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct ThreadProgress {
+    mechanism: AtomicUsize,
     count: AtomicU64,
     min: AtomicI64,
     max: AtomicI64,
@@ -21,6 +22,7 @@ pub(crate) struct ThreadProgress {
 impl ThreadProgress {
     pub(crate) fn new() -> Self {
         ThreadProgress {
+            mechanism: AtomicUsize::new(0),
             count: AtomicU64::new(0),
             min: AtomicI64::new(0),
             max: AtomicI64::new(0),
@@ -39,13 +41,24 @@ impl ThreadProgress {
         self.count.store(count, Relaxed);
     }
 
+    /// Starts publishing another mechanism's figures.
+    pub(crate) fn switch(&self, mechanism: usize, count: u64, min: i64, max: i64, sum: i64) {
+        self.mechanism.store(mechanism, Relaxed);
+        self.publish(count, min, max, sum, 0);
+    }
+
+    /// The index of the mechanism being measured.
+    pub(crate) fn mechanism(&self) -> usize {
+        self.mechanism.load(Relaxed)
+    }
+
     pub(crate) fn snapshot(&self) -> ThreadSnapshot {
         let count = self.count.load(Relaxed);
         let sum = self.sum.load(Relaxed);
         ThreadSnapshot {
             count,
-            min: Nanos(self.min.load(Relaxed)),
-            max: Nanos(self.max.load(Relaxed)),
+            min: Nanos(if count > 0 { self.min.load(Relaxed) } else { 0 }),
+            max: Nanos(if count > 0 { self.max.load(Relaxed) } else { 0 }),
             avg: Nanos(if count > 0 { sum / count as i64 } else { 0 }),
             last: Nanos(self.last.load(Relaxed)),
         }
@@ -76,7 +89,7 @@ pub struct Progress<'a> {
     pub mechanism_index: usize,
     /// How many mechanisms the run measures.
     pub mechanisms: usize,
-    /// Wall time since this mechanism's threads started.
+    /// Wall time since the measuring threads started.
     pub elapsed: Nanos,
     /// Each thread's figures.
     pub threads: &'a [ThreadSnapshot],

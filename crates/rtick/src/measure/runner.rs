@@ -1,10 +1,11 @@
 //! Runs the mechanisms one after the other and collects the results.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::config::MeasureConfig;
-use super::engine::{run_thread, Gate, ThreadCtx, ThreadOutcome, ThreadResult};
+use super::engine::{run_thread, Gate, SlotOutcome, ThreadCtx, ThreadResult};
 use super::progress::{Progress, ThreadProgress};
 use super::trace::TraceProducer;
 use crate::error::{Error, Result};
@@ -57,11 +58,22 @@ impl BreakSlot {
     }
 }
 
+/// A mechanism that could not run here, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The mechanism.
+    pub mechanism: Mechanism,
+    /// Why, with the fix where there is one.
+    pub reason: String,
+}
+
 /// Everything a run measured.
 #[derive(Debug)]
 pub struct MeasureReport {
-    /// One entry per mechanism and thread, in run order.
+    /// One entry per mechanism and thread, mechanisms in run order.
     pub results: Vec<ThreadResult>,
+    /// Mechanisms that could not run on this system.
+    pub unavailable: Vec<Unavailable>,
     /// Whether the run was stopped early from outside (Ctrl-C, SIGTERM).
     pub interrupted: bool,
     /// The wake-up that stopped the run, with `breaktrace`.
@@ -73,7 +85,8 @@ pub struct MeasureReport {
 /// How often the progress callback runs.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// Measures every mechanism of `cfg` in turn.
+/// Measures every mechanism of `cfg`: one after the other, or interleaved
+/// in slices when `cfg.interleave` is set.
 ///
 /// `stop` ends the run early (each thread finishes its current wait first);
 /// set it from a signal handler for Ctrl-C. `traces`, when given, holds one
@@ -85,7 +98,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub fn run(
     cfg: &MeasureConfig,
     stop: &AtomicBool,
-    mut traces: Option<&mut [TraceProducer]>,
+    traces: Option<&mut [TraceProducer]>,
     mut observe: impl FnMut(&Progress<'_>),
 ) -> Result<MeasureReport> {
     cfg.validate()?;
@@ -97,79 +110,97 @@ pub fn run(
     crate::wait::block_timer_signals()?;
     let brk = BreakSlot::default();
     let started = Instant::now();
-    let mut results = Vec::new();
+    let slices = cfg.slices();
+    let n = cfg.threads.len();
+    let progress: Vec<ThreadProgress> = (0..n).map(|_| ThreadProgress::new()).collect();
+    let gate = Gate::default();
+    let between = Barrier::new(n);
+    let mut rings: Vec<Option<&mut TraceProducer>> = match traces {
+        Some(t) => t.iter_mut().map(Some).collect(),
+        None => (0..n).map(|_| None).collect(),
+    };
 
-    for (mi, &mechanism) in cfg.mechanisms.iter().enumerate() {
-        if stop.load(Relaxed) {
-            break;
+    let outcomes: Vec<std::thread::Result<Result<Option<Vec<SlotOutcome>>>>> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        let mut spawn_error = None;
+        for (i, setup) in cfg.threads.iter().enumerate() {
+            let ctx = ThreadCtx {
+                index: i,
+                setup,
+                cfg,
+                slices: &slices,
+                progress: &progress[i],
+                stop,
+                gate: &gate,
+                between: &between,
+                brk: &brk,
+                trace: rings[i].take(),
+            };
+            match std::thread::Builder::new().name(format!("rtick-t{i}")).spawn_scoped(s, move || run_thread(ctx)) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error = Some(Error::sys("pthread_create", e, "check RLIMIT_NPROC and memory"));
+                    break;
+                }
+            }
         }
-        let progress: Vec<ThreadProgress> = cfg.threads.iter().map(|_| ThreadProgress::new()).collect();
-        let gate = Gate::default();
-        let mut rings: Vec<Option<&mut TraceProducer>> = match traces.as_deref_mut() {
-            Some(t) => t.iter_mut().map(Some).collect(),
-            None => cfg.threads.iter().map(|_| None).collect(),
-        };
-        let outcomes: Vec<ThreadOutcome> = std::thread::scope(|s| {
-            let mut handles = Vec::new();
-            let mut spawn_error = None;
-            for (i, setup) in cfg.threads.iter().enumerate() {
-                let ctx = ThreadCtx {
-                    index: i,
-                    mechanism,
-                    setup,
-                    cfg,
-                    progress: &progress[i],
-                    stop,
-                    gate: &gate,
-                    brk: &brk,
-                    trace: rings[i].take(),
-                };
-                match std::thread::Builder::new().name(format!("rtick-t{i}")).spawn_scoped(s, move || run_thread(ctx)) {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        spawn_error = Some(Error::sys("pthread_create", e, "check RLIMIT_NPROC and memory"));
-                        break;
+        if spawn_error.is_some() {
+            gate.abort.store(true, Release);
+        }
+        // Open the gate once every thread is ready (or one has failed).
+        while gate.ready.load(Acquire) < handles.len() && !gate.abort.load(Acquire) {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        gate.open.store(true, Release);
+        let t0 = Instant::now();
+        let mut next_report = t0;
+        let mut snaps = vec![Default::default(); handles.len()];
+        while !handles.iter().all(|h| h.is_finished()) {
+            if Instant::now() >= next_report && !handles.is_empty() {
+                for (s, p) in snaps.iter_mut().zip(&progress) {
+                    *s = p.snapshot();
+                }
+                let mi = progress[0].mechanism();
+                observe(&Progress {
+                    mechanism: cfg.mechanisms[mi],
+                    mechanism_index: mi,
+                    mechanisms: cfg.mechanisms.len(),
+                    elapsed: Nanos::from_std(t0.elapsed()),
+                    threads: &snaps,
+                });
+                next_report += PROGRESS_EVERY;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut out: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        if let Some(e) = spawn_error {
+            out.push(Ok(Err(e)));
+        }
+        out
+    });
+
+    let mut per_thread = Vec::new();
+    for o in outcomes {
+        match o {
+            Ok(Ok(Some(slots))) => per_thread.push(slots),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(Error::Invalid("a measuring thread panicked".into())),
+        }
+    }
+    // Regroup: mechanisms in run order, threads in index order.
+    let mut results = Vec::new();
+    let mut unavailable: Vec<Unavailable> = Vec::new();
+    for m in 0..cfg.mechanisms.len() {
+        for slots in per_thread.iter_mut() {
+            match std::mem::replace(&mut slots[m], SlotOutcome::NotReached) {
+                SlotOutcome::Measured(r) => results.push(*r),
+                SlotOutcome::NotReached => {}
+                SlotOutcome::Unavailable(mechanism, reason) => {
+                    if !unavailable.iter().any(|u| u.mechanism == mechanism) {
+                        unavailable.push(Unavailable { mechanism, reason });
                     }
                 }
-            }
-            if spawn_error.is_some() {
-                gate.abort.store(true, Release);
-            }
-            // Open the gate once every thread is ready (or one has failed).
-            while gate.ready.load(Acquire) < handles.len() && !gate.abort.load(Acquire) {
-                std::thread::sleep(Duration::from_micros(500));
-            }
-            gate.open.store(true, Release);
-            let t0 = Instant::now();
-            let mut next_report = t0;
-            let mut snaps = vec![Default::default(); handles.len()];
-            while !handles.iter().all(|h| h.is_finished()) {
-                if Instant::now() >= next_report {
-                    for (s, p) in snaps.iter_mut().zip(&progress) {
-                        *s = p.snapshot();
-                    }
-                    observe(&Progress {
-                        mechanism,
-                        mechanism_index: mi,
-                        mechanisms: cfg.mechanisms.len(),
-                        elapsed: Nanos::from_std(t0.elapsed()),
-                        threads: &snaps,
-                    });
-                    next_report += PROGRESS_EVERY;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let mut out: Vec<ThreadOutcome> = handles.into_iter().map(|h| h.join().into()).collect();
-            if let Some(e) = spawn_error {
-                out.push(ThreadOutcome::Failed(e));
-            }
-            out
-        });
-        for o in outcomes {
-            match o {
-                ThreadOutcome::Done(r) => results.push(*r),
-                ThreadOutcome::Aborted => {}
-                ThreadOutcome::Failed(e) => return Err(e),
             }
         }
     }
@@ -178,6 +209,7 @@ pub fn run(
         interrupted: stop.load(Relaxed) && breaktrace.is_none(),
         breaktrace,
         results,
+        unavailable,
         elapsed: Nanos::from_std(started.elapsed()),
     })
 }

@@ -112,6 +112,19 @@ pub fn wait(set: &SigSet) -> io::Result<Received> {
     }
 }
 
+/// Dequeues every pending signal of `set` without waiting (they must be
+/// blocked): what a disarmed timer left behind must not wake the next wait.
+pub fn drain(set: &SigSet) {
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    loop {
+        // SAFETY: set and zero are valid; a NULL siginfo pointer is allowed.
+        let ret = unsafe { libc::sigtimedwait(&set.0, std::ptr::null_mut(), &zero) };
+        if ret < 0 && super::last_error().raw_os_error() != Some(libc::EINTR) {
+            return; // EAGAIN: nothing pending
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +132,25 @@ mod tests {
     #[test]
     fn siginfo_overlay_fits() {
         assert!(std::mem::size_of::<TimerSigInfo>() <= std::mem::size_of::<libc::siginfo_t>());
+    }
+
+    #[test]
+    fn drain_removes_pending_signals() {
+        let sig = libc::SIGUSR1;
+        std::thread::spawn(move || {
+            block(&[sig]).unwrap();
+            // SAFETY: raising a blocked signal at the calling thread only makes it pending.
+            unsafe { libc::raise(sig) };
+            let set = SigSet::of(&[sig]);
+            drain(&set);
+            let mut pending = MaybeUninit::<libc::sigset_t>::uninit();
+            // SAFETY: pending is a valid out pointer.
+            unsafe { libc::sigpending(pending.as_mut_ptr()) };
+            // SAFETY: sigpending filled it.
+            assert_eq!(unsafe { libc::sigismember(pending.as_ptr(), sig) }, 0);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -59,6 +59,13 @@ impl PosixTimer {
     }
 }
 
+impl PosixTimer {
+    /// Stops the timer.
+    pub fn disarm(&self) -> io::Result<()> {
+        self.arm_periodic(Time(0), Nanos::ZERO)
+    }
+}
+
 impl Drop for PosixTimer {
     fn drop(&mut self) {
         // SAFETY: id is a live timer owned by self; deleting it also disarms it.

@@ -172,6 +172,17 @@ impl Mechanism {
         KINDS.iter().find(|k| k.name == name).map(|k| k.mechanism)
     }
 
+    /// The share of each period this mechanism spins (1 for `spin`; the
+    /// slack's share for `hybrid`, at most ¾ when calibrated; 0 otherwise).
+    pub fn spin_share(self, interval: crate::Nanos, slack: super::HybridSlack) -> f64 {
+        match (self, slack) {
+            (Mechanism::Spin, _) => 1.0,
+            (Mechanism::Hybrid, super::HybridSlack::Fixed(s)) => s.as_ns() as f64 / interval.as_ns().max(1) as f64,
+            (Mechanism::Hybrid, super::HybridSlack::Auto) => 0.75,
+            _ => 0.0,
+        }
+    }
+
     /// The names users may pass, in table order.
     pub fn public_names() -> Vec<&'static str> {
         KINDS.iter().filter(|k| !k.hidden).map(|k| k.name).collect()

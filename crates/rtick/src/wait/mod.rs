@@ -43,6 +43,12 @@ pub trait Waiter: Send {
         Ok(())
     }
 
+    /// Stops whatever `arm` started and drops pending expirations, so that
+    /// the next `arm` starts clean (between interleaved slices).
+    fn disarm(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Waits for `deadline` and reports the wake-up.
     fn wait(&mut self, deadline: Time) -> Result<Wake>;
 

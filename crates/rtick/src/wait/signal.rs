@@ -57,6 +57,12 @@ impl Waiter for PosixTimerWait {
         self.timer.arm_periodic(first, interval).map_err(|e| Error::sys("timer_settime(TIMER_ABSTIME)", e, ""))
     }
 
+    fn disarm(&mut self) -> Result<()> {
+        self.timer.disarm().map_err(|e| Error::sys("timer_settime(0)", e, ""))?;
+        signal::drain(&self.set);
+        Ok(())
+    }
+
     #[inline]
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
         let got = signal::wait(&self.set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
@@ -95,6 +101,12 @@ impl Waiter for ItimerWait {
     fn arm(&mut self, first: Time, interval: Nanos) -> Result<()> {
         let rel = first - self.clock.now();
         self.timer = Some(ITimerReal::arm(rel, interval).map_err(|e| Error::sys("setitimer(ITIMER_REAL)", e, ""))?);
+        Ok(())
+    }
+
+    fn disarm(&mut self) -> Result<()> {
+        self.timer = None;
+        signal::drain(&self.set);
         Ok(())
     }
 

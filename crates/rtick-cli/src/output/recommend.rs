@@ -1,0 +1,120 @@
+//! The recommendation after `--compare`: the best mechanism that sleeps, and
+//! the best overall with what it costs in CPU.
+
+use super::{fmt_latency, unit};
+use crate::export::json::ResultJson;
+
+/// Per mechanism, the worst thread's figures (a mechanism is as good as its worst thread).
+struct Figure<'a> {
+    mechanism: &'a str,
+    p99: i64,
+    cpu: f64,
+    overruns: u64,
+    slack: Option<i64>,
+}
+
+fn figures(results: &[ResultJson]) -> Vec<Figure<'_>> {
+    let mut out: Vec<Figure<'_>> = Vec::new();
+    for r in results.iter().filter(|r| r.count > 0) {
+        match out.iter_mut().find(|f| f.mechanism == r.mechanism) {
+            Some(f) => {
+                f.p99 = f.p99.max(r.percentiles_ns.p99);
+                f.cpu = f.cpu.max(r.cpu_percent);
+                f.overruns += r.overruns;
+                f.slack = f.slack.max(r.hybrid_slack_ns);
+            }
+            None => out.push(Figure {
+                mechanism: &r.mechanism,
+                p99: r.percentiles_ns.p99,
+                cpu: r.cpu_percent,
+                overruns: r.overruns,
+                slack: r.hybrid_slack_ns,
+            }),
+        }
+    }
+    // Best first: lowest p99, then least CPU.
+    out.sort_by(|a, b| a.p99.cmp(&b.p99).then(a.cpu.total_cmp(&b.cpu)));
+    out
+}
+
+fn burns_cpu(name: &str) -> bool {
+    rtick::Mechanism::parse(name).is_some_and(|m| m.info().burns_cpu)
+}
+
+fn describe(f: &Figure<'_>, nsecs: bool) -> String {
+    let slack =
+        f.slack.map(|s| format!(" with {} slack", fmt_latency(s, nsecs) + " " + unit(nsecs))).unwrap_or_default();
+    let over = if f.overruns > 0 { format!(", {} overruns", f.overruns) } else { String::new() };
+    format!("{}{slack}: p99 {} {} at {:.1} % CPU{over}", f.mechanism, fmt_latency(f.p99, nsecs), unit(nsecs), f.cpu)
+}
+
+/// Lines of the recommendation (empty when nothing was measured).
+pub fn recommend(results: &[ResultJson], nsecs: bool) -> Vec<String> {
+    let all = figures(results);
+    let Some(best) = all.first() else { return Vec::new() };
+    let sleeping = all.iter().find(|f| !burns_cpu(f.mechanism));
+    let mut lines = vec!["recommendation for this machine (worst thread of each mechanism):".to_string()];
+    match sleeping {
+        Some(s) => lines.push(format!("  best sleeping mechanism: {}", describe(s, nsecs))),
+        None => lines.push("  no sleeping mechanism was measured".into()),
+    }
+    if sleeping.is_some_and(|s| s.mechanism == best.mechanism) {
+        lines.push("  it is also the best overall".into());
+    } else {
+        lines.push(format!("  best overall: {}", describe(best, nsecs)));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::json::PercentilesJson;
+
+    fn r(mechanism: &str, thread: usize, p99: i64, cpu: f64, slack: Option<i64>) -> ResultJson {
+        let p = PercentilesJson { p50: 0, p90: 0, p99, p99_9: p99, p99_99: p99, p99_999: p99 };
+        ResultJson {
+            mechanism: mechanism.into(),
+            thread,
+            tid: 1,
+            cpu: None,
+            count: 10,
+            min_ns: 0,
+            max_ns: p99,
+            mean_ns: 0.0,
+            stddev_ns: 0.0,
+            percentiles_ns: p.clone(),
+            overruns: 0,
+            missed_periods: 0,
+            early_wakeups: 0,
+            cpu_percent: cpu,
+            trace_rows_dropped: 0,
+            hybrid_slack_ns: slack,
+            period_min_ns: 0,
+            period_max_ns: 0,
+            period_percentiles_ns: p,
+        }
+    }
+
+    #[test]
+    fn names_best_sleeper_and_best_overall_by_worst_thread() {
+        let res = vec![
+            r("clock_nanosleep", 0, 20_000, 0.4, None),
+            r("clock_nanosleep", 1, 90_000, 0.4, None),
+            r("posix-timer", 0, 30_000, 0.5, None),
+            r("posix-timer", 1, 31_000, 0.5, None),
+            r("hybrid", 0, 400, 9.0, Some(38_000)),
+            r("spin", 0, 100, 99.0, None),
+        ];
+        let lines = recommend(&res, false);
+        assert_eq!(lines[1], "  best sleeping mechanism: posix-timer: p99 31.0 µs at 0.5 % CPU");
+        assert_eq!(lines[2], "  best overall: spin: p99 0.1 µs at 99.0 % CPU");
+    }
+
+    #[test]
+    fn a_sleeper_can_be_best_overall() {
+        let lines = recommend(&[r("clock_nanosleep", 0, 20_000, 0.4, None), r("spin", 0, 90_000, 99.0, None)], false);
+        assert_eq!(lines[2], "  it is also the best overall");
+        assert!(recommend(&[], false).is_empty());
+    }
+}
