@@ -74,26 +74,6 @@ pub fn sleep_for(clock: libc::clockid_t, span: Nanos) -> io::Result<()> {
     }
 }
 
-/// The `nanosleep` system call (always CLOCK_MONOTONIC), continuing on EINTR.
-#[inline]
-pub fn nanosleep(span: Nanos) -> io::Result<()> {
-    let mut req = span.to_timespec();
-    loop {
-        let mut rem = MaybeUninit::<libc::timespec>::uninit();
-        // SAFETY: req is a valid timespec and rem a valid out pointer.
-        let ret = unsafe { libc::nanosleep(&req, rem.as_mut_ptr()) };
-        if ret == 0 {
-            return Ok(());
-        }
-        let err = super::last_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(err);
-        }
-        // SAFETY: on EINTR the kernel wrote the remaining time into rem.
-        req = unsafe { rem.assume_init() };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,8 +85,7 @@ mod tests {
         let b = now(libc::CLOCK_MONOTONIC);
         assert!(b - a >= Nanos::from_us(200));
         sleep_for(libc::CLOCK_MONOTONIC, Nanos::from_us(100)).unwrap();
-        nanosleep(Nanos::from_us(100)).unwrap();
-        assert!(now(libc::CLOCK_MONOTONIC) - b >= Nanos::from_us(200));
+        assert!(now(libc::CLOCK_MONOTONIC) - b >= Nanos::from_us(100));
     }
 
     #[test]

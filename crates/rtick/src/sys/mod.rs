@@ -5,7 +5,11 @@
 //! layer never see raw pointers or errno.
 
 pub mod clock;
+pub mod deadline;
+pub mod fd;
+pub mod futex;
 pub mod mem;
+pub mod poll;
 pub mod sched;
 pub mod signal;
 pub mod timer;

@@ -7,12 +7,95 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
 
 /// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.
 pub fn timer_signal() -> libc::c_int {
     libc::SIGRTMIN()
+}
+
+/// The signal of the timer delivered to an asynchronous handler.
+pub fn handler_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 1
+}
+
+/// What the asynchronous handler saw last: the clock reading it took on
+/// entry, the timer overrun it was told about, and how many times it ran.
+/// Atomics are async-signal-safe; the handler does nothing else.
+pub static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
+/// Clock reading (ns) at the handler's entry.
+pub static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
+/// `si_overrun` of the last signal.
+pub static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
+/// Times the handler ran.
+pub static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let t = super::clock::now(HANDLER_CLOCK.load(Ordering::Relaxed));
+    HANDLER_TIME.store(t.as_ns(), Ordering::Relaxed);
+    if !info.is_null() {
+        // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
+        // TimerSigInfo overlays its first fields (see its comment).
+        let t = unsafe { &*(info as *const TimerSigInfo) };
+        let overrun = if t.code == libc::SI_TIMER { t.overrun.max(0) as u32 } else { 0 };
+        HANDLER_OVERRUN.store(overrun, Ordering::Relaxed);
+    }
+    HANDLER_RUNS.fetch_add(1, Ordering::Release);
+}
+
+/// The previous disposition of a signal, restored on drop.
+pub struct HandlerGuard {
+    signo: libc::c_int,
+    old: libc::sigaction,
+}
+
+impl std::fmt::Debug for HandlerGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HandlerGuard({})", self.signo)
+    }
+}
+
+/// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock` on entry.
+pub fn install_timer_handler(signo: libc::c_int, clock: libc::clockid_t) -> io::Result<HandlerGuard> {
+    HANDLER_CLOCK.store(clock, Ordering::Relaxed);
+    // SAFETY: sigaction is plain data; all-zero is a valid starting value.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = timer_handler as *const () as usize;
+    sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    let mut old = MaybeUninit::<libc::sigaction>::uninit();
+    // SAFETY: sa_mask is a valid sigset to empty; sa and old are valid pointers.
+    let ret = unsafe {
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(signo, &sa, old.as_mut_ptr())
+    };
+    super::check_ret(ret)?;
+    // SAFETY: sigaction succeeded and wrote the old disposition.
+    Ok(HandlerGuard { signo, old: unsafe { old.assume_init() } })
+}
+
+impl Drop for HandlerGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores the disposition saved when the handler was installed.
+        unsafe { libc::sigaction(self.signo, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// `sigsuspend` with the caller's mask minus `signo`: sleeps until a handler
+/// ran (for `signo` or any other unblocked signal).
+#[inline]
+pub fn suspend_unblocking(signo: libc::c_int) {
+    let mut mask = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: a NULL new set queries the current mask into mask; then signo is
+    // removed from the copy, and sigsuspend takes it. sigsuspend always
+    // returns -1/EINTR after a handler ran.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), mask.as_mut_ptr());
+        let mut mask = mask.assume_init();
+        libc::sigdelset(&mut mask, signo);
+        libc::sigsuspend(&mask);
+    }
 }
 
 /// A set of signals.

@@ -28,6 +28,8 @@ unsafe impl Send for PosixTimer {}
 pub enum Notify {
     /// Signal directed at one thread (SIGEV_THREAD_ID).
     Thread { signo: libc::c_int, tid: libc::pid_t },
+    /// Signal to the process (SIGEV_SIGNAL), handled by whichever thread has it unblocked.
+    Process { signo: libc::c_int },
 }
 
 impl PosixTimer {
@@ -40,6 +42,10 @@ impl PosixTimer {
                 sev.sigev_notify = libc::SIGEV_THREAD_ID;
                 sev.sigev_signo = signo;
                 sev.sigev_notify_thread_id = tid;
+            }
+            Notify::Process { signo } => {
+                sev.sigev_notify = libc::SIGEV_SIGNAL;
+                sev.sigev_signo = signo;
             }
         }
         let mut id = MaybeUninit::<libc::timer_t>::uninit();

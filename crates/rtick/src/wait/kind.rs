@@ -22,6 +22,28 @@ pub enum Mechanism {
     Spin,
     /// Absolute sleep until deadline − slack, then spin.
     Hybrid,
+    /// An absolute periodic timerfd, waited for with read().
+    Timerfd,
+    /// The same timerfd inside epoll_wait, as event loops use it.
+    TimerfdEpoll,
+    /// ppoll with no fds and a nanosecond timeout to the deadline.
+    Ppoll,
+    /// pselect with no fds and a nanosecond timeout to the deadline.
+    Pselect,
+    /// epoll_pwait2 on an empty epoll with a nanosecond timeout to the deadline.
+    EpollPwait2,
+    /// FUTEX_WAIT_BITSET with an absolute timeout.
+    Futex,
+    /// pthread_cond_timedwait on a condition variable using the run's clock.
+    Condvar,
+    /// usleep of the time left to the deadline.
+    Usleep,
+    /// std::thread::sleep of the time left to the deadline.
+    StdSleep,
+    /// A POSIX timer delivered to an asynchronous signal handler.
+    PosixTimerHandler,
+    /// A SCHED_DEADLINE thread that yields until its next period.
+    SchedDeadline,
     /// A simulated mechanism on a manual clock, for tests.
     Mock,
 }
@@ -49,6 +71,9 @@ pub struct KindInfo {
     pub kernel_grid: bool,
     /// One per process: only one measuring thread.
     pub per_process: bool,
+    /// The grid is estimated from observed wake-ups (the kernel keeps it out
+    /// of sight), so a wake-up can show as early.
+    pub estimated_grid: bool,
     /// Left out of listings (test-only).
     pub hidden: bool,
 }
@@ -70,6 +95,7 @@ const fn row(
         burns_cpu: false,
         kernel_grid: false,
         per_process: false,
+        estimated_grid: false,
         hidden: false,
     }
 }
@@ -142,6 +168,97 @@ pub const KINDS: &[KindInfo] = &[
             "clock_nanosleep(TIMER_ABSTIME) until deadline − slack, then spin to the deadline",
             &["clock_nanosleep"],
             "a slack above the sleep overshoot (--hybrid-slack auto calibrates it)",
+        )
+    },
+    KindInfo {
+        kernel_grid: true,
+        ..row(
+            Mechanism::Timerfd,
+            "timerfd",
+            "periodic absolute timerfd on the run's clock, waited for with read()",
+            &["read"],
+            "a clock timerfd supports (monotonic, realtime, boottime)",
+        )
+    },
+    KindInfo {
+        kernel_grid: true,
+        ..row(
+            Mechanism::TimerfdEpoll,
+            "timerfd-epoll",
+            "the same timerfd inside epoll_wait, then read(), as event loops use it",
+            &["epoll_wait", "read"],
+            "a clock timerfd supports (monotonic, realtime, boottime)",
+        )
+    },
+    row(
+        Mechanism::Ppoll,
+        "ppoll",
+        "ppoll(NULL, 0) with a nanosecond timeout of deadline − now",
+        &["ppoll"],
+        "nothing (non-RT threads get poll's own timeout slack)",
+    ),
+    row(
+        Mechanism::Pselect,
+        "pselect",
+        "pselect(0, …) with a nanosecond timeout of deadline − now",
+        &["pselect6"],
+        "nothing (non-RT threads get select's own timeout slack)",
+    ),
+    row(
+        Mechanism::EpollPwait2,
+        "epoll-pwait2",
+        "epoll_pwait2 on an empty epoll with a nanosecond timeout of deadline − now",
+        &["epoll_pwait2"],
+        "Linux 5.11 or later",
+    ),
+    row(
+        Mechanism::Futex,
+        "futex",
+        "FUTEX_WAIT_BITSET with an absolute timeout on a word nobody changes",
+        &["futex"],
+        "CLOCK_MONOTONIC or CLOCK_REALTIME",
+    ),
+    row(
+        Mechanism::Condvar,
+        "condvar",
+        "pthread_cond_timedwait on a condition variable using the run's clock, never signalled",
+        &["futex"],
+        "CLOCK_MONOTONIC or CLOCK_REALTIME",
+    ),
+    row(
+        Mechanism::Usleep,
+        "usleep",
+        "usleep of the time left to the deadline, rounded up to whole µs",
+        &["clock_nanosleep"],
+        "nothing",
+    ),
+    row(
+        Mechanism::StdSleep,
+        "std-sleep",
+        "std::thread::sleep of the time left to the deadline: what naive code does",
+        &["clock_nanosleep"],
+        "nothing",
+    ),
+    KindInfo {
+        kernel_grid: true,
+        per_process: true,
+        ..row(
+            Mechanism::PosixTimerHandler,
+            "posix-timer-handler",
+            "periodic timer_create timer (SIGEV_SIGNAL) run by an async signal handler; the thread waits in sigsuspend",
+            &["rt_sigsuspend"],
+            "its signal blocked in every other thread; a single measuring thread",
+        )
+    },
+    KindInfo {
+        kernel_grid: true,
+        estimated_grid: true,
+        ..row(
+            Mechanism::SchedDeadline,
+            "sched-deadline",
+            "a SCHED_DEADLINE thread (runtime 5 % of the period) that sched_yields until its next period",
+            &["sched_yield"],
+            "root or CAP_SYS_NICE; affinity spanning the root domain (no -a/-S); period ≥ 100 µs",
         )
     },
     KindInfo {

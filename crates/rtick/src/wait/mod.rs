@@ -4,11 +4,16 @@
 //! aimed at that thread; the hybrid calibrates under that thread's policy),
 //! armed once with the grid, then asked to wait for each deadline.
 
+mod deadline;
+mod fd;
+mod futex;
+mod handler;
 pub mod kind;
 mod mock;
 mod signal;
 mod sleep;
 mod spin;
+mod timeout;
 
 pub use kind::{KindInfo, Mechanism, KINDS};
 pub use spin::Calibration;
@@ -96,14 +101,25 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::Itimer => Box::new(signal::ItimerWait::new(cfg.clock)?),
         Mechanism::Spin => Box::new(spin::Spin::new(cfg.clock)),
         Mechanism::Hybrid => Box::new(spin::Hybrid::new(cfg.clock, cfg.interval, cfg.hybrid_slack)?),
+        Mechanism::Timerfd => Box::new(fd::TimerfdWait::new(cfg.clock, false)?),
+        Mechanism::TimerfdEpoll => Box::new(fd::TimerfdWait::new(cfg.clock, true)?),
+        Mechanism::Ppoll => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::Ppoll)?),
+        Mechanism::Pselect => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::Pselect)?),
+        Mechanism::EpollPwait2 => Box::new(timeout::TimeoutWait::epoll_pwait2(cfg.clock)?),
+        Mechanism::Futex => Box::new(futex::FutexWait::new(cfg.clock)?),
+        Mechanism::Condvar => Box::new(futex::CondvarWait::new(cfg.clock)?),
+        Mechanism::Usleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::Usleep)?),
+        Mechanism::StdSleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::StdSleep)?),
+        Mechanism::PosixTimerHandler => Box::new(handler::HandlerTimerWait::new(cfg.clock)?),
+        Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock, cfg.interval)?),
         Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone())?),
     })
 }
 
 /// The signals the signal-based mechanisms wait for. Block them with
 /// [`block_timer_signals`] in the main thread before spawning any thread.
-pub fn timer_signals() -> [libc::c_int; 2] {
-    [libc::SIGALRM, crate::sys::signal::timer_signal()]
+pub fn timer_signals() -> [libc::c_int; 3] {
+    [libc::SIGALRM, crate::sys::signal::timer_signal(), crate::sys::signal::handler_signal()]
 }
 
 /// Blocks the timer signals in the calling thread and every thread it spawns

@@ -1,0 +1,61 @@
+//! SCHED_DEADLINE through `sched_setattr`, and `sched_yield`.
+
+use std::io;
+
+use super::last_error;
+use crate::time::Nanos;
+
+/// SCHED_DEADLINE's policy number.
+pub const SCHED_DEADLINE: u32 = 6;
+
+/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER0, 48 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Makes the calling thread SCHED_DEADLINE with `runtime` every `period`
+/// (relative deadline = period).
+pub fn set_deadline(runtime: Nanos, period: Nanos) -> io::Result<()> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: SCHED_DEADLINE,
+        runtime: runtime.as_ns() as u64,
+        deadline: period.as_ns() as u64,
+        period: period.as_ns() as u64,
+        ..Default::default()
+    };
+    // SAFETY: sched_setattr(pid 0 = this thread, attr, flags 0); attr is a valid
+    // struct sched_attr of the size it declares.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32) };
+    if r < 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The calling thread's policy and priority.
+pub fn scheduler() -> io::Result<(libc::c_int, libc::c_int)> {
+    // SAFETY: pid 0 is the calling thread.
+    let policy = super::check_ret(unsafe { libc::sched_getscheduler(0) })?;
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: param is a valid out pointer.
+    super::check_ret(unsafe { libc::sched_getparam(0, &mut param) })?;
+    Ok((policy, param.sched_priority))
+}
+
+/// `sched_yield()`: for a SCHED_DEADLINE thread, sleep until the next period.
+#[inline]
+pub fn yield_now() {
+    // SAFETY: plain call; it cannot fail on Linux.
+    unsafe { libc::sched_yield() };
+}
