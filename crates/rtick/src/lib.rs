@@ -52,6 +52,10 @@ pub mod info {
     pub fn timer_slack() -> Option<Nanos> {
         crate::sys::sched::timer_slack().ok()
     }
+    /// CPU time (user + system) used so far by the calling thread.
+    pub fn thread_cpu_time() -> Nanos {
+        crate::sys::sched::thread_cpu_time()
+    }
     /// Online CPUs.
     pub fn online_cpus() -> usize {
         crate::sys::sched::online_cpus()

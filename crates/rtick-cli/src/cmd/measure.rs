@@ -311,8 +311,8 @@ fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, n
         let slack = r.slack.unwrap_or_default();
         match r.calibration {
             Some(c) => println!(
-                "note: hybrid T{} slack {} (auto: sleep overshoot p50 {}, p99 {} over {} calibration sleeps)",
-                r.thread, slack, c.overshoot_p50, c.overshoot_p99, c.samples
+                "note: hybrid T{} slack settled at {} (auto: started at {} from a sleep overshoot p50 {}, p99 {} over {} calibration sleeps, then followed the overshoot's p99)",
+                r.thread, slack, c.slack, c.overshoot_p50, c.overshoot_p99, c.samples
             ),
             None => println!("note: hybrid T{} slack {slack} (fixed)", r.thread),
         }
