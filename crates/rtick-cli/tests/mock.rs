@@ -242,5 +242,5 @@ fn compare_interleaves_in_slices_on_one_grid() {
     assert_eq!(j["results"].as_array().unwrap().len(), 2);
     let out = stdout(&o);
     assert!(out.contains("recommendation for this machine"), "{out}");
-    assert!(out.contains("best sleeping mechanism: mock: p99 0.7 µs"), "{out}");
+    assert!(out.contains("best sleeping mechanism: mock: p99 700 ns"), "{out}");
 }

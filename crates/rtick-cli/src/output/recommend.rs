@@ -1,5 +1,10 @@
 //! The recommendation after `--compare`: the best mechanism that sleeps, and
-//! the best overall with what it costs in CPU.
+//! the best overall with what it costs in CPU. "Best" is the lowest p99 of
+//! the worst thread; mechanisms within [`EQUIVALENT`] of it count as equally
+//! precise, and the cheapest in CPU of those wins (hybrid over spin when both
+//! are at a few ns).
+
+use rtick::Nanos;
 
 use super::{fmt_latency, unit};
 use crate::export::json::ResultJson;
@@ -37,22 +42,37 @@ fn figures(results: &[ResultJson]) -> Vec<Figure<'_>> {
     out
 }
 
+/// p99s within 10 % or 1 µs of the best count as equally precise.
+pub const EQUIVALENT: (f64, i64) = (0.10, 1_000);
+
+fn equivalent(p99: i64, best: i64) -> bool {
+    p99 - best <= ((best as f64 * EQUIVALENT.0) as i64).max(EQUIVALENT.1)
+}
+
+/// The cheapest of those as precise as the first of `fs` (sorted best first).
+fn pick<'a, 'b>(fs: impl Iterator<Item = &'b Figure<'a>>) -> Option<&'b Figure<'a>> {
+    let fs: Vec<&Figure<'a>> = fs.collect();
+    let best = fs.first()?.p99;
+    fs.into_iter().filter(|f| equivalent(f.p99, best)).min_by(|a, b| a.cpu.total_cmp(&b.cpu))
+}
+
 fn burns_cpu(name: &str) -> bool {
     rtick::Mechanism::parse(name).is_some_and(|m| m.info().burns_cpu)
 }
 
 fn describe(f: &Figure<'_>, nsecs: bool) -> String {
-    let slack =
-        f.slack.map(|s| format!(" with {} slack", fmt_latency(s, nsecs) + " " + unit(nsecs))).unwrap_or_default();
+    let show =
+        |ns: i64| if nsecs { format!("{} {}", fmt_latency(ns, true), unit(true)) } else { Nanos(ns).to_string() };
+    let slack = f.slack.map(|s| format!(" with {} slack", show(s))).unwrap_or_default();
     let over = if f.overruns > 0 { format!(", {} overruns", f.overruns) } else { String::new() };
-    format!("{}{slack}: p99 {} {} at {:.1} % CPU{over}", f.mechanism, fmt_latency(f.p99, nsecs), unit(nsecs), f.cpu)
+    format!("{}{slack}: p99 {} at {:.1} % CPU{over}", f.mechanism, show(f.p99), f.cpu)
 }
 
 /// Lines of the recommendation (empty when nothing was measured).
 pub fn recommend(results: &[ResultJson], nsecs: bool) -> Vec<String> {
     let all = figures(results);
-    let Some(best) = all.first() else { return Vec::new() };
-    let sleeping = all.iter().find(|f| !burns_cpu(f.mechanism));
+    let Some(best) = pick(all.iter()) else { return Vec::new() };
+    let sleeping = pick(all.iter().filter(|f| !burns_cpu(f.mechanism)));
     let mut lines = vec!["recommendation for this machine (worst thread of each mechanism):".to_string()];
     match sleeping {
         Some(s) => lines.push(format!("  best sleeping mechanism: {}", describe(s, nsecs))),
@@ -107,8 +127,16 @@ mod tests {
             r("spin", 0, 100, 99.0, None),
         ];
         let lines = recommend(&res, false);
+        // clock_nanosleep's worst thread (90 µs) ranks it behind posix-timer (31 µs).
         assert_eq!(lines[1], "  best sleeping mechanism: posix-timer: p99 31.0 µs at 0.5 % CPU");
-        assert_eq!(lines[2], "  best overall: spin: p99 0.1 µs at 99.0 % CPU");
+        // spin (100 ns) and hybrid (400 ns) are equally precise: the cheaper wins.
+        assert_eq!(lines[2], "  best overall: hybrid with 38.0 µs slack: p99 400 ns at 9.0 % CPU");
+    }
+
+    #[test]
+    fn a_clearly_better_spinner_wins_despite_its_cost() {
+        let lines = recommend(&[r("hybrid", 0, 40_000, 3.0, Some(20_000)), r("spin", 0, 100, 99.0, None)], false);
+        assert_eq!(lines[2], "  best overall: spin: p99 100 ns at 99.0 % CPU");
     }
 
     #[test]

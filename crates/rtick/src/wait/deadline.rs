@@ -6,7 +6,10 @@
 //! [`ANCHOR_PERIODS`] periods after the thread became SCHED_DEADLINE:
 //! latency is measured against that grid (the best wake-up of those periods
 //! counts as on time), and the period figures (actual period − interval)
-//! are exact.
+//! are exact. The periods run on the scheduler's clock, which NTP does not
+//! slew, while CLOCK_MONOTONIC is slewed: over a long slice the two drift
+//! apart by the NTP correction (a few µs per second at most), which shows as
+//! a slow trend in the latency, early or late.
 
 use super::{Waiter, Wake};
 use crate::clock::ClockId;
