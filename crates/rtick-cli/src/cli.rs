@@ -20,8 +20,26 @@ pub struct Cli {
 pub enum Command {
     /// Measure timer wake-up latency (like cyclictest, for more mechanisms).
     Measure(Box<MeasureArgs>),
+    /// Is this machine ready for precise timing? Findings with evidence and the exact fix.
+    Audit(AuditArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+}
+
+/// Options of `rtick audit`. Exit status: 0 when nothing fails, 3 when a finding fails.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Write the findings as JSON: {rtick_version, verdict, findings: [{id, area, status, title, evidence, impact, remedy}]}.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Read every file under DIR instead of / (DIR/proc, DIR/sys, …); commands are not run.
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+
+    /// Show evidence, impact and remedy of every finding, not only warnings and failures.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// Options of `rtick measure`. Plain numbers are microseconds (seconds for

@@ -1,6 +1,6 @@
 //! `rtick`: precise periodic timing on Linux.
 //!
-//! Exit status: 0 success, 1 run-time failure, 2 usage error.
+//! Exit status: 0 success, 1 run-time failure, 2 usage error, 3 `audit` found a failure.
 
 mod cli;
 mod cmd;
@@ -46,14 +46,15 @@ fn main() -> ExitCode {
         }
     };
     let result = match &cli.command {
-        cli::Command::Measure(a) => cmd::measure::run(a),
+        cli::Command::Measure(a) => cmd::measure::run(a).map(|_| ExitCode::SUCCESS),
+        cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             if let Some(u) = e.downcast_ref::<Usage>() {
                 eprintln!("rtick: {u}");

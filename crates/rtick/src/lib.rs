@@ -27,6 +27,7 @@
 //! println!("p99 {} ns over {} wake-ups", s.percentiles[2], s.count);
 //! ```
 
+pub mod audit;
 pub mod clock;
 pub mod error;
 pub mod measure;

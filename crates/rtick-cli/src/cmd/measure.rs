@@ -48,8 +48,15 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     let plan = plan(a, &Cpus::detect())?;
     let outputs = Outputs::create(a)?;
     let mut cfg = plan.cfg;
-    let sys = SystemInfo::read();
+    let mut sys = SystemInfo::read();
     let mut warnings = Vec::new();
+    let findings =
+        rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
+    if let Some(p) = findings.iter().find(|f| f.id == "kernel.preempt_model" && f.status != rtick::audit::Status::Info)
+    {
+        let dynamic = if p.evidence.contains("PREEMPT_DYNAMIC") { " (PREEMPT_DYNAMIC)" } else { "" };
+        sys.preempt = format!("{}{dynamic}", p.title.trim_start_matches("preemption model: "));
+    }
 
     // Real-time policy: probe it in a throw-away thread; fall back only when not asked for explicitly.
     let wanted = cfg.threads[0].clone();
@@ -68,6 +75,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         }
     }
     warnings.extend(static_warnings(&cfg, &sys));
+    warnings.extend(audit_warnings(&cfg, &findings));
     // A real-time thread that spins into RT throttling is stopped for the rest
     // of the throttling period: rest that long after its slices so the next
     // mechanism does not inherit the stop.
@@ -264,6 +272,31 @@ fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
         }
     }
     w
+}
+
+/// Audit findings that bear on these results, as header warnings. RT
+/// throttling, virtualisation and permissions have warnings of their own.
+fn audit_warnings(cfg: &MeasureConfig, findings: &[rtick::audit::Finding]) -> Vec<String> {
+    const ALWAYS: &[&str] = &[
+        "timers.hres_active",
+        "timers.resolution",
+        "clocksource.current",
+        "clocksource.tsc_stability",
+        "kernel.high_res_timers",
+        "kernel.preempt_model",
+        "sched.smt",
+        "sched.numa_balancing",
+        "noise.irq_affinity",
+        "noise.nmi_watchdog",
+    ];
+    const SLEEPING: &[&str] = &["power.cstates", "power.cpufreq"];
+    let sleeps = cfg.mechanisms.iter().any(|m| m != &Mechanism::Spin);
+    findings
+        .iter()
+        .filter(|f| matches!(f.status, rtick::audit::Status::Warn | rtick::audit::Status::Fail))
+        .filter(|f| ALWAYS.contains(&f.id.as_str()) || (sleeps && SLEEPING.contains(&f.id.as_str())))
+        .map(|f| format!("{} ({}): {} — {}", f.title, f.id, f.impact, f.remedy))
+        .collect()
 }
 
 fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> {

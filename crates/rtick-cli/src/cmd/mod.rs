@@ -1,6 +1,7 @@
 //! One module per subcommand: thin glue between the command line, the
 //! library and the exporters.
 
+pub mod audit;
 pub mod measure;
 pub mod mechanisms;
 mod plan;

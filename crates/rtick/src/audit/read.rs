@@ -1,0 +1,168 @@
+//! Reading what the checks need: files under the root, the kernel config,
+//! the boot command line, CPU flags, and the process's own status.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use super::Options;
+use crate::system::{parse_cpu_list, SysRoot};
+
+/// The kernel build configuration (`CONFIG_*`), from /proc/config.gz or
+/// /boot/config-<release>.
+#[derive(Clone, Debug, Default)]
+pub struct KernelConfig {
+    values: HashMap<String, String>,
+    /// Where it was read from.
+    pub source: String,
+}
+
+impl KernelConfig {
+    /// Parses `CONFIG_X=y` lines and `# CONFIG_X is not set` comments.
+    pub fn parse(text: &str, source: &str) -> KernelConfig {
+        let mut values = HashMap::new();
+        for line in text.lines() {
+            if let Some((k, v)) = line.split_once('=') {
+                if k.starts_with("CONFIG_") {
+                    values.insert(k.to_string(), v.trim_matches('"').to_string());
+                }
+            } else if let Some(rest) = line.strip_prefix("# ") {
+                if let Some(k) = rest.strip_suffix(" is not set") {
+                    values.insert(k.to_string(), "n".into());
+                }
+            }
+        }
+        KernelConfig { values, source: source.to_string() }
+    }
+
+    /// A value (`y`, `m`, `n`, a number …); `None` when the option is absent.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Whether the option is built in.
+    pub fn is_y(&self, key: &str) -> bool {
+        self.get(key) == Some("y")
+    }
+}
+
+pub(crate) struct Context<'a> {
+    pub root: &'a SysRoot,
+    pub opts: &'a Options,
+    pub cmdline: Option<String>,
+    pub config: Option<KernelConfig>,
+    pub cpuinfo: Option<String>,
+    pub status: Option<String>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(root: &'a SysRoot, opts: &'a Options) -> Self {
+        Context {
+            root,
+            opts,
+            cmdline: root.read("/proc/cmdline"),
+            config: read_config(root),
+            cpuinfo: root.read("/proc/cpuinfo"),
+            status: root.read("/proc/self/status"),
+        }
+    }
+
+    pub fn read(&self, p: &str) -> Option<String> {
+        self.root.read(p)
+    }
+
+    /// A boot parameter: `Some("")` for a bare flag, `Some(value)`, or `None`.
+    pub fn param(&self, name: &str) -> Option<String> {
+        let cmd = self.cmdline.as_deref()?;
+        cmd.split_whitespace().rev().find_map(|w| match w.split_once('=') {
+            Some((k, v)) if k == name => Some(v.to_string()),
+            None if w == name => Some(String::new()),
+            _ => None,
+        })
+    }
+
+    /// The CPU flags of the first processor in /proc/cpuinfo.
+    pub fn cpu_flags(&self) -> Option<Vec<&str>> {
+        let info = self.cpuinfo.as_deref()?;
+        let line = info.lines().find(|l| l.starts_with("flags") || l.starts_with("Features"))?;
+        Some(line.split_once(':')?.1.split_whitespace().collect())
+    }
+
+    /// Online CPUs.
+    pub fn cpus(&self) -> Option<Vec<usize>> {
+        self.read("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s))
+    }
+
+    /// CPUs isolated from the scheduler (kernel's view, else isolcpus=).
+    pub fn isolated(&self) -> Vec<usize> {
+        if let Some(v) = self.read("/sys/devices/system/cpu/isolated").and_then(|s| parse_cpu_list(&s)) {
+            return v;
+        }
+        self.param("isolcpus").and_then(|v| parse_cpu_list(strip_isolcpus_flags(&v))).unwrap_or_default()
+    }
+
+    /// A field of /proc/self/status, e.g. `CapEff`.
+    pub fn status_field(&self, key: &str) -> Option<String> {
+        self.status.as_deref()?.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k == key).then(|| v.trim().to_string())
+        })
+    }
+
+    /// Whether the effective capability set holds capability `bit`.
+    pub fn has_cap(&self, bit: u32) -> Option<bool> {
+        let hex = self.status_field("CapEff")?;
+        let v = u64::from_str_radix(&hex, 16).ok()?;
+        Some(v & (1 << bit) != 0)
+    }
+
+    /// The effective user id.
+    pub fn euid(&self) -> Option<u32> {
+        self.status_field("Uid")?.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// A soft limit from /proc/self/limits: `Some(None)` for unlimited.
+    pub fn limit(&self, name: &str) -> Option<Option<u64>> {
+        let text = self.read("/proc/self/limits")?;
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let soft = line[name.len()..].split_whitespace().next()?;
+        Some(if soft == "unlimited" { None } else { Some(soft.parse().ok()?) })
+    }
+}
+
+/// `isolcpus=` may start with flags (`domain,managed_irq,2-3`); keep the CPUs.
+pub(crate) fn strip_isolcpus_flags(v: &str) -> &str {
+    let first_digit = v.find(|c: char| c.is_ascii_digit()).unwrap_or(v.len());
+    &v[first_digit..]
+}
+
+fn read_config(root: &SysRoot) -> Option<KernelConfig> {
+    if let Ok(f) = std::fs::File::open(root.path("/proc/config.gz")) {
+        let mut text = String::new();
+        if flate2::read::GzDecoder::new(f).read_to_string(&mut text).is_ok() {
+            return Some(KernelConfig::parse(&text, "/proc/config.gz"));
+        }
+    }
+    let release = root.read("/proc/sys/kernel/osrelease")?;
+    let path = format!("/boot/config-{release}");
+    root.read(&path).map(|t| KernelConfig::parse(&t, &path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_config_parse() {
+        let c = KernelConfig::parse("CONFIG_HZ=250\n# CONFIG_PREEMPT_RT is not set\nCONFIG_NO_HZ_IDLE=y\n", "x");
+        assert_eq!(c.get("CONFIG_HZ"), Some("250"));
+        assert_eq!(c.get("CONFIG_PREEMPT_RT"), Some("n"));
+        assert!(c.is_y("CONFIG_NO_HZ_IDLE"));
+        assert_eq!(c.get("CONFIG_X"), None);
+    }
+
+    #[test]
+    fn isolcpus_flags() {
+        assert_eq!(strip_isolcpus_flags("domain,managed_irq,2-3"), "2-3");
+        assert_eq!(strip_isolcpus_flags("1,3"), "1,3");
+    }
+}
