@@ -22,8 +22,56 @@ pub enum Command {
     Measure(Box<MeasureArgs>),
     /// Is this machine ready for precise timing? Findings with evidence and the exact fix.
     Audit(AuditArgs),
+    /// What reading each clock costs, its resolution, and the TSC's consistency across CPUs.
+    Clocks(ClocksArgs),
+    /// Systematic error of periodic timers: ticks counted against elapsed time.
+    Drift(DriftArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+}
+
+/// Options of `rtick clocks`.
+#[derive(Debug, Args)]
+pub struct ClocksArgs {
+    /// Write the figures as JSON (schema in docs/json.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Batches timed per clock (the median and p99 are over batches).
+    #[arg(long, value_name = "N", default_value = "200", value_parser = clap::value_parser!(usize))]
+    pub batches: usize,
+
+    /// Reads per batch.
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(usize))]
+    pub reads: usize,
+
+    /// Timestamp exchanges per CPU pair in the cross-CPU test.
+    #[arg(long, value_name = "N", default_value = "20000", value_parser = clap::value_parser!(usize))]
+    pub rounds: usize,
+}
+
+/// Options of `rtick drift`. Plain numbers are µs for periods and seconds for the duration.
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    /// Periodic mechanisms, comma-separated: itimer-real, itimer-virtual, itimer-prof, timerfd, posix-timer, relative-loop, absolute-loop [default: all].
+    #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
+    pub mechanisms: Option<Vec<String>>,
+
+    /// Periods, comma-separated [default: 10000,9998,1000,100 µs].
+    #[arg(long = "period", value_name = "TIME[,TIME…]", value_delimiter = ',', allow_negative_numbers = true, value_parser = units::micros)]
+    pub periods: Option<Vec<Nanos>>,
+
+    /// Counting time per case [plain number: s].
+    #[arg(short = 'D', long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
+    pub duration: Nanos,
+
+    /// Simulated work per cycle of relative-loop and absolute-loop [plain number: µs].
+    #[arg(long, value_name = "TIME", default_value = "50", allow_negative_numbers = true, value_parser = units::micros)]
+    pub work: Nanos,
+
+    /// Write the results as JSON: {rtick_version, hz, results: [...]}.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `rtick audit`. Exit status: 0 when nothing fails, 3 when a finding fails.

@@ -24,6 +24,7 @@ impl std::fmt::Display for Usage {
 impl std::error::Error for Usage {}
 
 fn main() -> ExitCode {
+    rtick::info::default_sigpipe();
     // Before any thread exists: the timer signals must be blocked in every
     // thread for the signal-based mechanisms to receive them with sigwaitinfo.
     if let Err(e) = rtick::wait::block_timer_signals() {
@@ -48,6 +49,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Measure(a) => cmd::measure::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Audit(a) => cmd::audit::run(a),
+        cli::Command::Clocks(a) => cmd::clocks::run(a).map(|_| ExitCode::SUCCESS),
+        cli::Command::Drift(a) => cmd::drift::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();
             Ok(ExitCode::SUCCESS)

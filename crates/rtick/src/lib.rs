@@ -29,6 +29,8 @@
 
 pub mod audit;
 pub mod clock;
+pub mod clocks;
+pub mod drift;
 pub mod error;
 pub mod measure;
 pub mod rt;
@@ -64,6 +66,11 @@ pub mod info {
     /// CPUs the calling thread may run on.
     pub fn allowed_cpus() -> Vec<usize> {
         crate::sys::sched::affinity().unwrap_or_default()
+    }
+    /// For command-line programs: let a closed output pipe end the process
+    /// quietly, as C tools do, instead of a panic in `println!`.
+    pub fn default_sigpipe() {
+        crate::sys::signal::default_sigpipe()
     }
     /// The soft RLIMIT_RTPRIO (`None`: unlimited).
     pub fn rlimit_rtprio() -> Option<u64> {

@@ -2,6 +2,8 @@
 //! library and the exporters.
 
 pub mod audit;
+pub mod clocks;
+pub mod drift;
 pub mod measure;
 pub mod mechanisms;
 mod plan;

@@ -34,6 +34,11 @@ impl KernelConfig {
         KernelConfig { values, source: source.to_string() }
     }
 
+    /// Reads /proc/config.gz, else /boot/config-<release>, under `root`.
+    pub fn read(root: &SysRoot) -> Option<KernelConfig> {
+        read_config(root)
+    }
+
     /// A value (`y`, `m`, `n`, a number …); `None` when the option is absent.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)

@@ -13,6 +13,7 @@ pub mod poll;
 pub mod sched;
 pub mod signal;
 pub mod timer;
+pub mod tsc;
 
 use std::io;
 

@@ -80,6 +80,20 @@ pub fn thread_cpu_time() -> Nanos {
     Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime))
 }
 
+/// CPU time used by the whole process: (user, user + system) (`getrusage(RUSAGE_SELF)`).
+pub fn process_cpu_time() -> (Nanos, Nanos) {
+    let mut ru = MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: ru is a valid out pointer; RUSAGE_SELF cannot fail.
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    // time_t and suseconds_t are narrower than i64 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let us = |tv: libc::timeval| tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64;
+    (Nanos::from_us(us(ru.ru_utime)), Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime)))
+}
+
 /// The number of CPUs configured and online (`sysconf(_SC_NPROCESSORS_ONLN)`).
 pub fn online_cpus() -> usize {
     // SAFETY: a plain query.

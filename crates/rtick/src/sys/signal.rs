@@ -195,6 +195,20 @@ pub fn wait(set: &SigSet) -> io::Result<Received> {
     }
 }
 
+/// Restores the default action of SIGPIPE (Rust programs start with it
+/// ignored, which turns a closed pipe into a panic in `println!`).
+pub fn default_sigpipe() {
+    // SAFETY: SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// Waits up to `timeout` for one of `set` (`sigtimedwait`); true if one came.
+pub fn wait_timeout(set: &SigSet, timeout: crate::time::Nanos) -> bool {
+    let ts = timeout.to_timespec();
+    // SAFETY: set and ts are valid; a NULL siginfo pointer is allowed.
+    unsafe { libc::sigtimedwait(&set.0, std::ptr::null_mut(), &ts) >= 0 }
+}
+
 /// Dequeues every pending signal of `set` without waiting (they must be
 /// blocked): what a disarmed timer left behind must not wake the next wait.
 pub fn drain(set: &SigSet) {

@@ -118,8 +118,14 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
 
 /// The signals the signal-based mechanisms wait for. Block them with
 /// [`block_timer_signals`] in the main thread before spawning any thread.
-pub fn timer_signals() -> [libc::c_int; 3] {
-    [libc::SIGALRM, crate::sys::signal::timer_signal(), crate::sys::signal::handler_signal()]
+pub fn timer_signals() -> [libc::c_int; 5] {
+    [
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        crate::sys::signal::timer_signal(),
+        crate::sys::signal::handler_signal(),
+    ]
 }
 
 /// Blocks the timer signals in the calling thread and every thread it spawns

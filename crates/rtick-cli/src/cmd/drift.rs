@@ -1,0 +1,176 @@
+//! `rtick drift`: systematic error of periodic timers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rtick::drift::{self, DriftCase, DriftMechanism, DriftResult};
+use rtick::system::SysRoot;
+use rtick::Nanos;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::DriftArgs;
+use crate::export::atomic::AtomicFile;
+use crate::Usage;
+
+/// Seed 003's periods, plus 100 µs.
+pub const DEFAULT_PERIODS_US: [i64; 4] = [10_000, 9_998, 1_000, 100];
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DriftFile {
+    pub rtick_version: String,
+    /// CONFIG_HZ (null when neither the config nor /proc/timer_list tells).
+    pub hz: Option<u32>,
+    pub interrupted: bool,
+    pub results: Vec<DriftJson>,
+    pub unavailable: Vec<crate::export::json::UnavailableJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DriftJson {
+    pub mechanism: String,
+    pub period_ns: i64,
+    pub ticks: u64,
+    pub expected_ticks: f64,
+    pub elapsed_ns: i64,
+    /// `wall`, or `cpu` for ITIMER_VIRTUAL (user) and ITIMER_PROF (user + system).
+    pub time_base: String,
+    /// Expirations the kernel reported merged (timerfd counts, si_overrun).
+    pub overruns: u64,
+    pub error_percent: f64,
+    pub error_ppm: f64,
+    pub explanation: String,
+}
+
+fn row(r: &DriftResult, hz: Option<u32>, work: Nanos) -> DriftJson {
+    DriftJson {
+        mechanism: r.mechanism.name().into(),
+        period_ns: r.period.as_ns(),
+        ticks: r.ticks,
+        expected_ticks: (r.expected_ticks * 10.0).round() / 10.0,
+        elapsed_ns: r.elapsed.as_ns(),
+        time_base: if r.cpu_time { "cpu" } else { "wall" }.into(),
+        overruns: r.overruns,
+        error_percent: r.error_percent,
+        error_ppm: r.error_ppm,
+        explanation: drift::explain(r.mechanism, r.period, hz, work),
+    }
+}
+
+/// A period exactly: whole µs as such (9998 µs must not read as 10.00 ms).
+fn period(ns: i64) -> String {
+    if ns % 1000 == 0 {
+        format!("{} µs", ns / 1000)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+fn print_row(r: &DriftJson) {
+    println!(
+        "{:<16}{:>11}{:>9}{:>11.1}  {:>12}{:>10.2} %{:>12.0}  {}",
+        r.mechanism,
+        period(r.period_ns),
+        r.ticks,
+        r.expected_ticks,
+        format!("{}{}", Nanos(r.elapsed_ns), if r.time_base == "cpu" { " cpu" } else { "" }),
+        r.error_percent,
+        r.error_ppm,
+        r.overruns
+    );
+}
+
+pub fn run(a: &DriftArgs) -> Result<()> {
+    let mechanisms: Vec<DriftMechanism> = match &a.mechanisms {
+        None => DriftMechanism::ALL.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                DriftMechanism::parse(n.trim()).ok_or_else(|| {
+                    Usage(format!(
+                        "-m/--mechanism: unknown periodic mechanism '{n}'; one of: {}",
+                        DriftMechanism::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let periods: Vec<Nanos> = match &a.periods {
+        Some(p) => p.clone(),
+        None => DEFAULT_PERIODS_US.iter().map(|&us| Nanos::from_us(us)).collect(),
+    };
+    if let Some(p) = periods.iter().find(|p| **p < Nanos::from_us(10)) {
+        return Err(Usage(format!("--period: {p} is too short to count (at least 10us)")).into());
+    }
+    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+    }
+    let hz = drift::detect_hz(&SysRoot::default());
+    let cases = mechanisms.len() * periods.len();
+    println!(
+        "rtick {} drift: {} mechanisms × {} periods, {} each (about {}); {}",
+        env!("CARGO_PKG_VERSION"),
+        mechanisms.len(),
+        periods.len(),
+        a.duration,
+        Nanos(a.duration.as_ns() * cases as i64),
+        hz.map_or("HZ unknown".into(), |h| format!(
+            "CONFIG_HZ={h} (scheduler tick {})",
+            Nanos(1_000_000_000 / h as i64)
+        ))
+    );
+    println!(
+        "\n{:<16}{:>11}{:>9}{:>11}  {:>12}{:>12}{:>12}  {}",
+        "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm", "overruns"
+    );
+    let mut file = DriftFile {
+        rtick_version: env!("CARGO_PKG_VERSION").into(),
+        hz,
+        interrupted: false,
+        results: Vec::new(),
+        unavailable: Vec::new(),
+    };
+    'outer: for &m in &mechanisms {
+        for &p in &periods {
+            if stop.load(Ordering::Relaxed) {
+                file.interrupted = true;
+                break 'outer;
+            }
+            match drift::run_case(&DriftCase { mechanism: m, period: p, duration: a.duration, work: a.work }) {
+                Ok(r) => {
+                    let j = row(&r, hz, a.work);
+                    print_row(&j);
+                    file.results.push(j);
+                }
+                Err(e) => {
+                    println!("{:<16}{:>11}  unavailable: {e}", m.name(), period(p.as_ns()));
+                    if !file.unavailable.iter().any(|u| u.mechanism == m.name()) {
+                        file.unavailable.push(crate::export::json::UnavailableJson {
+                            mechanism: m.name().into(),
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    println!();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for r in &file.results {
+        let key = (r.mechanism.as_str(), r.explanation.as_str());
+        if !seen.contains(&key) {
+            println!("{}: {}", r.mechanism, r.explanation);
+            seen.push(key);
+        }
+    }
+    if file.interrupted {
+        println!("interrupted: results so far");
+    }
+    if let Some(f) = json {
+        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.commit()?;
+    }
+    Ok(())
+}

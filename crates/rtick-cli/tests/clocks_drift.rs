@@ -1,0 +1,107 @@
+//! `rtick clocks` and `rtick drift`: schemas and invariants, no absolute timings.
+
+mod common;
+use common::*;
+
+#[test]
+fn clocks_json_and_invariants() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("c.json");
+    let o = rtick(&["clocks", "--batches", "20", "--reads", "200", "--rounds", "500", "--json", path_str(&j)]);
+    ok(&o);
+    let j = json(&j);
+    assert!(j["rtick_version"].is_string());
+    assert!(j["clocksource"].is_string());
+    let clocks = j["clocks"].as_array().unwrap();
+    let names: Vec<&str> = clocks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for n in [
+        "CLOCK_MONOTONIC",
+        "CLOCK_MONOTONIC_RAW",
+        "CLOCK_MONOTONIC_COARSE",
+        "CLOCK_REALTIME",
+        "CLOCK_REALTIME_COARSE",
+        "CLOCK_BOOTTIME",
+        "CLOCK_TAI",
+        "CLOCK_PROCESS_CPUTIME_ID",
+        "CLOCK_THREAD_CPUTIME_ID",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    for c in clocks {
+        let (m, p) = (c["cost_ns_median"].as_f64().unwrap(), c["cost_ns_p99"].as_f64().unwrap());
+        assert!(m > 0.0 && p >= m, "{c}");
+        assert!(c["vdso"].is_boolean());
+        assert!(c.get("resolution_ns").is_some() && c.get("granularity_ns").is_some());
+    }
+    let get = |n: &str| clocks.iter().find(|c| c["name"] == n).unwrap();
+    // A coarse clock ticks: its resolution is coarser than the fine clock's.
+    assert!(get("CLOCK_MONOTONIC_COARSE")["resolution_ns"].as_i64() > get("CLOCK_MONOTONIC")["resolution_ns"].as_i64());
+    // The CPU-time clocks need the kernel.
+    assert_eq!(get("CLOCK_THREAD_CPUTIME_ID")["vdso"], false);
+    let cc = &j["cross_cpu"];
+    let n = rtick::info::allowed_cpus().len();
+    assert_eq!(cc["pairs_tested"].as_u64().unwrap() as usize, n * (n - 1));
+    assert!(cc["max_backwards_ns"].as_f64().unwrap() >= 0.0);
+    assert!(j["tsc"]["present"].is_boolean());
+    if j["tsc"]["present"] == true {
+        assert!(j["tsc"]["frequency_hz"].as_f64().unwrap() > 1e8);
+        assert!(names.contains(&"rdtsc"));
+    }
+    assert!(stdout(&o).contains("CLOCK_MONOTONIC "));
+}
+
+#[test]
+fn drift_json_and_invariants() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("d.json");
+    let o = rtick(&["drift", "-D", "250ms", "--period", "1000,10000", "--json", path_str(&j)]);
+    ok(&o);
+    let j = json(&j);
+    assert!(j["rtick_version"].is_string());
+    let hz = j["hz"].as_u64();
+    let results = j["results"].as_array().unwrap();
+    assert_eq!(results.len(), 7 * 2);
+    for r in results {
+        let (ticks, expected) = (r["ticks"].as_u64().unwrap() as f64, r["expected_ticks"].as_f64().unwrap());
+        let (period, elapsed) = (r["period_ns"].as_i64().unwrap() as f64, r["elapsed_ns"].as_i64().unwrap() as f64);
+        let mech = r["mechanism"].as_str().unwrap();
+        // No mechanism delivers more ticks than the time covered allows (plus the one in flight).
+        assert!(ticks <= (elapsed / period).floor() + 1.0, "{r}");
+        // The error is what the counts say, in sign and size.
+        let err = (ticks - elapsed / period) / (elapsed / period) * 100.0;
+        assert!((r["error_percent"].as_f64().unwrap() - err).abs() < 0.05, "{r}");
+        assert!((r["error_ppm"].as_f64().unwrap() - err * 1e4).abs() < 500.0, "{r}");
+        assert!((expected - elapsed / period).abs() < 0.1, "{r}");
+        assert!(!r["explanation"].as_str().unwrap().is_empty());
+        assert_eq!(r["time_base"], if mech.starts_with("itimer-v") || mech == "itimer-prof" { "cpu" } else { "wall" });
+        // CPU-time timers fire at most once per scheduler tick: a structural bound, given HZ.
+        if let (Some(hz), "cpu") = (hz, r["time_base"].as_str().unwrap()) {
+            let tick = 1e9 / hz as f64;
+            if period < tick {
+                assert!(ticks <= elapsed / tick + 2.0, "{r}");
+                assert!(r["error_percent"].as_f64().unwrap() < 0.0);
+            }
+        }
+    }
+    let out = stdout(&o);
+    assert!(out.contains("1000 µs") && out.contains("itimer-prof:"), "{out}");
+}
+
+#[test]
+fn drift_bad_input_exits_2() {
+    for args in [
+        &["drift", "--period", "0"][..],
+        &["drift", "--period", "-5"],
+        &["drift", "--period", "abc"],
+        &["drift", "--period", "5us"],
+        &["drift", "-D", "0"],
+        &["drift", "-m", "sundial"],
+        &["drift", "--json", "/nonexistent-dir/d.json"],
+        &["clocks", "--batches", "0"],
+        &["clocks", "--json", "/nonexistent-dir/c.json"],
+    ] {
+        let o = rtick(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+    }
+}

@@ -1,0 +1,288 @@
+//! What reading time costs: every clock's read cost, resolution, observed
+//! granularity and whether the vDSO serves it; the TSC's flags, frequency
+//! and cross-CPU consistency (seed 001: clock_gettime took 26 ns there).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::sys::{clock, sched, tsc};
+use crate::time::Nanos;
+
+/// A clock that can be read.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A POSIX clock id, with the kernel's name.
+    Posix(libc::clockid_t, &'static str),
+    /// The `rdtsc` instruction (x86-64).
+    Rdtsc,
+    /// The `rdtscp` instruction (x86-64).
+    Rdtscp,
+}
+
+impl Source {
+    /// The name as the kernel (or the instruction set) spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Posix(_, n) => n,
+            Source::Rdtsc => "rdtsc",
+            Source::Rdtscp => "rdtscp",
+        }
+    }
+
+    /// One reading, in the source's own unit (ns, or TSC ticks).
+    #[inline]
+    fn read(self) -> i64 {
+        match self {
+            Source::Posix(id, _) => clock::now(id).as_ns(),
+            #[cfg(target_arch = "x86_64")]
+            Source::Rdtsc => tsc::rdtsc() as i64,
+            #[cfg(target_arch = "x86_64")]
+            Source::Rdtscp => tsc::rdtscp() as i64,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => 0,
+        }
+    }
+}
+
+/// The POSIX clocks measured, in order.
+pub const POSIX_CLOCKS: [(libc::clockid_t, &str); 9] = [
+    (libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC"),
+    (libc::CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW"),
+    (libc::CLOCK_MONOTONIC_COARSE, "CLOCK_MONOTONIC_COARSE"),
+    (libc::CLOCK_REALTIME, "CLOCK_REALTIME"),
+    (libc::CLOCK_REALTIME_COARSE, "CLOCK_REALTIME_COARSE"),
+    (libc::CLOCK_BOOTTIME, "CLOCK_BOOTTIME"),
+    (libc::CLOCK_TAI, "CLOCK_TAI"),
+    (libc::CLOCK_PROCESS_CPUTIME_ID, "CLOCK_PROCESS_CPUTIME_ID"),
+    (libc::CLOCK_THREAD_CPUTIME_ID, "CLOCK_THREAD_CPUTIME_ID"),
+];
+
+/// How to measure.
+#[derive(Copy, Clone, Debug)]
+pub struct CostSpec {
+    /// Batches to time (the median and p99 are over batches).
+    pub batches: usize,
+    /// Reads per batch.
+    pub reads: usize,
+}
+
+impl Default for CostSpec {
+    fn default() -> Self {
+        CostSpec { batches: 200, reads: 1000 }
+    }
+}
+
+/// Median and p99 of per-read cost over batches, in ns.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Cost {
+    /// Median per-read cost.
+    pub median_ns: f64,
+    /// 99th percentile per-read cost.
+    pub p99_ns: f64,
+}
+
+/// Times `batches` batches of `reads` calls to `f`, each batch with two
+/// CLOCK_MONOTONIC reads around it (their cost is spread over the batch).
+pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
+    let mut per = Vec::with_capacity(spec.batches);
+    let mut sink = 0i64;
+    for _ in 0..spec.batches {
+        let a = clock::now(libc::CLOCK_MONOTONIC);
+        for _ in 0..spec.reads {
+            sink = sink.wrapping_add(std::hint::black_box(f()));
+        }
+        let b = clock::now(libc::CLOCK_MONOTONIC);
+        per.push((b - a).as_ns() as f64 / spec.reads as f64);
+    }
+    std::hint::black_box(sink);
+    per.sort_by(f64::total_cmp);
+    let at = |q: f64| per[((q * per.len() as f64).ceil() as usize).clamp(1, per.len()) - 1];
+    Cost { median_ns: at(0.5), p99_ns: at(0.99) }
+}
+
+/// The smallest non-zero step between consecutive readings (source units):
+/// at least `reads` readings, and on until a few steps were seen (coarse
+/// clocks move once per tick) or 50 ms passed; `None` if it never moved.
+pub fn granularity(src: Source, reads: usize) -> Option<i64> {
+    let start = clock::now(libc::CLOCK_MONOTONIC);
+    let mut prev = src.read();
+    let (mut best, mut steps, mut n): (Option<i64>, u32, usize) = (None, 0, 0);
+    while n < reads || (steps < 3 && clock::now(libc::CLOCK_MONOTONIC) - start < Nanos::from_ms(50)) {
+        let v = src.read();
+        let d = v - prev;
+        if d > 0 {
+            best = Some(best.map_or(d, |b| b.min(d)));
+            steps += 1;
+        }
+        prev = v;
+        n += 1;
+    }
+    best
+}
+
+/// One clock's figures.
+#[derive(Clone, Debug)]
+pub struct ClockFigures {
+    /// The source.
+    pub source: Source,
+    /// Read cost.
+    pub cost: Cost,
+    /// `clock_getres` (POSIX clocks).
+    pub resolution: Option<Nanos>,
+    /// Smallest observed step, in ns (TSC: converted with the calibrated frequency).
+    pub granularity_ns: Option<f64>,
+    /// Whether reads stay in user space (vDSO or an instruction): read cost
+    /// well under that of the same read forced through the system call.
+    pub vdso: bool,
+}
+
+/// Measures every clock (and the TSC instructions on x86-64 when `tsc_hz` is known).
+pub fn measure_all(spec: CostSpec, tsc_hz: Option<f64>, rdtscp: bool) -> Vec<ClockFigures> {
+    let syscall = cost_of(spec, || tsc::syscall_now(libc::CLOCK_MONOTONIC).as_ns());
+    let mut out = Vec::new();
+    for (id, name) in POSIX_CLOCKS {
+        let src = Source::Posix(id, name);
+        let cost = cost_of(spec, || src.read());
+        out.push(ClockFigures {
+            source: src,
+            cost,
+            resolution: clock::resolution(id).ok(),
+            granularity_ns: granularity(src, 100_000).map(|g| g as f64),
+            // A vDSO read costs a fraction of a kernel entry; half is a wide margin.
+            vdso: cost.median_ns < syscall.median_ns * 0.5,
+        });
+    }
+    if let (true, Some(hz)) = (cfg!(target_arch = "x86_64"), tsc_hz) {
+        let mut srcs = vec![Source::Rdtsc];
+        if rdtscp {
+            srcs.push(Source::Rdtscp);
+        }
+        for src in srcs {
+            let cost = cost_of(spec, || src.read());
+            out.push(ClockFigures {
+                source: src,
+                cost,
+                resolution: None,
+                granularity_ns: granularity(src, 100_000).map(|g| g as f64 * 1e9 / hz),
+                vdso: true,
+            });
+        }
+    }
+    out
+}
+
+/// The cost of a `clock_gettime(CLOCK_MONOTONIC)` forced through the kernel.
+pub fn syscall_cost(spec: CostSpec) -> Cost {
+    cost_of(spec, || tsc::syscall_now(libc::CLOCK_MONOTONIC).as_ns())
+}
+
+/// Calibrates the TSC frequency against CLOCK_MONOTONIC_RAW over `span`.
+#[cfg(target_arch = "x86_64")]
+pub fn tsc_frequency(span: Nanos) -> f64 {
+    let raw = libc::CLOCK_MONOTONIC_RAW;
+    let (t0, c0) = (clock::now(raw), tsc::rdtsc());
+    while clock::now(raw) - t0 < span {
+        std::hint::spin_loop();
+    }
+    let (t1, c1) = (clock::now(raw), tsc::rdtsc());
+    (c1 - c0) as f64 / ((t1 - t0).as_ns() as f64 / 1e9)
+}
+
+/// What the cross-CPU test saw.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrossCpu {
+    /// Ordered CPU pairs tested.
+    pub pairs_tested: usize,
+    /// The largest backwards step: a reading taken after another one on a
+    /// different CPU, yet smaller (TSC ticks, or ns without a TSC).
+    pub max_backwards: i64,
+}
+
+/// For every ordered pair of `cpus`, two pinned threads pass a timestamp back
+/// and forth `rounds` times through an atomic; each reads its own clock right
+/// after seeing the other's value, so causally later. Any reading smaller
+/// than the one it followed is a backwards step.
+pub fn cross_cpu(cpus: &[usize], rounds: usize, read: fn() -> i64) -> CrossCpu {
+    let mut res = CrossCpu::default();
+    for &a in cpus {
+        for &b in cpus {
+            if a == b {
+                continue;
+            }
+            res.pairs_tested += 1;
+            res.max_backwards = res.max_backwards.max(ping_pong(a, b, rounds, read));
+        }
+    }
+    res
+}
+
+fn ping_pong(a: usize, b: usize, rounds: usize, read: fn() -> i64) -> i64 {
+    // Even values: a's turn; odd: b's. The slot carries the last timestamp.
+    let turn = AtomicU64::new(0);
+    let stamp = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let player = |cpu: usize, parity: u64| {
+        let (turn, stamp, failed) = (&turn, &stamp, &failed);
+        move || {
+            if sched::set_affinity(&[cpu]).is_err() {
+                failed.store(true, Ordering::Relaxed);
+                return 0;
+            }
+            let mut worst = 0i64;
+            for i in 0..rounds as u64 {
+                let my = 2 * i + parity;
+                while turn.load(Ordering::Acquire) != my {
+                    if failed.load(Ordering::Relaxed) {
+                        return worst;
+                    }
+                    std::hint::spin_loop();
+                }
+                let now = read();
+                let theirs = stamp.load(Ordering::Relaxed) as i64;
+                if my > 0 {
+                    worst = worst.max(theirs - now);
+                }
+                stamp.store(now as u64, Ordering::Relaxed);
+                turn.store(my + 1, Ordering::Release);
+            }
+            worst
+        }
+    };
+    std::thread::scope(|s| {
+        let ha = s.spawn(player(a, 0));
+        let hb = s.spawn(player(b, 1));
+        ha.join().unwrap_or(0).max(hb.join().unwrap_or(0))
+    })
+}
+
+/// The TSC read as a plain function for [`cross_cpu`]: fenced, so that it is
+/// ordered after the load that saw the other CPU's timestamp.
+#[cfg(target_arch = "x86_64")]
+pub fn read_tsc() -> i64 {
+    tsc::rdtsc_ordered() as i64
+}
+
+/// CLOCK_MONOTONIC_RAW in ns (for [`cross_cpu`] without a TSC).
+pub fn read_monotonic_raw() -> i64 {
+    clock::now(libc::CLOCK_MONOTONIC_RAW).as_ns()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_are_ordered_and_positive() {
+        let spec = CostSpec { batches: 20, reads: 200 };
+        let c = cost_of(spec, || clock::now(libc::CLOCK_MONOTONIC).as_ns());
+        assert!(c.median_ns > 0.0 && c.p99_ns >= c.median_ns);
+        assert!(granularity(Source::Posix(libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC"), 10_000).is_some());
+    }
+
+    #[test]
+    fn cross_cpu_on_one_cpu_pair_or_none() {
+        let cpus = sched::affinity().unwrap();
+        let r = cross_cpu(&cpus[..cpus.len().min(2)], 200, read_monotonic_raw);
+        assert_eq!(r.pairs_tested, cpus.len().min(2) * (cpus.len().min(2) - 1));
+        assert!(r.max_backwards >= 0);
+    }
+}

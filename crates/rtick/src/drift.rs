@@ -1,0 +1,357 @@
+//! Systematic error of periodic timers: ticks counted against the time they
+//! should cover (seed 003 found periodic itimers 10 % and 50 % off).
+//!
+//! Each case arms one periodic mechanism for a while, counts what it
+//! delivers, and compares with elapsed / period on the timer's own time base:
+//! wall time, or, for ITIMER_VIRTUAL and ITIMER_PROF, the process's CPU time
+//! (a busy thread keeps the process on the CPU while they count, as seed 003
+//! does).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{Error, Result};
+use crate::sys::fd::TimerFd;
+use crate::sys::signal::{self, SigSet};
+use crate::sys::timer::{self, set_itimer, Notify, PosixTimer};
+use crate::sys::{clock, sched};
+use crate::system::SysRoot;
+use crate::time::{Nanos, Time};
+
+/// A periodic mechanism whose drift can be measured.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DriftMechanism {
+    /// setitimer(ITIMER_REAL): SIGALRM on wall time.
+    ItimerReal,
+    /// setitimer(ITIMER_VIRTUAL): SIGVTALRM on user CPU time.
+    ItimerVirtual,
+    /// setitimer(ITIMER_PROF): SIGPROF on user + system CPU time.
+    ItimerProf,
+    /// A timerfd with a kernel interval.
+    Timerfd,
+    /// A POSIX timer with a kernel interval (overruns from si_overrun).
+    PosixTimer,
+    /// Work, then a relative sleep of one period: the drifting pattern.
+    RelativeLoop,
+    /// Work, then clock_nanosleep(TIMER_ABSTIME) to the next deadline.
+    AbsoluteLoop,
+}
+
+impl DriftMechanism {
+    /// All of them, in display order.
+    pub const ALL: [DriftMechanism; 7] = [
+        DriftMechanism::ItimerReal,
+        DriftMechanism::ItimerVirtual,
+        DriftMechanism::ItimerProf,
+        DriftMechanism::Timerfd,
+        DriftMechanism::PosixTimer,
+        DriftMechanism::RelativeLoop,
+        DriftMechanism::AbsoluteLoop,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriftMechanism::ItimerReal => "itimer-real",
+            DriftMechanism::ItimerVirtual => "itimer-virtual",
+            DriftMechanism::ItimerProf => "itimer-prof",
+            DriftMechanism::Timerfd => "timerfd",
+            DriftMechanism::PosixTimer => "posix-timer",
+            DriftMechanism::RelativeLoop => "relative-loop",
+            DriftMechanism::AbsoluteLoop => "absolute-loop",
+        }
+    }
+
+    /// Looks a name up.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// Whether it counts CPU time (and needs the process busy).
+    pub fn cpu_time(self) -> bool {
+        matches!(self, DriftMechanism::ItimerVirtual | DriftMechanism::ItimerProf)
+    }
+
+    /// The signals its measurement waits for; block them in every thread first.
+    pub fn signals() -> [libc::c_int; 4] {
+        [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPROF, signal::timer_signal()]
+    }
+}
+
+impl fmt::Display for DriftMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One measurement.
+#[derive(Copy, Clone, Debug)]
+pub struct DriftCase {
+    /// The mechanism.
+    pub mechanism: DriftMechanism,
+    /// The period asked for.
+    pub period: Nanos,
+    /// How long to count.
+    pub duration: Nanos,
+    /// Simulated work per cycle for the loops.
+    pub work: Nanos,
+}
+
+/// What a case measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DriftResult {
+    /// The mechanism.
+    pub mechanism: DriftMechanism,
+    /// The period asked for.
+    pub period: Nanos,
+    /// Ticks delivered (for kernel interval timers including expirations
+    /// reported as overruns).
+    pub ticks: u64,
+    /// elapsed / period.
+    pub expected_ticks: f64,
+    /// Time covered, on the timer's own time base.
+    pub elapsed: Nanos,
+    /// Whether `elapsed` is process CPU time (else wall time).
+    pub cpu_time: bool,
+    /// Expirations the kernel reported merged (posix-timer, timerfd).
+    pub overruns: u64,
+    /// (ticks − expected) / expected, in percent.
+    pub error_percent: f64,
+    /// The same in parts per million.
+    pub error_ppm: f64,
+}
+
+impl DriftResult {
+    fn new(
+        mechanism: DriftMechanism,
+        period: Nanos,
+        ticks: u64,
+        elapsed: Nanos,
+        cpu_time: bool,
+        overruns: u64,
+    ) -> Self {
+        let expected = elapsed.as_ns() as f64 / period.as_ns() as f64;
+        let err = if expected > 0.0 { (ticks as f64 - expected) / expected } else { 0.0 };
+        DriftResult {
+            mechanism,
+            period,
+            ticks,
+            expected_ticks: expected,
+            elapsed,
+            cpu_time,
+            overruns,
+            error_percent: err * 100.0,
+            error_ppm: err * 1e6,
+        }
+    }
+}
+
+/// Runs one case. The signals of [`DriftMechanism::signals`] must be blocked
+/// in every thread of the process.
+pub fn run_case(case: &DriftCase) -> Result<DriftResult> {
+    if case.period <= Nanos::ZERO || case.duration <= Nanos::ZERO {
+        return Err(Error::Invalid("period and duration must be greater than zero".into()));
+    }
+    match case.mechanism {
+        DriftMechanism::ItimerReal => itimer(case, libc::ITIMER_REAL, libc::SIGALRM),
+        DriftMechanism::ItimerVirtual => itimer(case, libc::ITIMER_VIRTUAL, libc::SIGVTALRM),
+        DriftMechanism::ItimerProf => itimer(case, libc::ITIMER_PROF, libc::SIGPROF),
+        DriftMechanism::Timerfd => timerfd(case),
+        DriftMechanism::PosixTimer => posix_timer(case),
+        DriftMechanism::RelativeLoop | DriftMechanism::AbsoluteLoop => sleep_loop(case),
+    }
+}
+
+fn mono() -> Time {
+    clock::now(libc::CLOCK_MONOTONIC)
+}
+
+fn spin_for(d: Nanos) {
+    let end = mono() + d;
+    while mono() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<DriftResult> {
+    if !signal::is_blocked(signo) {
+        return Err(Error::Invalid(format!("signal {signo} must be blocked before measuring {}", case.mechanism)));
+    }
+    let set = SigSet::of(&[signo]);
+    signal::drain(&set);
+    let busy = AtomicBool::new(case.mechanism.cpu_time());
+    std::thread::scope(|s| {
+        // CPU-time timers advance only while the process runs: keep it busy.
+        if busy.load(Ordering::Relaxed) {
+            s.spawn(|| {
+                while busy.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let (wall0, cpu0) = (mono(), sched::process_cpu_time());
+        set_itimer(which, case.period, case.period).map_err(|e| Error::sys("setitimer", e, ""))?;
+        let mut ticks = 0u64;
+        while mono() - wall0 < case.duration {
+            if signal::wait_timeout(&set, Nanos::from_ms(50)) {
+                ticks += 1;
+            }
+        }
+        let (wall1, cpu1) = (mono(), sched::process_cpu_time());
+        set_itimer(which, Nanos::ZERO, Nanos::ZERO).map_err(|e| Error::sys("setitimer", e, ""))?;
+        busy.store(false, Ordering::Relaxed);
+        signal::drain(&set);
+        let elapsed = match case.mechanism {
+            DriftMechanism::ItimerVirtual => cpu1.0 - cpu0.0,
+            DriftMechanism::ItimerProf => cpu1.1 - cpu0.1,
+            _ => wall1 - wall0,
+        };
+        Ok(DriftResult::new(case.mechanism, case.period, ticks, elapsed, case.mechanism.cpu_time(), 0))
+    })
+}
+
+fn timerfd(case: &DriftCase) -> Result<DriftResult> {
+    let tfd = TimerFd::new(libc::CLOCK_MONOTONIC).map_err(|e| Error::sys("timerfd_create", e, ""))?;
+    let t0 = mono();
+    tfd.arm(t0 + case.period, case.period).map_err(|e| Error::sys("timerfd_settime", e, ""))?;
+    let (mut ticks, mut merged, mut last) = (0u64, 0u64, t0);
+    while last - t0 < case.duration {
+        let n = tfd.read().map_err(|e| Error::sys("read(timerfd)", e, ""))?;
+        ticks += n;
+        merged += n.saturating_sub(1);
+        last = mono();
+    }
+    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged))
+}
+
+fn posix_timer(case: &DriftCase) -> Result<DriftResult> {
+    let signo = signal::timer_signal();
+    signal::block(&[signo]).map_err(|e| Error::sys("pthread_sigmask", e, ""))?;
+    let set = SigSet::of(&[signo]);
+    signal::drain(&set);
+    let t = PosixTimer::create(libc::CLOCK_MONOTONIC, Notify::Thread { signo, tid: timer::gettid() })
+        .map_err(|e| Error::sys("timer_create", e, ""))?;
+    let t0 = mono();
+    t.arm_periodic(t0 + case.period, case.period).map_err(|e| Error::sys("timer_settime", e, ""))?;
+    let (mut ticks, mut merged, mut last) = (0u64, 0u64, t0);
+    while last - t0 < case.duration {
+        let got = signal::wait(&set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
+        ticks += 1 + got.timer_overrun as u64;
+        merged += got.timer_overrun as u64;
+        last = mono();
+    }
+    drop(t);
+    signal::drain(&set);
+    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged))
+}
+
+fn sleep_loop(case: &DriftCase) -> Result<DriftResult> {
+    let t0 = mono();
+    let mut next = t0 + case.period;
+    let mut ticks = 0u64;
+    let mut last = t0;
+    while last - t0 < case.duration {
+        spin_for(case.work);
+        if case.mechanism == DriftMechanism::RelativeLoop {
+            clock::sleep_for(libc::CLOCK_MONOTONIC, case.period).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
+        } else {
+            clock::sleep_until(libc::CLOCK_MONOTONIC, next).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
+            next += case.period;
+        }
+        ticks += 1;
+        last = mono();
+    }
+    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, 0))
+}
+
+/// Why a mechanism errs as it does, inferred from its kind, the period, the
+/// kernel's HZ and (for the loops) the simulated work.
+pub fn explain(m: DriftMechanism, period: Nanos, hz: Option<u32>, work: Nanos) -> String {
+    match m {
+        DriftMechanism::ItimerVirtual | DriftMechanism::ItimerProf => {
+            let which = if m == DriftMechanism::ItimerProf { "ITIMER_PROF" } else { "ITIMER_VIRTUAL" };
+            let Some(hz) = hz.filter(|h| *h > 0) else {
+                return format!("{which} is checked at scheduler ticks (HZ unknown here): periods shorter than a tick lose ticks");
+            };
+            let tick = Nanos(1_000_000_000 / hz as i64);
+            if period < tick {
+                let lost = 100.0 * (1.0 - period.as_ns() as f64 / tick.as_ns() as f64);
+                format!(
+                    "{which} is accounted in scheduler ticks: with CONFIG_HZ={hz} a tick is {tick}, and the timer fires at most once per tick, so a {period} period loses about {lost:.0} % of its ticks"
+                )
+            } else {
+                format!("{which} is checked at every scheduler tick ({tick} at CONFIG_HZ={hz}); each expiry advances by exactly one period, so a {period} period fires up to a tick late but loses no ticks")
+            }
+        }
+        DriftMechanism::ItimerReal => {
+            "ITIMER_REAL runs on a high-resolution timer (since Linux 2.6.16) and is re-armed on the same grid: no rounding to ticks; a tick is lost only when the previous SIGALRM was still pending, since standard signals do not queue".into()
+        }
+        DriftMechanism::Timerfd | DriftMechanism::PosixTimer => {
+            "a kernel interval timer on a high-resolution timer: the kernel keeps the grid and counts expirations it could not deliver, so none are lost".into()
+        }
+        DriftMechanism::RelativeLoop => {
+            let share = 100.0 * work.as_ns() as f64 / (period + work).as_ns() as f64;
+            format!(
+                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles (seed 004's warning): use absolute deadlines"
+            )
+        }
+        DriftMechanism::AbsoluteLoop => {
+            "absolute deadlines (clock_nanosleep TIMER_ABSTIME): work and latency do not accumulate, so there is no drift".into()
+        }
+    }
+}
+
+/// The kernel's HZ: CONFIG_HZ from the kernel config, else measured from the
+/// jiffies counter in /proc/timer_list over 200 ms.
+pub fn detect_hz(root: &SysRoot) -> Option<u32> {
+    if let Some(hz) =
+        crate::audit::KernelConfig::read(root).and_then(|c| c.get("CONFIG_HZ").and_then(|v| v.parse().ok()))
+    {
+        return Some(hz);
+    }
+    let jiffies = || {
+        root.read("/proc/timer_list")?
+            .lines()
+            .find_map(|l| l.strip_prefix("jiffies:").and_then(|v| v.trim().parse::<u64>().ok()))
+    };
+    let (a, t0) = (jiffies()?, mono());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (b, t1) = (jiffies()?, mono());
+    let hz = (b - a) as f64 / ((t1 - t0).as_ns() as f64 / 1e9);
+    // Round to the HZ values kernels are built with.
+    [100u32, 250, 300, 1000].into_iter().min_by(|x, y| (*x as f64 - hz).abs().total_cmp(&(*y as f64 - hz).abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explanations_follow_hz() {
+        let e = explain(DriftMechanism::ItimerProf, Nanos::from_us(1000), Some(250), Nanos::ZERO);
+        assert!(e.contains("CONFIG_HZ=250") && e.contains("4.00 ms") && e.contains("75 %"), "{e}");
+        let e = explain(DriftMechanism::ItimerVirtual, Nanos::from_us(100), Some(1000), Nanos::ZERO);
+        assert!(e.contains("90 %"), "{e}");
+        let e = explain(DriftMechanism::ItimerProf, Nanos::from_us(10_000), Some(250), Nanos::ZERO);
+        assert!(e.contains("loses no ticks"), "{e}");
+        let e = explain(DriftMechanism::ItimerProf, Nanos::from_us(1000), None, Nanos::ZERO);
+        assert!(e.contains("HZ unknown"), "{e}");
+        let e = explain(DriftMechanism::RelativeLoop, Nanos::from_us(1000), Some(250), Nanos::from_us(50));
+        assert!(e.contains("4.8 %"), "{e}");
+    }
+
+    #[test]
+    fn result_arithmetic() {
+        let r = DriftResult::new(DriftMechanism::Timerfd, Nanos::from_ms(1), 750, Nanos::from_secs(1), false, 0);
+        assert_eq!(r.expected_ticks, 1000.0);
+        assert!((r.error_percent + 25.0).abs() < 1e-9);
+        assert!((r.error_ppm + 250_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for m in DriftMechanism::ALL {
+            assert_eq!(DriftMechanism::parse(m.name()), Some(m));
+        }
+    }
+}
