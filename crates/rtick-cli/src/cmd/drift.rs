@@ -122,8 +122,8 @@ pub fn run(a: &DriftArgs) -> Result<()> {
         ))
     );
     println!(
-        "\n{:<16}{:>11}{:>9}{:>11}  {:>12}{:>12}{:>12}  {}",
-        "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm", "overruns"
+        "\n{:<16}{:>11}{:>9}{:>11}  {:>12}{:>12}{:>12}  overruns",
+        "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm"
     );
     let mut file = DriftFile {
         rtick_version: env!("CARGO_PKG_VERSION").into(),
