@@ -20,6 +20,17 @@ pub enum Error {
     /// A configuration value was rejected before anything ran.
     #[error("{0}")]
     Invalid(String),
+    /// A wake-up came after the following deadline, with `OverrunPolicy::Fail`.
+    /// The schedule has already skipped to the next future deadline.
+    #[error("overrun at cycle {cycle}: woke {latency_ns} ns late, {missed} deadlines skipped")]
+    Overrun {
+        /// The cycle (grid index) of the late wake-up.
+        cycle: u64,
+        /// Its latency.
+        latency_ns: i64,
+        /// Deadlines skipped.
+        missed: u64,
+    },
     /// A mechanism cannot run on this system or in this configuration.
     #[error("{mechanism} is unavailable: {reason}")]
     Unavailable {

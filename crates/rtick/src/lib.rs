@@ -33,6 +33,7 @@ pub mod clocks;
 pub mod drift;
 pub mod error;
 pub mod measure;
+pub mod periodic;
 pub mod rt;
 pub mod schedule;
 pub mod stats;

@@ -27,6 +27,8 @@ pub enum OverrunPolicy {
     Skip,
     /// Keep every deadline; late ones are served back to back.
     CatchUp,
+    /// Like `Skip`, and report the overrun as an error ([`crate::Error::Overrun`]).
+    Fail,
 }
 
 impl OverrunPolicy {
@@ -35,6 +37,7 @@ impl OverrunPolicy {
         match self {
             OverrunPolicy::Skip => "skip",
             OverrunPolicy::CatchUp => "catch-up",
+            OverrunPolicy::Fail => "fail",
         }
     }
 
@@ -67,8 +70,8 @@ pub fn next_deadline(policy: OverrunPolicy, deadline: Time, interval: Nanos, act
     let overrun = actual > following;
     match policy {
         OverrunPolicy::CatchUp => Step { next: following, overrun, missed: 0 },
-        OverrunPolicy::Skip if !overrun => Step { next: following, overrun, missed: 0 },
-        OverrunPolicy::Skip => {
+        OverrunPolicy::Skip | OverrunPolicy::Fail if !overrun => Step { next: following, overrun, missed: 0 },
+        OverrunPolicy::Skip | OverrunPolicy::Fail => {
             // Periods from the deadline to the first grid point strictly after `actual`.
             let k = (actual - deadline).as_ns() / interval.as_ns() + 1;
             Step { next: deadline + interval * k, overrun, missed: (k - 1) as u64 }

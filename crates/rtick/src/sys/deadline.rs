@@ -25,11 +25,16 @@ struct SchedAttr {
 /// Makes the calling thread SCHED_DEADLINE with `runtime` every `period`
 /// (relative deadline = period).
 pub fn set_deadline(runtime: Nanos, period: Nanos) -> io::Result<()> {
+    set_deadline_full(runtime, period, period)
+}
+
+/// SCHED_DEADLINE with an explicit relative deadline.
+pub fn set_deadline_full(runtime: Nanos, deadline: Nanos, period: Nanos) -> io::Result<()> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         policy: SCHED_DEADLINE,
         runtime: runtime.as_ns() as u64,
-        deadline: period.as_ns() as u64,
+        deadline: deadline.as_ns() as u64,
         period: period.as_ns() as u64,
         ..Default::default()
     };

@@ -1,0 +1,421 @@
+//! The isochronous loop applications embed: the very loop `rtick measure`
+//! measures, with real-time setup, overrun handling, a period that can be
+//! adjusted while it runs, and telemetry readable from other threads.
+//!
+//! ```no_run
+//! use rtick::periodic::{Periodic, Start};
+//! use rtick::rt::{Policy, Setup};
+//! use rtick::{Mechanism, Nanos, OverrunPolicy};
+//!
+//! let mut lp = Periodic::builder()
+//!     .period(Nanos::from_ms(1))
+//!     .mechanism(Mechanism::ClockNanosleep)
+//!     .start(Start::Aligned)
+//!     .overrun(OverrunPolicy::Skip)
+//!     .setup(Setup::new().policy(Policy::Fifo, 80).lock_memory(8 << 20, 256 << 10))
+//!     .build()?;
+//! let telemetry = lp.telemetry(); // read it from another thread
+//! for _ in 0..1000 {
+//!     let tick = lp.wait()?;
+//!     // … the cycle's work, deadline tick.deadline …
+//! }
+//! println!("p99 latency {} ns", telemetry.snapshot().latency.percentiles[2]);
+//! # Ok::<(), rtick::Error>(())
+//! ```
+//!
+//! ## Overruns
+//!
+//! A wake-up later than the *following* deadline is an overrun:
+//!
+//! ```text
+//! grid:        |d0       |d1       |d2       |d3       |d4
+//! woke:          ^w0                      ^w1 (late for d1, past d2)
+//!
+//! Skip:        the next wait is for d3; d2 is missed (Tick::missed = 1 on the next tick)
+//! CatchUp:     the next wait is for d2 (returns at once), then d3
+//! Fail:        as Skip, and wait() returns Error::Overrun for w1
+//! ```
+//!
+//! ## Adjusting the period
+//!
+//! [`Periodic::set_period`] changes the interval from the last deadline on;
+//! [`Periodic::shift`] moves every following deadline by ±n ns, keeping
+//! their spacing; [`Periodic::sync_to`] runs a PI controller on a reference
+//! clock's reading and shifts by a bounded amount each cycle (EtherCAT
+//! distributed clocks).
+
+mod sync;
+mod telemetry;
+
+use std::sync::Arc;
+
+pub use sync::{PiController, SyncConfig};
+pub use telemetry::{SeriesSummary, Snapshot, Telemetry};
+
+use crate::clock::ClockId;
+use crate::error::{Error, Result};
+use crate::rt::{Setup, SetupGuard};
+use crate::schedule::{next_deadline, OverrunPolicy};
+use crate::time::{Nanos, Time};
+use crate::wait::{self, HybridSlack, Mechanism, WaitConfig, Waiter};
+
+/// When the first deadline falls.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Start {
+    /// One period from now.
+    #[default]
+    Now,
+    /// The next multiple of the period on the clock: loops in different
+    /// processes with the same period wake together.
+    Aligned,
+    /// At this absolute time on the loop's clock.
+    At(Time),
+}
+
+/// One wake-up.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// Grid index: deadline = first + cycle·period (until the period changes).
+    pub cycle: u64,
+    /// The deadline waited for.
+    pub deadline: Time,
+    /// When the thread ran again.
+    pub woke: Time,
+    /// woke − deadline.
+    pub latency: Nanos,
+    /// Deadlines skipped between the previous tick and this one.
+    pub missed: u64,
+}
+
+/// Builds a [`Periodic`].
+///
+/// ```no_run
+/// use rtick::periodic::Periodic;
+/// use rtick::{ClockId, Mechanism, Nanos};
+///
+/// let lp = Periodic::builder()
+///     .period(Nanos::from_us(500))
+///     .clock(ClockId::Monotonic)
+///     .mechanism(Mechanism::Hybrid)
+///     .build()?;
+/// # Ok::<(), rtick::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct PeriodicBuilder {
+    period: Option<Nanos>,
+    clock: ClockId,
+    start: Start,
+    mechanism: Option<Mechanism>,
+    overrun: OverrunPolicy,
+    setup: Option<Setup>,
+    sync: SyncConfig,
+    hybrid_slack: HybridSlack,
+    mock: Vec<i64>,
+}
+
+impl PeriodicBuilder {
+    /// The period (required, > 0).
+    pub fn period(mut self, p: Nanos) -> Self {
+        self.period = Some(p);
+        self
+    }
+    /// The clock of the deadlines (default CLOCK_MONOTONIC).
+    pub fn clock(mut self, c: ClockId) -> Self {
+        self.clock = c;
+        self
+    }
+    /// When the first deadline falls (default: one period from now).
+    pub fn start(mut self, s: Start) -> Self {
+        self.start = s;
+        self
+    }
+    /// How to wait (default `clock_nanosleep`).
+    pub fn mechanism(mut self, m: Mechanism) -> Self {
+        self.mechanism = Some(m);
+        self
+    }
+    /// What to do after an overrun (default skip).
+    pub fn overrun(mut self, o: OverrunPolicy) -> Self {
+        self.overrun = o;
+        self
+    }
+    /// Real-time setup applied by `build` in the calling thread and undone
+    /// when the loop is dropped.
+    pub fn setup(mut self, s: Setup) -> Self {
+        self.setup = Some(s);
+        self
+    }
+    /// Settings of [`Periodic::sync_to`].
+    pub fn sync(mut self, s: SyncConfig) -> Self {
+        self.sync = s;
+        self
+    }
+    /// The hybrid mechanism's slack (default auto).
+    pub fn hybrid_slack(mut self, s: HybridSlack) -> Self {
+        self.hybrid_slack = s;
+        self
+    }
+    /// Latencies for the test-only `mock` mechanism.
+    #[doc(hidden)]
+    pub fn mock_latencies(mut self, l: Vec<i64>) -> Self {
+        self.mock = l;
+        self
+    }
+
+    /// Applies the setup, builds the waiter in the calling thread, and arms
+    /// the first deadline.
+    pub fn build(self) -> Result<Periodic> {
+        let period = self.period.ok_or_else(|| Error::Invalid("a periodic loop needs a period".into()))?;
+        if period <= Nanos::ZERO {
+            return Err(Error::Invalid("the period must be greater than zero".into()));
+        }
+        if self.sync.max_step < Nanos::ZERO || !self.sync.kp.is_finite() || !self.sync.ki.is_finite() {
+            return Err(Error::Invalid("sync gains must be finite and max_step not negative".into()));
+        }
+        let guard = self.setup.as_ref().map(Setup::apply).transpose()?;
+        let mechanism = self.mechanism.unwrap_or(Mechanism::ClockNanosleep);
+        let mut waiter = wait::build(
+            mechanism,
+            &WaitConfig {
+                clock: self.clock,
+                interval: period,
+                hybrid_slack: self.hybrid_slack,
+                mock_latencies: self.mock,
+            },
+        )?;
+        let now = waiter.now();
+        let first = match self.start {
+            Start::Now => now + period,
+            Start::Aligned => Time((now.as_ns().div_euclid(period.as_ns()) + 1) * period.as_ns()),
+            Start::At(t) => t,
+        };
+        waiter.arm(first, period)?;
+        Ok(Periodic {
+            waiter,
+            mechanism,
+            period,
+            next: first,
+            cycle: 0,
+            pending_missed: 0,
+            overrun: self.overrun,
+            last_wake: None,
+            telemetry: Arc::new(Telemetry::new()),
+            sync: self.sync,
+            pi: PiController::default(),
+            _guard: guard,
+        })
+    }
+}
+
+/// An absolute-deadline periodic loop. Not `Sync`: one thread runs it; share
+/// [`Periodic::telemetry`] instead.
+pub struct Periodic {
+    waiter: Box<dyn Waiter>,
+    mechanism: Mechanism,
+    period: Nanos,
+    next: Time,
+    cycle: u64,
+    pending_missed: u64,
+    overrun: OverrunPolicy,
+    last_wake: Option<Time>,
+    telemetry: Arc<Telemetry>,
+    sync: SyncConfig,
+    pi: PiController,
+    _guard: Option<SetupGuard>,
+}
+
+impl std::fmt::Debug for Periodic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Periodic")
+            .field("mechanism", &self.mechanism)
+            .field("period", &self.period)
+            .field("next", &self.next)
+            .field("cycle", &self.cycle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Periodic {
+    /// A builder.
+    pub fn builder() -> PeriodicBuilder {
+        PeriodicBuilder::default()
+    }
+
+    /// Waits for the next deadline. Allocates nothing and takes no lock; the
+    /// only system call is the wait itself (clock reads go through the vDSO).
+    #[inline]
+    pub fn wait(&mut self) -> Result<Tick> {
+        let entered = self.waiter.now();
+        if let Some(w) = self.last_wake {
+            self.telemetry.record_execution((entered - w).as_ns());
+        }
+        let wake = self.waiter.wait(self.next)?;
+        let latency = wake.actual - wake.planned;
+        let step = next_deadline(self.overrun, wake.planned, self.period, wake.actual);
+        let next = wake.kernel_next.unwrap_or(step.next);
+        let periods = ((next - wake.planned).as_ns() / self.period.as_ns()).max(1) as u64;
+        let period_dev = self.last_wake.map(|p| (wake.actual - p - self.period).as_ns());
+        self.telemetry.record_wake(latency.as_ns(), period_dev, step.overrun, periods - 1);
+        let tick =
+            Tick { cycle: self.cycle, deadline: wake.planned, woke: wake.actual, latency, missed: self.pending_missed };
+        self.cycle += periods;
+        self.pending_missed = periods - 1;
+        self.next = next;
+        self.last_wake = Some(wake.actual);
+        if step.overrun && self.overrun == OverrunPolicy::Fail {
+            return Err(Error::Overrun { cycle: tick.cycle, latency_ns: latency.as_ns(), missed: periods - 1 });
+        }
+        Ok(tick)
+    }
+
+    /// The period.
+    pub fn period(&self) -> Nanos {
+        self.period
+    }
+
+    /// The next deadline.
+    pub fn next_deadline(&self) -> Time {
+        self.next
+    }
+
+    /// The mechanism waiting.
+    pub fn mechanism(&self) -> Mechanism {
+        self.mechanism
+    }
+
+    /// Changes the period: the next deadline becomes the last one plus `p`
+    /// (or stays the first deadline before any wait).
+    pub fn set_period(&mut self, p: Nanos) -> Result<()> {
+        if p <= Nanos::ZERO {
+            return Err(Error::Invalid("the period must be greater than zero".into()));
+        }
+        if self.last_wake.is_some() {
+            self.next = self.next - self.period + p;
+        }
+        self.period = p;
+        self.rearm()
+    }
+
+    /// Moves every following deadline by `by` (negative: earlier), keeping
+    /// their spacing.
+    pub fn shift(&mut self, by: Nanos) -> Result<()> {
+        self.next += by;
+        self.rearm()
+    }
+
+    /// Feeds the reference clock's reading at the last deadline to the PI
+    /// controller and shifts the following deadlines by its bounded answer,
+    /// which is returned.
+    pub fn sync_to(&mut self, reference: Time) -> Result<Nanos> {
+        let c = self.pi.update(reference.as_ns(), &self.sync, self.period);
+        if c != Nanos::ZERO {
+            self.shift(c)?;
+        }
+        Ok(c)
+    }
+
+    /// The phase error of the last [`Periodic::sync_to`].
+    pub fn phase_error(&self) -> Nanos {
+        self.pi.last_error()
+    }
+
+    /// The loop's telemetry, readable from any thread.
+    pub fn telemetry(&self) -> Arc<Telemetry> {
+        Arc::clone(&self.telemetry)
+    }
+
+    /// Interval timers keep the grid in the kernel: re-arm them on the new one.
+    fn rearm(&mut self) -> Result<()> {
+        if self.mechanism.info().kernel_grid {
+            self.waiter.disarm()?;
+            self.waiter.arm(self.next, self.period)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mock(lat: &[i64], overrun: OverrunPolicy) -> Periodic {
+        Periodic::builder()
+            .period(Nanos::from_ms(1))
+            .mechanism(Mechanism::Mock)
+            .mock_latencies(lat.to_vec())
+            .overrun(overrun)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn ticks_follow_the_grid() {
+        let mut p = mock(&[100, 200], OverrunPolicy::Skip);
+        let first = p.next_deadline();
+        for k in 0..4 {
+            let t = p.wait().unwrap();
+            assert_eq!(t.cycle, k);
+            assert_eq!(t.deadline, first + Nanos::from_ms(k as i64));
+            assert_eq!(t.latency, Nanos(if k % 2 == 0 { 100 } else { 200 }));
+            assert_eq!(t.woke, t.deadline + t.latency);
+        }
+        let s = p.telemetry().snapshot();
+        assert_eq!((s.cycles, s.latency.min, s.latency.max), (4, 100, 200));
+        assert_eq!(s.period.max, 100);
+    }
+
+    #[test]
+    fn overrun_policies() {
+        let mut p = mock(&[0, 2_500_000, 0], OverrunPolicy::Skip);
+        p.wait().unwrap();
+        let late = p.wait().unwrap();
+        assert_eq!(late.cycle, 1);
+        let after = p.wait().unwrap();
+        assert_eq!((after.cycle, after.missed), (4, 2));
+        assert_eq!(p.telemetry().snapshot().overruns, 1);
+
+        let mut f = mock(&[0, 2_500_000, 0], OverrunPolicy::Fail);
+        f.wait().unwrap();
+        assert!(matches!(f.wait(), Err(Error::Overrun { cycle: 1, latency_ns: 2_500_000, missed: 2 })));
+        assert_eq!(f.wait().unwrap().cycle, 4, "the schedule skipped before reporting");
+
+        let mut c = mock(&[2_500_000, 0, 0, 0], OverrunPolicy::CatchUp);
+        let lats: Vec<i64> = (0..4).map(|_| c.wait().unwrap().latency.as_ns()).collect();
+        assert_eq!(lats, [2_500_000, 1_500_000, 500_000, 0]);
+    }
+
+    #[test]
+    fn set_period_and_shift_move_the_grid() {
+        let mut p = mock(&[0], OverrunPolicy::Skip);
+        let t0 = p.wait().unwrap().deadline;
+        p.set_period(Nanos::from_us(500)).unwrap();
+        assert_eq!(p.wait().unwrap().deadline, t0 + Nanos::from_us(500));
+        p.shift(Nanos::from_us(-3)).unwrap();
+        let t2 = p.wait().unwrap().deadline;
+        assert_eq!(t2, t0 + Nanos::from_us(997));
+        assert_eq!(p.wait().unwrap().deadline, t2 + Nanos::from_us(500));
+        assert!(p.set_period(Nanos::ZERO).is_err());
+    }
+
+    #[test]
+    fn bad_configuration_is_an_error() {
+        assert!(Periodic::builder().build().is_err());
+        assert!(Periodic::builder().period(Nanos::ZERO).build().is_err());
+        assert!(Periodic::builder().period(Nanos(-5)).build().is_err());
+        let bad = SyncConfig { kp: f64::NAN, ..Default::default() };
+        assert!(Periodic::builder().period(Nanos::from_ms(1)).sync(bad).build().is_err());
+    }
+
+    #[test]
+    fn real_clock_nanosleep_loop() {
+        let mut p = Periodic::builder().period(Nanos::from_us(500)).start(Start::Aligned).build().unwrap();
+        assert_eq!(p.next_deadline().as_ns() % 500_000, 0);
+        for _ in 0..20 {
+            let t = p.wait().unwrap();
+            assert!(t.latency >= Nanos::ZERO);
+        }
+        let s = p.telemetry().snapshot();
+        assert_eq!(s.cycles, 20);
+        assert_eq!(s.execution.count, 19);
+    }
+}
