@@ -1,0 +1,93 @@
+//! `rtick_rt_*`: real-time setup of the calling thread, restored by a guard.
+
+use rtick_core::rt::{Policy, Setup, SetupGuard};
+use rtick_core::Nanos;
+
+use crate::types::*;
+use crate::{guard, invalid, status_of};
+
+/// A real-time setup in force (opaque); rtick_rt_restore undoes it.
+#[derive(Debug)]
+pub struct rtick_rt_guard {
+    _inner: SetupGuard,
+}
+
+/// Fills `cfg` with "change nothing".
+#[no_mangle]
+pub extern "C" fn rtick_rt_config_init(cfg: *mut rtick_rt_config) -> rtick_status {
+    guard(|| {
+        // SAFETY: checked for NULL; the caller passes a writable struct.
+        let cfg = unsafe { cfg.as_mut() }.ok_or_else(|| invalid("rtick_rt_config_init: cfg is NULL"))?;
+        *cfg = rtick_rt_config {
+            policy: rtick_policy::RTICK_POLICY_UNCHANGED as i32,
+            priority: 0,
+            cpus: std::ptr::null(),
+            n_cpus: 0,
+            lock_memory: 0,
+            heap_prefault: 8 << 20,
+            stack_prefault: 256 << 10,
+            dma_latency_us: -1,
+            timer_slack_ns: 0,
+        };
+        Ok(())
+    })
+}
+
+pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
+    let mut s = Setup::new();
+    if c.policy != rtick_policy::RTICK_POLICY_UNCHANGED as i32 {
+        let p = match c.policy {
+            0 => Policy::Other,
+            1 => Policy::Fifo,
+            2 => Policy::Rr,
+            3 => Policy::Batch,
+            5 => Policy::Idle,
+            p => return Err(invalid(&format!("rtick_rt_config: unknown policy {p}"))),
+        };
+        s = s.policy(p, c.priority);
+    }
+    if c.n_cpus > 0 {
+        if c.cpus.is_null() {
+            return Err(invalid("rtick_rt_config: cpus is NULL but n_cpus is not 0"));
+        }
+        // SAFETY: the caller passes n_cpus readable values at cpus (checked for NULL).
+        let cpus = unsafe { std::slice::from_raw_parts(c.cpus, c.n_cpus) };
+        s = s.affinity(&cpus.iter().map(|&c| c as usize).collect::<Vec<_>>());
+    }
+    if c.lock_memory != 0 {
+        s = s.lock_memory(c.heap_prefault, c.stack_prefault);
+    }
+    if c.dma_latency_us >= 0 {
+        s = s.dma_latency(c.dma_latency_us);
+    }
+    if c.timer_slack_ns != 0 {
+        s = s.timer_slack(Nanos(c.timer_slack_ns));
+    }
+    s.validate().map_err(|e| status_of(&e))?;
+    Ok(s)
+}
+
+/// Applies `cfg` to the calling thread (and the process, for memory and
+/// cpu_dma_latency). On failure nothing stays changed.
+#[no_mangle]
+pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rtick_rt_guard) -> rtick_status {
+    guard(|| {
+        // SAFETY: checked for NULL; the caller passes valid pointers.
+        let (cfg, out) = unsafe { (cfg.as_ref(), out.as_mut()) };
+        let cfg = cfg.ok_or_else(|| invalid("rtick_rt_apply: cfg is NULL"))?;
+        let out = out.ok_or_else(|| invalid("rtick_rt_apply: out is NULL"))?;
+        *out = std::ptr::null_mut();
+        let g = setup_of(cfg)?.apply().map_err(|e| status_of(&e))?;
+        *out = Box::into_raw(Box::new(rtick_rt_guard { _inner: g }));
+        Ok(())
+    })
+}
+
+/// Undoes a setup (call it in the thread that applied it; NULL is ignored).
+#[no_mangle]
+pub extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) {
+    if !g.is_null() {
+        // SAFETY: g comes from rtick_rt_apply and is freed once.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(g) })));
+    }
+}
