@@ -3,6 +3,33 @@
 //! rtick measures how precisely a thread wakes at planned times with every
 //! Linux wait mechanism, and gives applications the very loop it measured.
 //!
+//! ## The loop for applications
+//!
+//! [`periodic::Periodic`] wakes a thread at absolute deadlines
+//! `first + k·period` with the mechanism of your choice, handles overruns
+//! (skip, catch-up or fail — drawn in [`schedule`]), lets the period change,
+//! shift or follow a reference clock while it runs, and keeps lock-free
+//! telemetry. [`rt::Setup`] makes the thread real-time and undoes it on drop:
+//!
+//! ```no_run
+//! use rtick::periodic::{Periodic, Start};
+//! use rtick::rt::{Policy, Setup};
+//! use rtick::Nanos;
+//!
+//! let mut lp = Periodic::builder()
+//!     .period(Nanos::from_ms(1))
+//!     .start(Start::Aligned)
+//!     .setup(Setup::new().policy(Policy::Fifo, 80).lock_memory(8 << 20, 256 << 10))
+//!     .build()?;
+//! for _ in 0..1000 {
+//!     let tick = lp.wait()?; // allocates nothing, takes no lock
+//!     if tick.missed > 0 { /* catch up on skipped work */ }
+//! }
+//! # Ok::<(), rtick::Error>(())
+//! ```
+//!
+//! ## Measuring
+//!
 //! - [`wait`]: the mechanisms (`clock_nanosleep`, POSIX timers, itimers,
 //!   spinning, hybrid …) behind one [`wait::Waiter`] trait, and the one table
 //!   of their names and capabilities ([`wait::KINDS`]);
@@ -11,9 +38,14 @@
 //!   `/dev/cpu_dma_latency`, timer slack;
 //! - [`stats`]: signed HdrHistograms with exact moments;
 //! - [`measure`]: the engine behind `rtick measure`;
-//! - [`system`]: what the system says about its timers.
+//! - [`system`]: what the system says about its timers;
+//! - [`audit`]: everything on the machine that stands between a thread and
+//!   precise wake-ups, with evidence and remedy;
+//! - [`clocks`] and [`drift`]: what reading time costs; how periodic timers err.
 //!
 //! All times are signed integer nanoseconds ([`Nanos`], [`Time`]).
+//!
+//! A measurement run, as `rtick measure` makes it:
 //!
 //! ```no_run
 //! use std::sync::atomic::AtomicBool;

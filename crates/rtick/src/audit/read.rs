@@ -8,7 +8,7 @@ use super::Options;
 use crate::system::{parse_cpu_list, SysRoot};
 
 /// The kernel build configuration (`CONFIG_*`), from /proc/config.gz or
-/// /boot/config-<release>.
+/// `/boot/config-<release>`.
 #[derive(Clone, Debug, Default)]
 pub struct KernelConfig {
     values: HashMap<String, String>,
@@ -34,7 +34,7 @@ impl KernelConfig {
         KernelConfig { values, source: source.to_string() }
     }
 
-    /// Reads /proc/config.gz, else /boot/config-<release>, under `root`.
+    /// Reads `/proc/config.gz`, else `/boot/config-<release>`, under `root`.
     pub fn read(root: &SysRoot) -> Option<KernelConfig> {
         read_config(root)
     }
