@@ -30,7 +30,7 @@ pub struct RunFile {
     pub unavailable: Vec<UnavailableJson>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UnavailableJson {
     pub mechanism: String,
     pub reason: String,
@@ -110,63 +110,87 @@ impl From<&Summary> for PercentilesJson {
     }
 }
 
-/// One mechanism on one thread.
-#[derive(Debug, Serialize, Deserialize)]
+/// One mechanism on one thread. Fields an imported run cannot know (CPU time
+/// or overruns of a cyclictest run, percentiles of one without a histogram)
+/// are null.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultJson {
     pub mechanism: String,
     pub thread: usize,
     /// Kernel thread id of the measuring thread.
-    pub tid: i32,
+    #[serde(default)]
+    pub tid: Option<i32>,
     /// The CPU the thread was on at the end.
     pub cpu: Option<usize>,
     pub count: u64,
     pub min_ns: i64,
     pub max_ns: i64,
     pub mean_ns: f64,
-    pub stddev_ns: f64,
-    pub percentiles_ns: PercentilesJson,
+    #[serde(default)]
+    pub stddev_ns: Option<f64>,
+    pub percentiles_ns: Option<PercentilesJson>,
     /// Wake-ups later than the following deadline.
-    pub overruns: u64,
+    #[serde(default)]
+    pub overruns: Option<u64>,
     /// Deadlines skipped after overruns (policy skip, and kernel interval timers).
-    pub missed_periods: u64,
+    #[serde(default)]
+    pub missed_periods: Option<u64>,
     /// Wake-ups before their planned time (negative latency).
-    pub early_wakeups: u64,
+    #[serde(default)]
+    pub early_wakeups: Option<u64>,
     /// Thread CPU time (getrusage RUSAGE_THREAD) as a percentage of wall time.
-    pub cpu_percent: f64,
+    #[serde(default)]
+    pub cpu_percent: Option<f64>,
+    #[serde(default)]
     pub trace_rows_dropped: u64,
     /// hybrid only: the slack used.
+    #[serde(default)]
     pub hybrid_slack_ns: Option<i64>,
     /// Period deviation actual_k − actual_{k−1} − interval.
-    pub period_min_ns: i64,
-    pub period_max_ns: i64,
-    pub period_percentiles_ns: PercentilesJson,
+    #[serde(default)]
+    pub period_min_ns: Option<i64>,
+    #[serde(default)]
+    pub period_max_ns: Option<i64>,
+    #[serde(default)]
+    pub period_percentiles_ns: Option<PercentilesJson>,
+    /// The latency distribution: [value_ns, count] pairs, ascending, each
+    /// value the upper edge of an HdrHistogram bucket (3 significant digits).
+    #[serde(default)]
+    pub histogram_ns: Vec<(i64, u64)>,
 }
 
 impl ResultJson {
     pub fn from_result(r: &ThreadResult) -> ResultJson {
         let s = r.latency.summary();
         let p = r.period.summary();
+        let has_period = r.period.count() > 0;
         ResultJson {
             mechanism: r.mechanism.name().to_string(),
             thread: r.thread,
-            tid: r.tid,
+            tid: Some(r.tid),
             cpu: r.cpu,
             count: s.count,
             min_ns: s.min,
             max_ns: s.max,
             mean_ns: s.mean,
-            stddev_ns: s.stddev,
-            percentiles_ns: (&s).into(),
-            overruns: r.overruns,
-            missed_periods: r.missed,
-            early_wakeups: s.negative,
-            cpu_percent: r.cpu_percent(),
+            stddev_ns: Some(s.stddev),
+            percentiles_ns: Some((&s).into()),
+            overruns: Some(r.overruns),
+            missed_periods: Some(r.missed),
+            early_wakeups: Some(s.negative),
+            cpu_percent: Some(r.cpu_percent()),
             trace_rows_dropped: r.trace_dropped,
             hybrid_slack_ns: r.slack.map(|n| n.as_ns()),
-            period_min_ns: p.min,
-            period_max_ns: p.max,
-            period_percentiles_ns: (&p).into(),
+            period_min_ns: has_period.then_some(p.min),
+            period_max_ns: has_period.then_some(p.max),
+            period_percentiles_ns: has_period.then(|| (&p).into()),
+            histogram_ns: r.latency.histogram().buckets(),
         }
+    }
+
+    /// p99 for sorting (unknown last).
+    pub fn p99(&self) -> i64 {
+        self.percentiles_ns.as_ref().map_or(i64::MAX, |p| p.p99)
     }
 }
 

@@ -20,21 +20,16 @@ struct Figure<'a> {
 
 fn figures(results: &[ResultJson]) -> Vec<Figure<'_>> {
     let mut out: Vec<Figure<'_>> = Vec::new();
-    for r in results.iter().filter(|r| r.count > 0) {
+    for r in results.iter().filter(|r| r.count > 0 && r.percentiles_ns.is_some()) {
+        let (p99, cpu, overruns) = (r.p99(), r.cpu_percent.unwrap_or(0.0), r.overruns.unwrap_or(0));
         match out.iter_mut().find(|f| f.mechanism == r.mechanism) {
             Some(f) => {
-                f.p99 = f.p99.max(r.percentiles_ns.p99);
-                f.cpu = f.cpu.max(r.cpu_percent);
-                f.overruns += r.overruns;
+                f.p99 = f.p99.max(p99);
+                f.cpu = f.cpu.max(cpu);
+                f.overruns += overruns;
                 f.slack = f.slack.max(r.hybrid_slack_ns);
             }
-            None => out.push(Figure {
-                mechanism: &r.mechanism,
-                p99: r.percentiles_ns.p99,
-                cpu: r.cpu_percent,
-                overruns: r.overruns,
-                slack: r.hybrid_slack_ns,
-            }),
+            None => out.push(Figure { mechanism: &r.mechanism, p99, cpu, overruns, slack: r.hybrid_slack_ns }),
         }
     }
     // Best first: lowest p99, then least CPU.
@@ -96,23 +91,24 @@ mod tests {
         ResultJson {
             mechanism: mechanism.into(),
             thread,
-            tid: 1,
+            tid: Some(1),
             cpu: None,
             count: 10,
             min_ns: 0,
             max_ns: p99,
             mean_ns: 0.0,
-            stddev_ns: 0.0,
-            percentiles_ns: p.clone(),
-            overruns: 0,
-            missed_periods: 0,
-            early_wakeups: 0,
-            cpu_percent: cpu,
+            stddev_ns: Some(0.0),
+            percentiles_ns: Some(p.clone()),
+            overruns: Some(0),
+            missed_periods: Some(0),
+            early_wakeups: Some(0),
+            cpu_percent: Some(cpu),
             trace_rows_dropped: 0,
             hybrid_slack_ns: slack,
-            period_min_ns: 0,
-            period_max_ns: 0,
-            period_percentiles_ns: p,
+            period_min_ns: Some(0),
+            period_max_ns: Some(0),
+            period_percentiles_ns: Some(p),
+            histogram_ns: Vec::new(),
         }
     }
 

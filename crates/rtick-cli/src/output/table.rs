@@ -1,7 +1,7 @@
 //! The results table, ranked by p99.
 
 use super::{fmt_latency, unit};
-use crate::export::json::ResultJson;
+use crate::export::json::{PercentilesJson, ResultJson};
 
 const HEAD: [&str; 15] = [
     "mechanism",
@@ -24,29 +24,28 @@ const HEAD: [&str; 15] = [
 /// Renders `results` sorted by p99 (then mechanism, thread).
 pub fn render(results: &[ResultJson], nsecs: bool) -> String {
     let mut rows: Vec<&ResultJson> = results.iter().collect();
-    rows.sort_by(|a, b| {
-        (a.percentiles_ns.p99, &a.mechanism, a.thread).cmp(&(b.percentiles_ns.p99, &b.mechanism, b.thread))
-    });
+    rows.sort_by(|a, b| (a.p99(), &a.mechanism, a.thread).cmp(&(b.p99(), &b.mechanism, b.thread)));
     let f = |v: i64| fmt_latency(v, nsecs);
     let mut cells: Vec<Vec<String>> = vec![HEAD.iter().map(|s| s.to_string()).collect()];
     for r in rows {
-        let p = &r.percentiles_ns;
+        let p = r.percentiles_ns.as_ref();
+        let pf = |g: fn(&PercentilesJson) -> i64| p.map_or("-".into(), |p| f(g(p)));
         cells.push(vec![
             r.mechanism.clone(),
             r.thread.to_string(),
             r.cpu.map_or("-".into(), |c| c.to_string()),
             r.count.to_string(),
             f(r.min_ns),
-            f(p.p50),
-            f(p.p90),
-            f(p.p99),
-            f(p.p99_9),
-            f(p.p99_99),
+            pf(|p| p.p50),
+            pf(|p| p.p90),
+            pf(|p| p.p99),
+            pf(|p| p.p99_9),
+            pf(|p| p.p99_99),
             f(r.max_ns),
             f(r.mean_ns.round() as i64),
-            r.overruns.to_string(),
-            format!("{:.1}", r.cpu_percent),
-            f(r.period_percentiles_ns.p99),
+            r.overruns.map_or("-".into(), |o| o.to_string()),
+            r.cpu_percent.map_or("-".into(), |c| format!("{c:.1}")),
+            r.period_percentiles_ns.as_ref().map_or("-".into(), |p| f(p.p99)),
         ]);
     }
     let widths: Vec<usize> =
