@@ -26,8 +26,46 @@ pub enum Command {
     Clocks(ClocksArgs),
     /// Systematic error of periodic timers: ticks counted against elapsed time.
     Drift(DriftArgs),
+    /// Tables, comparisons and plots of saved runs: rtick --json/--trace, cyclictest --json and -h histograms.
+    Report(ReportArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+}
+
+/// Options of `rtick report`. The kind of each file is detected from its content.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// rtick measure --json or --trace files, cyclictest --json files or -h histograms.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// Print the distribution in buckets of this width (seed 001's table) [plain number: µs].
+    #[arg(long, value_name = "WIDTH", allow_negative_numbers = true, value_parser = units::micros)]
+    pub buckets: Option<Nanos>,
+
+    /// Write the results as JSON, in the schema of rtick measure --json.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Draw a plot (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    /// What to draw [default: what the inputs support best].
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub plot_kind: Option<crate::plot::PlotKind>,
+
+    /// Write the HdrHistogram interval log format.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// cyclictest histograms have ns buckets (it was run with -N).
+    #[arg(long)]
+    pub hist_ns: bool,
+
+    /// Show latencies in nanoseconds.
+    #[arg(short = 'N', long)]
+    pub nsecs: bool,
 }
 
 /// Options of `rtick clocks`.
@@ -197,6 +235,10 @@ pub struct MeasureArgs {
     /// Trace ring capacity per thread, in rows.
     #[arg(long, value_name = "ROWS", default_value = "262144", value_parser = clap::value_parser!(u64).range(1..=1 << 26))]
     pub trace_buffer: u64,
+
+    /// After the run, draw a plot (.png or .svg) as `rtick report --plot` does.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 
     /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
     #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true)]

@@ -6,6 +6,8 @@ mod cli;
 mod cmd;
 mod export;
 mod output;
+mod plot;
+mod report;
 mod units;
 
 use std::process::ExitCode;
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Clocks(a) => cmd::clocks::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Drift(a) => cmd::drift::run(a).map(|_| ExitCode::SUCCESS),
+        cli::Command::Report(a) => cmd::report::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();
             Ok(ExitCode::SUCCESS)

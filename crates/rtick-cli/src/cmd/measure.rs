@@ -46,6 +46,9 @@ impl Outputs {
 
 pub fn run(a: &MeasureArgs) -> Result<()> {
     let plan = plan(a, &Cpus::detect())?;
+    if let Some(p) = &a.plot {
+        crate::plot::check_path("--plot", p).map_err(Usage)?;
+    }
     let outputs = Outputs::create(a)?;
     let mut cfg = plan.cfg;
     let mut sys = SystemInfo::read();
@@ -186,6 +189,11 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         f.commit()?;
     }
 
+    if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
+        let input = crate::report::from_measure(&file.results);
+        let kind = crate::plot::default_kind(std::slice::from_ref(&input));
+        crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
+    }
     println!();
     if !file.results.is_empty() {
         print!("{}", table::render(&file.results, a.nsecs));

@@ -7,3 +7,4 @@ pub mod drift;
 pub mod measure;
 pub mod mechanisms;
 mod plan;
+pub mod report;

@@ -115,6 +115,9 @@ impl From<&Summary> for PercentilesJson {
 /// are null.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultJson {
+    /// `rtick report` only: the file the row comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub mechanism: String,
     pub thread: usize,
     /// Kernel thread id of the measuring thread.
@@ -165,6 +168,7 @@ impl ResultJson {
         let p = r.period.summary();
         let has_period = r.period.count() > 0;
         ResultJson {
+            source: None,
             mechanism: r.mechanism.name().to_string(),
             thread: r.thread,
             tid: Some(r.tid),

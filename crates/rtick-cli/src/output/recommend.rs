@@ -89,6 +89,7 @@ mod tests {
     fn r(mechanism: &str, thread: usize, p99: i64, cpu: f64, slack: Option<i64>) -> ResultJson {
         let p = PercentilesJson { p50: 0, p90: 0, p99, p99_9: p99, p99_99: p99, p99_999: p99 };
         ResultJson {
+            source: None,
             mechanism: mechanism.into(),
             thread,
             tid: Some(1),

@@ -1,0 +1,180 @@
+//! `rtick report`: tables, comparisons, distributions and pictures of saved runs.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::ReportArgs;
+use crate::export::atomic::AtomicFile;
+use crate::export::json::ResultJson;
+use crate::output::{fmt_latency, table, unit};
+use crate::plot;
+use crate::report::{self, analysis, HistUnit, Input};
+use crate::Usage;
+
+/// `report --json`: the measure `results` schema, each row with its source.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ReportFile {
+    pub rtick_version: String,
+    pub schema_version: u32,
+    pub command: String,
+    pub inputs: Vec<InputJson>,
+    pub results: Vec<ResultJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct InputJson {
+    pub file: String,
+    pub kind: String,
+}
+
+pub fn run(a: &ReportArgs) -> Result<()> {
+    if let Some(w) = a.buckets {
+        if w <= rtick::Nanos::ZERO {
+            return Err(Usage("--buckets: the width must be greater than zero".into()).into());
+        }
+    }
+    if let Some(p) = &a.plot {
+        plot::check_path("--plot", p).map_err(Usage)?;
+    }
+    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
+    let hdr = a.hdr_log.as_deref().map(|p| AtomicFile::create("--hdr-log", p)).transpose().map_err(Usage)?;
+    let unit_of_hist = if a.hist_ns { HistUnit::Nanos } else { HistUnit::Micros };
+    let inputs: Vec<Input> = a
+        .files
+        .iter()
+        .map(|f| report::load(f, unit_of_hist))
+        .collect::<Result<_, String>>()
+        .map_err(anyhow::Error::msg)?;
+
+    for input in &inputs {
+        println!("== {} ({})", input.path.display(), input.kind.name());
+        let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
+        print!("{}", table::render(&rows, a.nsecs));
+        println!();
+    }
+    if inputs.len() > 1 {
+        print!("{}", compare(&inputs, a.nsecs));
+        println!();
+    }
+    if let Some(width) = a.buckets {
+        for input in &inputs {
+            for s in &input.series {
+                let Some(d) = &s.dist else {
+                    println!(
+                        "== {}: {} T{}: no distribution to bucket (cyclictest JSON needs -h)\n",
+                        input.name(),
+                        s.result.mechanism,
+                        s.result.thread
+                    );
+                    continue;
+                };
+                if width.as_ns() < d.resolution_ns {
+                    return Err(Usage(format!(
+                        "--buckets: {width} is finer than {}'s {} buckets",
+                        input.name(),
+                        rtick::Nanos(d.resolution_ns)
+                    ))
+                    .into());
+                }
+                let rows = analysis::buckets(d, width.as_ns());
+                let total: u64 = rows.iter().map(|r| r.1).sum();
+                println!("== {}: {} T{}, buckets of {width}", input.name(), s.result.mechanism, s.result.thread);
+                println!("{:>14}  {:>10}  {:>12}", format!("bucket ({})", unit(a.nsecs)), "count", "rate");
+                for (b, c) in rows {
+                    let b = b.map_or("overflow".to_string(), |b| fmt_latency(b, a.nsecs));
+                    println!("{b:>14}  {c:>10}  {:>12.6e}", c as f64 / total.max(1) as f64);
+                }
+                println!();
+            }
+        }
+    }
+    if let Some(p) = &a.plot {
+        let kind = a.plot_kind.unwrap_or_else(|| plot::default_kind(&inputs));
+        plot::draw_atomic(p, &inputs, kind)?;
+        println!("plot: {} ({kind:?})", p.display());
+    }
+    if let Some(f) = json {
+        let file = ReportFile {
+            rtick_version: env!("CARGO_PKG_VERSION").into(),
+            schema_version: crate::export::json::SCHEMA_VERSION,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            inputs: inputs
+                .iter()
+                .map(|i| InputJson { file: i.path.display().to_string(), kind: i.kind.name().into() })
+                .collect(),
+            results: inputs
+                .iter()
+                .flat_map(|i| {
+                    i.series
+                        .iter()
+                        .map(move |s| ResultJson { source: Some(i.path.display().to_string()), ..s.result.clone() })
+                })
+                .collect(),
+        };
+        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.commit()?;
+    }
+    if let Some(f) = hdr {
+        let mut w = std::io::BufWriter::new(f.file());
+        crate::export::hdrlog::write(&mut w, &inputs)?;
+        std::io::Write::flush(&mut w).context("writing the HdrHistogram log")?;
+        drop(w);
+        f.commit()?;
+    }
+    Ok(())
+}
+
+/// Side by side, with ratios against the first input's matching series
+/// (same mechanism and thread, else its first series).
+fn compare(inputs: &[Input], nsecs: bool) -> String {
+    let base_of = |r: &ResultJson| {
+        let first = &inputs[0].series;
+        first
+            .iter()
+            .find(|s| s.result.mechanism == r.mechanism && s.result.thread == r.thread)
+            .or_else(|| first.iter().find(|s| s.result.thread == r.thread))
+            .or(first.first())
+            .map(|s| s.result.clone())
+    };
+    let get = |r: &ResultJson, i: usize| -> Option<i64> {
+        match i {
+            0 => r.percentiles_ns.as_ref().map(|p| p.p50),
+            1 => r.percentiles_ns.as_ref().map(|p| p.p99),
+            2 => r.percentiles_ns.as_ref().map(|p| p.p99_9),
+            _ => Some(r.max_ns),
+        }
+    };
+    let label = |r: &ResultJson, i: &Input| format!("{} T{} ({})", r.mechanism, r.thread, i.name());
+    let w = inputs
+        .iter()
+        .flat_map(|i| i.series.iter().map(move |s| label(&s.result, i).chars().count()))
+        .max()
+        .unwrap_or(6)
+        + 2;
+    let mut out = format!("comparison ({}), ratios against {}\n", unit(nsecs), inputs[0].name());
+    out += &format!(
+        "{:<w$}{:>10}{:>10}{:>10}{:>10}{:>8}{:>8}{:>8}{:>8}\n",
+        "series", "p50", "p99", "p99.9", "max", "p50×", "p99×", "p99.9×", "max×"
+    );
+    for input in inputs {
+        for s in &input.series {
+            let r = &s.result;
+            let name = label(r, input);
+            let base = base_of(r);
+            let mut line = format!("{name:<w$}");
+            for i in 0..4 {
+                line += &format!("{:>10}", get(r, i).map_or("-".into(), |v| fmt_latency(v, nsecs)));
+            }
+            for i in 0..4 {
+                let ratio = match (get(r, i), base.as_ref().and_then(|b| get(b, i))) {
+                    (Some(v), Some(b)) if b != 0 => format!("{:.2}", v as f64 / b as f64),
+                    _ => "-".into(),
+                };
+                line += &format!("{ratio:>8}");
+            }
+            out += line.trim_end();
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,368 @@
+//! Pictures of latency (plotters), PNG or SVG by the file's extension. The
+//! font is embedded, so PNG rendering does not depend on the fonts a system
+//! has installed.
+//!
+//! - `histogram`: the OSADL style — latency on x, log count on y, one line
+//!   per series;
+//! - `timeline`: latency over time from a trace, overruns marked (seed 004's chart);
+//! - `percentiles`: latency against p50 … p99.999 on a "nines" axis.
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{anyhow, bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::report::{analysis, Input, Series};
+
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+/// Picture size in pixels.
+pub const SIZE: (u32, u32) = (1200, 720);
+
+/// What to draw.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotKind {
+    Histogram,
+    Timeline,
+    Percentiles,
+}
+
+/// The kind the inputs support best: a timeline for one trace series,
+/// percentiles to compare several series, else a histogram.
+pub fn default_kind(inputs: &[Input]) -> PlotKind {
+    let series: Vec<&Series> = inputs.iter().flat_map(|i| &i.series).collect();
+    if series.len() == 1 && series[0].timeline.is_some() {
+        PlotKind::Timeline
+    } else if series.len() > 1 {
+        PlotKind::Percentiles
+    } else {
+        PlotKind::Histogram
+    }
+}
+
+fn font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+fn label(input: &Input, s: &Series, many_inputs: bool) -> String {
+    let base = format!("{} T{}", s.result.mechanism, s.result.thread);
+    if many_inputs {
+        format!("{} ({})", base, input.name())
+    } else {
+        base
+    }
+}
+
+/// Draws `kind` of `inputs` into `path` (.png or .svg).
+pub fn draw(path: &Path, inputs: &[Input], kind: PlotKind) -> Result<()> {
+    font();
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let many = inputs.len() > 1;
+    let series: Vec<(String, &Series)> =
+        inputs.iter().flat_map(|i| i.series.iter().map(move |s| (label(i, s, many), s))).collect();
+    match ext.as_deref() {
+        Some("png") => {
+            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+            render(&root, &series, kind)?;
+            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+        }
+        Some("svg") => {
+            let root = SVGBackend::new(path, SIZE).into_drawing_area();
+            render(&root, &series, kind)?;
+            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+        }
+        _ => bail!("--plot: {} must end in .png or .svg", path.display()),
+    }
+    Ok(())
+}
+
+fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)], kind: PlotKind) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    match kind {
+        PlotKind::Histogram => histogram(root, series),
+        PlotKind::Timeline => timeline(root, series),
+        PlotKind::Percentiles => percentiles(root, series),
+    }
+}
+
+fn color(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+    ];
+    C[i % C.len()]
+}
+
+macro_rules! try_plot {
+    ($e:expr) => {
+        $e.map_err(|e| anyhow!("drawing the plot: {e}"))?
+    };
+}
+
+fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let with: Vec<_> = series.iter().filter(|s| s.1.dist.as_ref().is_some_and(|d| !d.weighted.is_empty())).collect();
+    if with.is_empty() {
+        bail!("--plot-kind histogram: the inputs hold no distribution (cyclictest JSON needs -h)");
+    }
+    let max_ns = with.iter().map(|s| s.1.result.max_ns.max(1)).max().unwrap_or(1);
+    let min_ns = with.iter().map(|s| s.1.result.min_ns.min(0)).min().unwrap_or(0);
+    // About 400 bins across the range, at least each source's resolution.
+    let width = ((max_ns - min_ns) / 400)
+        .max(with.iter().map(|s| s.1.dist.as_ref().map_or(1, |d| d.resolution_ns)).max().unwrap_or(1))
+        .max(1);
+    let binned: Vec<Vec<(f64, u64)>> = with
+        .iter()
+        .map(|s| {
+            analysis::buckets(s.1.dist.as_ref().expect("filtered"), width)
+                .into_iter()
+                .filter_map(|(b, c)| b.map(|b| ((b as f64 + width as f64 / 2.0) / 1e3, c)))
+                .collect()
+        })
+        .collect();
+    let ymax = binned.iter().flatten().map(|x| x.1).max().unwrap_or(1) as f64 * 3.0;
+    let mut chart = try_plot!(ChartBuilder::on(root)
+        .caption("Latency histogram (one line per series, log count)", (FAMILY, 26))
+        .margin(20)
+        .x_label_area_size(55)
+        .y_label_area_size(80)
+        .build_cartesian_2d(min_ns as f64 / 1e3..max_ns as f64 / 1e3 * 1.03 + 0.1, (0.8f64..ymax).log_scale()));
+    try_plot!(chart
+        .configure_mesh()
+        .x_desc(format!("latency (µs), bins of {}", rtick::Nanos(width)))
+        .y_desc("samples (log scale)")
+        .label_style((FAMILY, 16))
+        .axis_desc_style((FAMILY, 18))
+        .draw());
+    // Lines join adjacent bins only: a gap (empty bins) breaks the line, and
+    // an isolated bin is a marker, so nothing suggests samples that are not there.
+    let step = width as f64 / 1e3;
+    for (i, (s, pts)) in with.iter().zip(&binned).enumerate() {
+        let c = color(i);
+        let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+        for p in pts {
+            match runs.last_mut() {
+                Some(r) if (p.0 - r.last().expect("non-empty").0 - step).abs() < step * 0.01 => {
+                    r.push((p.0, p.1 as f64))
+                }
+                _ => runs.push(vec![(p.0, p.1 as f64)]),
+            }
+        }
+        for (k, run) in runs.iter().enumerate() {
+            let drawn = if run.len() == 1 {
+                try_plot!(chart.draw_series(std::iter::once(Circle::new(run[0], 3, c.filled()))))
+            } else {
+                try_plot!(chart.draw_series(LineSeries::new(run.iter().copied(), c.stroke_width(2))))
+            };
+            if k == 0 {
+                drawn
+                    .label(s.0.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+            }
+        }
+    }
+    legend(&mut chart)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    legend_at(chart, SeriesLabelPosition::UpperRight)
+}
+
+fn legend_at<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    at: SeriesLabelPosition,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    try_plot!(chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 16))
+        .draw());
+    Ok(())
+}
+
+fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let with: Vec<_> = series.iter().filter(|s| s.1.timeline.is_some()).collect();
+    if with.is_empty() {
+        bail!("--plot-kind timeline needs an rtick --trace file");
+    }
+    fn tl<'s>(s: &&(String, &'s Series)) -> &'s crate::report::Timeline {
+        s.1.timeline.as_ref().expect("filtered")
+    }
+    let tmax = with.iter().filter_map(|s| tl(s).t_ns.last().copied()).max().unwrap_or(1).max(1) as f64 / 1e9;
+    let lmax = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).max().unwrap_or(1) as f64 / 1e3;
+    let lmin = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).min().unwrap_or(0).min(0) as f64 / 1e3;
+    let mut chart = try_plot!(ChartBuilder::on(root)
+        .caption("Wake-up latency over time (overruns in red)", (FAMILY, 26))
+        .margin(20)
+        .x_label_area_size(55)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..tmax * 1.01, lmin..lmax * 1.05 + 0.1));
+    try_plot!(chart
+        .configure_mesh()
+        .x_desc("time since the first deadline (s)")
+        .y_desc("latency (µs)")
+        .label_style((FAMILY, 16))
+        .axis_desc_style((FAMILY, 18))
+        .draw());
+    for (i, s) in with.iter().enumerate() {
+        let t = tl(s);
+        let c = color(i);
+        let pts = t.t_ns.iter().zip(&t.latency_ns).map(|(x, y)| (*x as f64 / 1e9, *y as f64 / 1e3));
+        try_plot!(chart.draw_series(pts.map(|p| Circle::new(p, 1, c.filled()))))
+            .label(s.0.clone())
+            .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+    }
+    let overruns: Vec<(f64, f64)> = with
+        .iter()
+        .flat_map(|s| {
+            let t = tl(s);
+            t.t_ns
+                .iter()
+                .zip(&t.latency_ns)
+                .zip(&t.overrun)
+                .filter(|x| *x.1)
+                .map(|((a, b), _)| (*a as f64 / 1e9, *b as f64 / 1e3))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if !overruns.is_empty() {
+        try_plot!(chart.draw_series(overruns.iter().map(|p| Cross::new(*p, 6, RED.stroke_width(2)))))
+            .label(format!("overrun ({})", overruns.len()))
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, RED.stroke_width(2)));
+    }
+    legend(&mut chart)
+}
+
+/// Nines: −log10(1 − q): p50 → 0.30, p90 → 1, p99 → 2 … p99.999 → 5.
+fn nines(q: f64) -> f64 {
+    -(1.0 - q).log10()
+}
+
+fn percentiles<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    // Each series: a curve from its distribution, else its six percentiles.
+    let curves: Vec<(String, Vec<(f64, f64)>)> = series
+        .iter()
+        .filter_map(|(name, s)| {
+            let floor = 0.01; // µs: the log axis starts at 10 ns
+            let pts: Vec<(f64, f64)> = match &s.dist {
+                Some(d) if !d.weighted.is_empty() => (0..=250)
+                    .map(|i| {
+                        let x = i as f64 * 5.0 / 250.0;
+                        let q = 1.0 - 10f64.powf(-x);
+                        (x, (analysis::quantile(d, q, s.result.max_ns) as f64 / 1e3).max(floor))
+                    })
+                    .collect(),
+                _ => {
+                    let p = s.result.percentiles_ns.as_ref()?;
+                    [
+                        (0.5, p.p50),
+                        (0.9, p.p90),
+                        (0.99, p.p99),
+                        (0.999, p.p99_9),
+                        (0.9999, p.p99_99),
+                        (0.99999, p.p99_999),
+                    ]
+                    .iter()
+                    .map(|(q, v)| (nines(*q), (*v as f64 / 1e3).max(floor)))
+                    .collect()
+                }
+            };
+            Some((name.clone(), pts))
+        })
+        .collect();
+    if curves.is_empty() {
+        bail!("--plot-kind percentiles: the inputs hold no percentiles (cyclictest JSON needs -h)");
+    }
+    let ymax = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(0.02, f64::max) * 2.0;
+    let mut chart = try_plot!(ChartBuilder::on(root)
+        .caption("Latency percentiles", (FAMILY, 26))
+        .margin(20)
+        .x_label_area_size(55)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..5.2, (0.01f64..ymax).log_scale()));
+    try_plot!(chart
+        .configure_mesh()
+        .x_desc("percentile")
+        .y_desc("latency (µs, log scale)")
+        .x_labels(12)
+        .x_label_formatter(&|x| {
+            let labels = [
+                (0.0, "p0"),
+                (0.301, "p50"),
+                (1.0, "p90"),
+                (2.0, "p99"),
+                (3.0, "p99.9"),
+                (4.0, "p99.99"),
+                (5.0, "p99.999"),
+            ];
+            labels.iter().find(|(v, _)| (x - v).abs() < 0.05).map_or(String::new(), |(_, l)| l.to_string())
+        })
+        .label_style((FAMILY, 16))
+        .axis_desc_style((FAMILY, 18))
+        .draw());
+    for (i, (name, pts)) in curves.iter().enumerate() {
+        let c = color(i);
+        try_plot!(chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2))))
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+    }
+    legend_at(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+/// Checks a --plot path before anything runs.
+pub fn check_path(option: &str, path: &Path) -> Result<(), String> {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("png") | Some("svg") => Ok(()),
+        _ => Err(format!("{option}: {} must end in .png or .svg", path.display())),
+    }
+}
+
+/// Draws into a temporary file beside `dest` and renames it into place.
+pub fn draw_atomic(dest: &Path, inputs: &[Input], kind: PlotKind) -> Result<()> {
+    let ext = dest.extension().and_then(|e| e.to_str()).unwrap_or("png").to_string();
+    let dir = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".rtick-plot.")
+        .suffix(&format!(".{ext}"))
+        .tempfile_in(dir)
+        .with_context(|| format!("--plot: cannot write {}", dest.display()))?;
+    draw(tmp.path(), inputs, kind)?;
+    tmp.persist(dest).map_err(|e| e.error).with_context(|| format!("renaming into {}", dest.display()))?;
+    Ok(())
+}

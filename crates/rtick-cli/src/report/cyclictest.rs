@@ -1,0 +1,133 @@
+//! cyclictest's files: `--json` output (note its key names with a colon
+//! inside, `"cmdline:"`) and `-h` histograms in both layouts — the classic
+//! one with every bucket and a `# Total:` line, and the compact one without
+//! empty buckets. One column per thread; µs buckets (ns with -N). A bucket
+//! i holds latencies truncated to i units, as cyclictest computes them, so
+//! its value is i units.
+
+use super::{row, Dist, HistUnit, Series};
+
+pub fn looks_like_histogram(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("# Histogram") || l.starts_with("# Max Latencies"))
+        || text.lines().find(|l| !l.starts_with('#') && !l.trim().is_empty()).is_some_and(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() >= 2 && f.iter().all(|x| x.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+fn summary_line(text: &str, label: &str) -> Option<Vec<i64>> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label))
+        .map(|rest| rest.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+}
+
+pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String> {
+    let u: i64 = if unit == HistUnit::Nanos { 1 } else { 1000 };
+    let mut cols: Vec<Vec<(i64, u64)>> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let bad =
+            |what: &str| format!("{}: {what}; expected a bucket line 'NNNNNN count…' of a cyclictest histogram", i + 1);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 2 {
+            return Err(bad("a bucket without counts"));
+        }
+        let bucket: i64 = f[0].parse().map_err(|_| bad(&format!("'{}' is not a bucket number", f[0])))?;
+        if cols.is_empty() {
+            cols = vec![Vec::new(); f.len() - 1];
+        } else if cols.len() != f.len() - 1 {
+            return Err(bad(&format!("{} columns after {} before", f.len() - 1, cols.len())));
+        }
+        for (c, v) in cols.iter_mut().zip(&f[1..]) {
+            let n: u64 = v.parse().map_err(|_| bad(&format!("'{v}' is not a count")))?;
+            if n > 0 {
+                c.push((bucket * u, n));
+            }
+        }
+    }
+    if cols.is_empty() {
+        return Err(" no histogram buckets; expected cyclictest -h output".into());
+    }
+    // cyclictest always ends a histogram with its summary lines.
+    if text.lines().any(|l| l.starts_with("# Histogram")) && !text.lines().any(|l| l.starts_with("# Max Latencies:")) {
+        return Err(
+            " truncated: the '# Max Latencies:' summary line that ends a cyclictest histogram is missing".into()
+        );
+    }
+    let threads = cols.len();
+    let get = |label: &str| summary_line(text, label).filter(|v| v.len() == threads);
+    let (mins, avgs, maxs, overflows) =
+        (get("# Min Latencies:"), get("# Avg Latencies:"), get("# Max Latencies:"), get("# Histogram Overflows:"));
+    if let Some(total) = get("# Total:") {
+        for (t, (c, tot)) in cols.iter().zip(&total).enumerate() {
+            let sum: u64 = c.iter().map(|x| x.1).sum();
+            if sum != *tot as u64 {
+                return Err(format!(
+                    " thread {t}: buckets add up to {sum}, but '# Total:' says {tot}: truncated file?"
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (t, mut w) in cols.into_iter().enumerate() {
+        w.sort_unstable();
+        let overflow = overflows.as_ref().map_or(0, |o| o[t].max(0) as u64);
+        let dist = Dist { weighted: w, overflow, resolution_ns: u };
+        let min = mins.as_ref().map_or_else(|| dist.weighted.first().map_or(0, |x| x.0), |m| m[t] * u);
+        let max = maxs.as_ref().map_or_else(|| dist.weighted.last().map_or(0, |x| x.0), |m| m[t] * u);
+        let n: u64 = dist.weighted.iter().map(|x| x.1).sum();
+        let mean = avgs.as_ref().map_or_else(
+            || dist.weighted.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / n.max(1) as f64,
+            |a| (a[t] * u) as f64,
+        );
+        let r = row("cyclictest", t, None, &dist, min, max, mean);
+        out.push(Series { result: r, dist: Some(dist), timeline: None });
+    }
+    Ok(out)
+}
+
+pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
+    let threads =
+        v.get("thread").and_then(|t| t.as_object()).ok_or("no \"thread\" object; expected cyclictest --json output")?;
+    let u: i64 = if v.get("resolution_in_ns").and_then(|r| r.as_i64()) == Some(1) { 1 } else { 1000 };
+    let mut keys: Vec<(usize, &serde_json::Value)> = Vec::new();
+    for (k, t) in threads {
+        let i: usize = k.parse().map_err(|_| format!("thread key '{k}' is not a number"))?;
+        keys.push((i, t));
+    }
+    keys.sort_by_key(|k| k.0);
+    let mut out = Vec::new();
+    for (i, t) in keys {
+        let num = |key: &str| t.get(key).and_then(|x| x.as_f64()).ok_or(format!("thread {i}: no number \"{key}\""));
+        let (cycles, min, max, avg) = (num("cycles")?, num("min")?, num("max")?, num("avg")?);
+        let mut w: Vec<(i64, u64)> = Vec::new();
+        if let Some(h) = t.get("histogram").and_then(|h| h.as_object()) {
+            for (b, c) in h {
+                let b: i64 = b.parse().map_err(|_| format!("thread {i}: histogram bucket '{b}' is not a number"))?;
+                let c = c.as_u64().ok_or(format!("thread {i}: histogram count of bucket {b} is not a number"))?;
+                w.push((b * u, c));
+            }
+        }
+        w.sort_unstable();
+        let in_hist: u64 = w.iter().map(|x| x.1).sum();
+        let has_hist = !w.is_empty();
+        let dist = Dist { weighted: w, overflow: (cycles as u64).saturating_sub(in_hist), resolution_ns: u };
+        let mut r = row(
+            "cyclictest",
+            i,
+            t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize),
+            &dist,
+            (min as i64) * u,
+            (max as i64) * u,
+            avg * u as f64,
+        );
+        r.count = cycles as u64;
+        if !has_hist {
+            r.early_wakeups = None;
+        }
+        out.push(Series { result: r, dist: has_hist.then_some(dist), timeline: None });
+    }
+    Ok(out)
+}

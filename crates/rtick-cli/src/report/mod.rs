@@ -1,0 +1,165 @@
+//! `rtick report`: saved runs — rtick's JSON and traces, cyclictest's JSON
+//! and histograms — read into one model: `results` rows exactly as
+//! `rtick measure` writes them, plus the latency distribution behind each
+//! row (and, from a trace, the latency over time).
+
+pub mod analysis;
+mod cyclictest;
+mod rtick_files;
+
+use std::path::{Path, PathBuf};
+
+use crate::export::json::{PercentilesJson, ResultJson};
+
+/// What kind of file an input is, detected from its content.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    RtickJson,
+    RtickTrace,
+    CyclictestJson,
+    CyclictestHistogram,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::RtickJson => "rtick measure JSON",
+            Kind::RtickTrace => "rtick trace CSV",
+            Kind::CyclictestJson => "cyclictest JSON",
+            Kind::CyclictestHistogram => "cyclictest histogram",
+        }
+    }
+}
+
+/// One series' latency distribution.
+#[derive(Clone, Debug, Default)]
+pub struct Dist {
+    /// (value ns, count), ascending by value.
+    pub weighted: Vec<(i64, u64)>,
+    /// Samples beyond the histogram's range (cyclictest overflows).
+    pub overflow: u64,
+    /// The width of the source's buckets (1 for exact samples).
+    pub resolution_ns: i64,
+}
+
+/// Latency over time, from a trace.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Planned wake-up time since the first one, ns.
+    pub t_ns: Vec<i64>,
+    pub latency_ns: Vec<i64>,
+    pub overrun: Vec<bool>,
+}
+
+/// One mechanism on one thread of one input.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub result: ResultJson,
+    pub dist: Option<Dist>,
+    pub timeline: Option<Timeline>,
+}
+
+/// A loaded input file.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub path: PathBuf,
+    pub kind: Kind,
+    pub series: Vec<Series>,
+}
+
+impl Input {
+    /// A short name for tables and legends: the file name.
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(|| self.path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// Units of cyclictest histogram buckets (it has no marker for -N).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HistUnit {
+    Micros,
+    Nanos,
+}
+
+/// Reads one input; the error is one line naming the file (and line) and what was expected.
+pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{}: not a text file (expected JSON, CSV or a cyclictest histogram)", path.display()))?;
+    let at = |msg: String| format!("{}:{msg}", path.display());
+    let trimmed = text.trim_start();
+    let (kind, series) = if trimmed.starts_with('{') {
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
+        if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
+            (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
+        } else if v.get("rtick_version").is_some() {
+            (Kind::RtickJson, rtick_files::from_json(&v).map_err(|e| at(format!(" {e}")))?)
+        } else {
+            return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
+        }
+    } else if trimmed.starts_with(rtick_files::TRACE_HEADER) {
+        (Kind::RtickTrace, rtick_files::from_trace(&text).map_err(at)?)
+    } else if cyclictest::looks_like_histogram(&text) {
+        (Kind::CyclictestHistogram, cyclictest::from_histogram(&text, unit).map_err(at)?)
+    } else {
+        return Err(format!(
+            "{}: unknown content; expected rtick --json or --trace output, cyclictest --json output, or a cyclictest histogram",
+            path.display()
+        ));
+    };
+    if series.is_empty() {
+        return Err(format!("{}: holds no measurement", path.display()));
+    }
+    Ok(Input { path: path.to_path_buf(), kind, series })
+}
+
+/// The results of a run just measured, as an input (for `measure --plot`).
+pub fn from_measure(results: &[ResultJson]) -> Input {
+    let v = serde_json::json!({ "rtick_version": env!("CARGO_PKG_VERSION"), "results": results });
+    Input {
+        path: PathBuf::from("this run"),
+        kind: Kind::RtickJson,
+        series: rtick_files::from_json(&v).unwrap_or_default(),
+    }
+}
+
+/// A results row from a distribution and the figures the source states.
+pub(crate) fn row(
+    mechanism: &str,
+    thread: usize,
+    cpu: Option<usize>,
+    dist: &Dist,
+    min: i64,
+    max: i64,
+    mean: f64,
+) -> ResultJson {
+    let count = dist.weighted.iter().map(|w| w.1).sum::<u64>() + dist.overflow;
+    let percentiles = (count > 0 && !dist.weighted.is_empty()).then(|| {
+        let p = analysis::percentiles(dist, max);
+        PercentilesJson { p50: p[0], p90: p[1], p99: p[2], p99_9: p[3], p99_99: p[4], p99_999: p[5] }
+    });
+    ResultJson {
+        source: None,
+        mechanism: mechanism.to_string(),
+        thread,
+        tid: None,
+        cpu,
+        count,
+        min_ns: min,
+        max_ns: max,
+        mean_ns: mean,
+        stddev_ns: None,
+        percentiles_ns: percentiles,
+        overruns: None,
+        missed_periods: None,
+        early_wakeups: Some(dist.weighted.iter().filter(|w| w.0 < 0).map(|w| w.1).sum()),
+        cpu_percent: None,
+        trace_rows_dropped: 0,
+        hybrid_slack_ns: None,
+        period_min_ns: None,
+        period_max_ns: None,
+        period_percentiles_ns: None,
+        histogram_ns: dist.weighted.clone(),
+    }
+}

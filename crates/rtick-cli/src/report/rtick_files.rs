@@ -1,0 +1,112 @@
+//! rtick's own files: `measure --json` results and `--trace` CSV.
+
+use std::collections::BTreeMap;
+
+use rtick::stats::LatencyStats;
+
+use super::{row, Dist, Series, Timeline};
+use crate::export::json::{PercentilesJson, ResultJson};
+
+pub const TRACE_HEADER: &str = "thread,mechanism,cycle,planned_ns,actual_ns,latency_ns";
+
+pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
+    if v.get("findings").is_some() {
+        return Err("an rtick audit file; expected rtick measure results".into());
+    }
+    if v.get("clocks").is_some() || v.get("hz").is_some() {
+        return Err("an rtick clocks or drift file; expected rtick measure results".into());
+    }
+    let results = v.get("results").ok_or("no \"results\" array; expected rtick measure --json output")?;
+    let results: Vec<ResultJson> = serde_json::from_value(results.clone())
+        .map_err(|e| format!(" \"results\" does not match the measure schema: {e}"))?;
+    Ok(results
+        .into_iter()
+        .map(|r| {
+            let dist = (!r.histogram_ns.is_empty()).then(|| Dist {
+                weighted: r.histogram_ns.clone(),
+                overflow: 0,
+                resolution_ns: 1,
+            });
+            Series { result: r, dist, timeline: None }
+        })
+        .collect())
+}
+
+struct Acc {
+    rows: Vec<(u64, i64, i64)>,
+}
+
+/// Reads a trace; checks every row (six fields, latency = actual − planned).
+pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
+    let mut by: BTreeMap<(String, usize), Acc> = BTreeMap::new();
+    let mut order: Vec<(String, usize)> = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let n = i + 1;
+        if line.is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = |what: &str| format!("{n}: {what}; expected {TRACE_HEADER}");
+        if f.len() != 6 {
+            return Err(bad(&format!("{} fields", f.len())));
+        }
+        let num = |s: &str| s.parse::<i64>().map_err(|_| bad(&format!("'{s}' is not a whole number")));
+        let (thread, cycle, planned, actual, latency) = (num(f[0])?, num(f[2])?, num(f[3])?, num(f[4])?, num(f[5])?);
+        if latency != actual - planned || thread < 0 || cycle < 0 {
+            return Err(bad("latency_ns is not actual_ns − planned_ns"));
+        }
+        let key = (f[1].to_string(), thread as usize);
+        if !by.contains_key(&key) {
+            order.push(key.clone());
+        }
+        by.entry(key).or_insert(Acc { rows: Vec::new() }).rows.push((cycle as u64, planned, actual));
+    }
+    let mut out = Vec::new();
+    for key in order {
+        let acc = &by[&key];
+        out.push(series_of(&key.0, key.1, &acc.rows));
+    }
+    Ok(out)
+}
+
+fn series_of(mechanism: &str, thread: usize, rows: &[(u64, i64, i64)]) -> Series {
+    let mut lat: Vec<i64> = rows.iter().map(|r| r.2 - r.1).collect();
+    // The interval: planned times lie on cycle·interval (absolute mechanisms).
+    let (first, last) = (rows[0], rows[rows.len() - 1]);
+    let interval = (last.0 > first.0).then(|| (last.1 - first.1) / (last.0 - first.0) as i64).filter(|i| *i > 0);
+    let mut stats = LatencyStats::new();
+    lat.iter().for_each(|&l| stats.record(l));
+    let s = stats.summary();
+    let mut period = LatencyStats::new();
+    let overrun: Vec<bool> = rows.iter().map(|r| interval.is_some_and(|i| r.2 > r.1 + i)).collect();
+    if let Some(i) = interval {
+        for w in rows.windows(2) {
+            period.record(w[1].2 - w[0].2 - i);
+        }
+    }
+    let timeline = Timeline {
+        t_ns: rows.iter().map(|r| r.1 - first.1).collect(),
+        latency_ns: lat.clone(),
+        overrun: overrun.clone(),
+    };
+    lat.sort_unstable();
+    let mut weighted: Vec<(i64, u64)> = Vec::new();
+    for v in lat {
+        match weighted.last_mut() {
+            Some((x, c)) if *x == v => *c += 1,
+            _ => weighted.push((v, 1)),
+        }
+    }
+    let dist = Dist { weighted, overflow: 0, resolution_ns: 1 };
+    let mut r = row(mechanism, thread, None, &dist, s.min, s.max, s.mean);
+    r.stddev_ns = Some(s.stddev);
+    r.overruns = interval.map(|_| overrun.iter().filter(|o| **o).count() as u64);
+    if period.count() > 0 {
+        let p = period.summary();
+        r.period_min_ns = Some(p.min);
+        r.period_max_ns = Some(p.max);
+        r.period_percentiles_ns = Some(PercentilesJson::from(&p));
+    }
+    r.histogram_ns = stats.histogram().buckets();
+    Series { result: r, dist: Some(dist), timeline: Some(timeline) }
+}
