@@ -66,32 +66,30 @@ pub fn timer_slack() -> io::Result<Nanos> {
     Ok(Nanos(check_ret(ret)? as i64))
 }
 
-/// CPU time (user + system) consumed by the calling thread (`getrusage(RUSAGE_THREAD)`).
-pub fn thread_cpu_time() -> Nanos {
+/// (user, system) CPU time of `who` (RUSAGE_THREAD or RUSAGE_SELF).
+fn cpu_times(who: libc::c_int) -> (Nanos, Nanos) {
     let mut ru = MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: ru is a valid out pointer; RUSAGE_THREAD cannot fail on Linux.
+    // SAFETY: ru is a valid out pointer; getrusage cannot fail for these `who` on Linux.
     let ru = unsafe {
-        libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr());
+        libc::getrusage(who, ru.as_mut_ptr());
         ru.assume_init()
     };
     // time_t and suseconds_t are narrower than i64 on 32-bit targets.
     #[allow(clippy::unnecessary_cast)]
-    let us = |tv: libc::timeval| tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64;
-    Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime))
+    let us = |tv: libc::timeval| Nanos::from_us(tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64);
+    (us(ru.ru_utime), us(ru.ru_stime))
+}
+
+/// CPU time (user + system) consumed by the calling thread (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_cpu_time() -> Nanos {
+    let (user, system) = cpu_times(libc::RUSAGE_THREAD);
+    user + system
 }
 
 /// CPU time used by the whole process: (user, user + system) (`getrusage(RUSAGE_SELF)`).
 pub fn process_cpu_time() -> (Nanos, Nanos) {
-    let mut ru = MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: ru is a valid out pointer; RUSAGE_SELF cannot fail.
-    let ru = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
-        ru.assume_init()
-    };
-    // time_t and suseconds_t are narrower than i64 on 32-bit targets.
-    #[allow(clippy::unnecessary_cast)]
-    let us = |tv: libc::timeval| tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64;
-    (Nanos::from_us(us(ru.ru_utime)), Nanos::from_us(us(ru.ru_utime) + us(ru.ru_stime)))
+    let (user, system) = cpu_times(libc::RUSAGE_SELF);
+    (user, user + system)
 }
 
 /// The number of CPUs configured and online (`sysconf(_SC_NPROCESSORS_ONLN)`).
