@@ -203,28 +203,11 @@ pub(crate) fn clock_from_i32(c: i32) -> Option<ClockId> {
     })
 }
 
+/// The C number of a mechanism is its position among the public rows of the
+/// mechanism table (`rtick::wait::KINDS`, which only ever grows at the end).
 pub(crate) fn mechanism_from_i32(m: i32) -> Option<Mechanism> {
-    const ORDER: [Mechanism; 18] = [
-        Mechanism::ClockNanosleep,
-        Mechanism::ClockNanosleepRel,
-        Mechanism::Nanosleep,
-        Mechanism::PosixTimer,
-        Mechanism::Itimer,
-        Mechanism::Spin,
-        Mechanism::Hybrid,
-        Mechanism::Timerfd,
-        Mechanism::TimerfdEpoll,
-        Mechanism::Ppoll,
-        Mechanism::Pselect,
-        Mechanism::EpollPwait2,
-        Mechanism::Futex,
-        Mechanism::Condvar,
-        Mechanism::Usleep,
-        Mechanism::StdSleep,
-        Mechanism::PosixTimerHandler,
-        Mechanism::SchedDeadline,
-    ];
-    usize::try_from(m).ok().and_then(|i| ORDER.get(i).copied())
+    let i = usize::try_from(m).ok()?;
+    rtick_core::wait::KINDS.iter().filter(|k| !k.hidden).nth(i).map(|k| k.mechanism)
 }
 
 pub(crate) fn overrun_from_i32(o: i32) -> Option<OverrunPolicy> {
@@ -260,5 +243,41 @@ pub(crate) fn telemetry_of(s: &Snapshot) -> rtick_telemetry {
         latency: series(&s.latency),
         period: series(&s.period),
         execution: series(&s.execution),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_numbers_name_the_right_mechanisms() {
+        use rtick_mechanism::*;
+        let pairs = [
+            (RTICK_MECH_CLOCK_NANOSLEEP, "clock_nanosleep"),
+            (RTICK_MECH_CLOCK_NANOSLEEP_REL, "clock_nanosleep-rel"),
+            (RTICK_MECH_NANOSLEEP, "nanosleep"),
+            (RTICK_MECH_POSIX_TIMER, "posix-timer"),
+            (RTICK_MECH_ITIMER, "itimer"),
+            (RTICK_MECH_SPIN, "spin"),
+            (RTICK_MECH_HYBRID, "hybrid"),
+            (RTICK_MECH_TIMERFD, "timerfd"),
+            (RTICK_MECH_TIMERFD_EPOLL, "timerfd-epoll"),
+            (RTICK_MECH_PPOLL, "ppoll"),
+            (RTICK_MECH_PSELECT, "pselect"),
+            (RTICK_MECH_EPOLL_PWAIT2, "epoll-pwait2"),
+            (RTICK_MECH_FUTEX, "futex"),
+            (RTICK_MECH_CONDVAR, "condvar"),
+            (RTICK_MECH_USLEEP, "usleep"),
+            (RTICK_MECH_STD_SLEEP, "std-sleep"),
+            (RTICK_MECH_POSIX_TIMER_HANDLER, "posix-timer-handler"),
+            (RTICK_MECH_SCHED_DEADLINE, "sched-deadline"),
+        ];
+        for (c, name) in pairs {
+            assert_eq!(mechanism_from_i32(c as i32).map(|m| m.name()), Some(name), "{c:?}");
+        }
+        assert_eq!(pairs.len(), Mechanism::public_names().len(), "every public mechanism has a C number");
+        assert_eq!(mechanism_from_i32(pairs.len() as i32), None);
+        assert_eq!(mechanism_from_i32(-1), None);
     }
 }

@@ -116,11 +116,10 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
 
 /// The results of a run just measured, as an input (for `measure --plot`).
 pub fn from_measure(results: &[ResultJson]) -> Input {
-    let v = serde_json::json!({ "rtick_version": env!("CARGO_PKG_VERSION"), "results": results });
     Input {
         path: PathBuf::from("this run"),
         kind: Kind::RtickJson,
-        series: rtick_files::from_json(&v).unwrap_or_default(),
+        series: rtick_files::series_of_results(results.to_vec()),
     }
 }
 

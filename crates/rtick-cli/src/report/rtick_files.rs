@@ -19,7 +19,12 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
     let results = v.get("results").ok_or("no \"results\" array; expected rtick measure --json output")?;
     let results: Vec<ResultJson> = serde_json::from_value(results.clone())
         .map_err(|e| format!(" \"results\" does not match the measure schema: {e}"))?;
-    Ok(results
+    Ok(series_of_results(results))
+}
+
+/// Measure results as series, each with the distribution its histogram gives.
+pub fn series_of_results(results: Vec<ResultJson>) -> Vec<Series> {
+    results
         .into_iter()
         .map(|r| {
             let dist = (!r.histogram_ns.is_empty()).then(|| Dist {
@@ -29,7 +34,7 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
             });
             Series { result: r, dist, timeline: None }
         })
-        .collect())
+        .collect()
 }
 
 struct Acc {

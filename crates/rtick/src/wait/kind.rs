@@ -100,7 +100,8 @@ const fn row(
     }
 }
 
-/// The mechanism table.
+/// The mechanism table. Add rows at the end only: the C API numbers the
+/// mechanisms by their position among the public rows.
 pub const KINDS: &[KindInfo] = &[
     row(
         Mechanism::ClockNanosleep,
