@@ -240,6 +240,10 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
+    /// Test-only: step the `mock` mechanism's clock by NS at its N-th wake-up (N:NS).
+    #[arg(long, hide = true, value_name = "N:NS", allow_negative_numbers = true)]
+    pub mock_step: Option<String>,
+
     /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
     #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true)]
     pub mock_latencies: Vec<i64>,

@@ -244,3 +244,21 @@ fn compare_interleaves_in_slices_on_one_grid() {
     assert!(out.contains("recommendation for this machine"), "{out}");
     assert!(out.contains("best sleeping mechanism: mock: p99 700 ns"), "{out}");
 }
+
+#[test]
+fn realtime_clock_steps_are_detected_not_recorded() {
+    for (step, label) in [("5:1000000000", "1.000 s"), ("3:-500000000", "-500.00 ms")] {
+        let (o, dir) = mock("1000", &["-l", "10", "--clock", "realtime", "--mock-step", step]);
+        ok(&o);
+        let r = &json(&dir.path().join("r.json"))["results"][0];
+        assert_eq!(r["count"], 10, "ten real wake-ups are recorded");
+        assert_eq!((r["min_ns"].as_i64(), r["max_ns"].as_i64()), (Some(1000), Some(1000)), "the step is no latency");
+        assert_eq!(r["clock_steps"], 1);
+        let out = stdout(&o);
+        assert!(out.contains(&format!("CLOCK_REALTIME stepped 1 time(s), by {label}")), "{out}");
+        // The trace holds only recorded wake-ups; each is on time.
+        let rows = trace(&dir.path().join("t.csv"));
+        assert_eq!(rows.len(), 10);
+        assert!(rows.iter().all(|r| r.5 == 1000));
+    }
+}

@@ -324,6 +324,16 @@ fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> {
                 Nanos(s.percentiles[2])
             ));
         }
+        if r.clock_steps > 0 {
+            w.push(format!(
+                "{} T{}: {} stepped {} time(s), by {} in all (settimeofday, an NTP step): those wake-ups were not recorded and the grid restarted after each; measure on monotonic to avoid it",
+                r.mechanism,
+                r.thread,
+                cfg.clock.kernel_name(),
+                r.clock_steps,
+                r.clock_stepped
+            ));
+        }
         if r.trace_dropped > 0 {
             w.push(format!(
                 "{} T{}: {} trace rows dropped because the writer fell behind (raise --trace-buffer)",

@@ -171,6 +171,14 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         histogram,
         stack_prefault: DEFAULT_STACK_PREFAULT,
         mock_latencies: a.mock_latencies.clone(),
+        mock_step: match &a.mock_step {
+            None => None,
+            Some(v) => Some(
+                v.split_once(':')
+                    .and_then(|(n, ns)| Some((n.parse().ok()?, ns.parse().ok()?)))
+                    .ok_or_else(|| usage("--mock-step: expected N:NS"))?,
+            ),
+        },
         interleave: a.compare.then_some(a.slice),
         rest_after_spinning: None,
     };

@@ -156,6 +156,13 @@ pub struct ResultJson {
     pub period_max_ns: Option<i64>,
     #[serde(default)]
     pub period_percentiles_ns: Option<PercentilesJson>,
+    /// Steps of CLOCK_REALTIME/TAI during the run: those wake-ups were not
+    /// recorded and the grid restarted after each.
+    #[serde(default)]
+    pub clock_steps: u64,
+    /// The steps added up (ns).
+    #[serde(default)]
+    pub clock_stepped_ns: i64,
     /// The latency distribution: [value_ns, count] pairs, ascending, each
     /// value the upper edge of an HdrHistogram bucket (3 significant digits).
     #[serde(default)]
@@ -189,6 +196,8 @@ impl ResultJson {
             period_max_ns: has_period.then_some(p.max),
             period_percentiles_ns: has_period.then(|| (&p).into()),
             histogram_ns: r.latency.histogram().buckets(),
+            clock_steps: r.clock_steps,
+            clock_stepped_ns: r.clock_stepped.as_ns(),
         }
     }
 

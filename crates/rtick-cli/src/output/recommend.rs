@@ -110,6 +110,8 @@ mod tests {
             period_max_ns: Some(0),
             period_percentiles_ns: Some(p),
             histogram_ns: Vec::new(),
+            clock_steps: 0,
+            clock_stepped_ns: 0,
         }
     }
 

@@ -160,5 +160,7 @@ pub(crate) fn row(
         period_max_ns: None,
         period_percentiles_ns: None,
         histogram_ns: dist.weighted.clone(),
+        clock_steps: 0,
+        clock_stepped_ns: 0,
     }
 }

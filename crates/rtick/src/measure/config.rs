@@ -43,6 +43,8 @@ pub struct MeasureConfig {
     pub stack_prefault: usize,
     /// For the test-only `mock` mechanism: latencies to produce, in turn.
     pub mock_latencies: Vec<i64>,
+    /// For the test-only `mock` mechanism: a step of its clock (wake-up index, ns).
+    pub mock_step: Option<(u64, i64)>,
     /// Interleave the mechanisms in slices of this length (`--compare`);
     /// `None` measures them one after the other.
     pub interleave: Option<Nanos>,
@@ -67,6 +69,7 @@ impl Default for MeasureConfig {
             histogram: None,
             stack_prefault: DEFAULT_STACK_PREFAULT,
             mock_latencies: Vec::new(),
+            mock_step: None,
             interleave: None,
             rest_after_spinning: None,
         }
@@ -158,6 +161,7 @@ impl MeasureConfig {
             interval: self.interval,
             hybrid_slack: self.hybrid_slack,
             mock_latencies: self.mock_latencies.clone(),
+            mock_step: self.mock_step,
         }
     }
 }

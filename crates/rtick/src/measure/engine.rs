@@ -64,6 +64,11 @@ pub struct ThreadResult {
     pub calibration: Option<Calibration>,
     /// The first deadline (cycle 0) of this mechanism's grid.
     pub first_deadline: Option<Time>,
+    /// Steps of the clock (CLOCK_REALTIME, CLOCK_TAI) seen during the run:
+    /// those wake-ups were not recorded and the grid restarted after each.
+    pub clock_steps: u64,
+    /// The steps added up.
+    pub clock_stepped: Nanos,
 }
 
 impl ThreadResult {
@@ -137,6 +142,8 @@ struct Slot {
     dropped: u64,
     cpu_time: Nanos,
     wall: Nanos,
+    clock_steps: u64,
+    clock_stepped: Nanos,
 }
 
 impl Slot {
@@ -157,6 +164,8 @@ impl Slot {
             dropped: 0,
             cpu_time: Nanos::ZERO,
             wall: Nanos::ZERO,
+            clock_steps: 0,
+            clock_stepped: Nanos::ZERO,
         }
     }
 
@@ -178,6 +187,8 @@ impl Slot {
             wall: self.wall,
             trace_dropped: self.dropped,
             first_deadline: self.grid0,
+            clock_steps: self.clock_steps,
+            clock_stepped: self.clock_stepped,
         }
     }
 }
@@ -260,6 +271,11 @@ impl<'a> ThreadCtx<'a> {
     }
 }
 
+/// Clocks that `settimeofday`, `clock_settime` or an NTP step can move.
+fn steps_possible(c: ClockId) -> bool {
+    matches!(c, ClockId::Realtime | ClockId::Tai)
+}
+
 fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&mut TraceProducer>) -> Result<()> {
     let cfg = ctx.cfg;
     let info = slot.mechanism.info();
@@ -278,12 +294,37 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
     let end = slice.duration.map(|d| first + d);
     let (mut deadline, mut cycle) = (first, k0 as u64);
     let mut prev_actual: Option<Time> = None;
+    // Clocks that can be set are watched against CLOCK_MONOTONIC (one vDSO read per wake).
+    let mut offset = steps_possible(cfg.clock).then(|| slot.waiter.now() - slot.waiter.reference_now());
+    let mut end = end;
 
     loop {
         if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| slot.n >= l) || end.is_some_and(|e| deadline >= e) {
             break;
         }
         let wake = slot.waiter.wait(deadline)?;
+        if let Some(prev) = offset {
+            let now = wake.actual - slot.waiter.reference_now();
+            offset = Some(now);
+            let jump = now - prev;
+            // NTP slews at most 500 ppm: anything beyond that since the last wake is a step.
+            let since = prev_actual.map_or(interval, |p| (wake.actual - p).max(Nanos::ZERO));
+            if jump.as_ns().abs() > 50_000 + since.as_ns() / 1000 {
+                // The deadline moved with the clock: this wake-up measures the step,
+                // not the wait. Count it, and restart the grid from here.
+                slot.clock_steps += 1;
+                slot.clock_stepped = slot.clock_stepped + jump;
+                deadline = wake.actual + interval;
+                end = end.map(|e| e + jump);
+                cycle += 1;
+                prev_actual = None;
+                if info.kernel_grid {
+                    slot.waiter.disarm()?;
+                    slot.waiter.arm(deadline, interval)?;
+                }
+                continue;
+            }
+        }
         let lat = (wake.actual - wake.planned).as_ns();
         slot.latency.record(lat);
         if let Some(p) = prev_actual {

@@ -181,6 +181,7 @@ impl PeriodicBuilder {
                 interval: period,
                 hybrid_slack: self.hybrid_slack,
                 mock_latencies: self.mock,
+                mock_step: None,
             },
         )?;
         let now = waiter.now();

@@ -10,15 +10,17 @@ pub(super) struct Mock {
     now: Time,
     latencies: Vec<i64>,
     next: usize,
+    step: Option<(u64, i64)>,
+    stepped: Nanos,
 }
 
 impl Mock {
-    pub(super) fn new(latencies: Vec<i64>) -> Result<Self> {
+    pub(super) fn new(latencies: Vec<i64>, step: Option<(u64, i64)>) -> Result<Self> {
         if latencies.is_empty() {
             return Err(Error::Invalid("the mock mechanism needs at least one latency".into()));
         }
         // Start well away from zero so early wake-ups stay positive times.
-        Ok(Mock { now: Time(Nanos::from_secs(1000).as_ns()), latencies, next: 0 })
+        Ok(Mock { now: Time(Nanos::from_secs(1000).as_ns()), latencies, next: 0, step, stepped: Nanos::ZERO })
     }
 }
 
@@ -29,9 +31,20 @@ impl Waiter for Mock {
 
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
         let lat = Nanos(self.latencies[self.next % self.latencies.len()]);
-        self.next += 1;
-        // The manual clock never goes back: a wake-up cannot precede the last one.
+        // The manual clock never goes back by itself: a wake-up cannot precede the last one.
         self.now = (deadline + lat).max(self.now);
+        // A scripted step of the clock itself (as settimeofday makes one), unseen by the reference.
+        if let Some((at, by)) = self.step {
+            if self.next as u64 == at {
+                self.now += Nanos(by);
+                self.stepped = self.stepped + Nanos(by);
+            }
+        }
+        self.next += 1;
         Ok(Wake { planned: deadline, actual: self.now, kernel_next: None })
+    }
+
+    fn reference_now(&self) -> Time {
+        self.now - self.stepped
     }
 }

@@ -48,6 +48,13 @@ pub trait Waiter: Send {
         Ok(())
     }
 
+    /// A reading of CLOCK_MONOTONIC taken now, against which a step of the
+    /// waiter's own clock (CLOCK_REALTIME, CLOCK_TAI) shows as a jump in the
+    /// offset between the two.
+    fn reference_now(&self) -> Time {
+        crate::sys::clock::now(libc::CLOCK_MONOTONIC)
+    }
+
     /// Stops whatever `arm` started and drops pending expirations, so that
     /// the next `arm` starts clean (between interleaved slices).
     fn disarm(&mut self) -> Result<()> {
@@ -89,6 +96,8 @@ pub struct WaitConfig {
     pub hybrid_slack: HybridSlack,
     /// For `mock`: the latencies to produce, in turn (ns).
     pub mock_latencies: Vec<i64>,
+    /// For `mock`: step its clock by `.1` ns at its `.0`-th wake-up (tests of step detection).
+    pub mock_step: Option<(u64, i64)>,
 }
 
 /// Builds `mechanism` for the calling thread.
@@ -112,7 +121,7 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::StdSleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::StdSleep)?),
         Mechanism::PosixTimerHandler => Box::new(handler::HandlerTimerWait::new(cfg.clock)?),
         Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock, cfg.interval)?),
-        Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone())?),
+        Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone(), cfg.mock_step)?),
     })
 }
 
