@@ -8,3 +8,4 @@ pub mod measure;
 pub mod mechanisms;
 mod plan;
 pub mod report;
+mod warnings;
