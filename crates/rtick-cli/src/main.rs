@@ -25,6 +25,17 @@ impl std::fmt::Display for Usage {
 }
 impl std::error::Error for Usage {}
 
+/// A flag that Ctrl-C (SIGINT) and SIGTERM set: long commands check it and
+/// stop cleanly, writing what they have.
+pub fn stop_flag() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    use anyhow::Context;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
+    }
+    Ok(stop)
+}
+
 fn main() -> ExitCode {
     rtick::info::default_sigpipe();
     // Before any thread exists: the timer signals must be blocked in every

@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rtick::audit::{self, Finding, Options, Status, AREAS};
 use rtick::system::SysRoot;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,7 @@ pub fn run(a: &AuditArgs) -> Result<ExitCode> {
             return Err(Usage(format!("--sysroot: {} is not a directory", dir.display())).into());
         }
     }
-    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
+    let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let root = a.sysroot.as_ref().map_or_else(SysRoot::default, SysRoot::new);
     let findings = audit::run(&root, &Options { run_commands: a.sysroot.is_none() });
     let verdict = audit::verdict(&findings);
@@ -78,7 +78,7 @@ pub fn run(a: &AuditArgs) -> Result<ExitCode> {
     println!("\nverdict: {verdict}");
     if let Some(f) = json {
         let file = AuditFile { rtick_version: env!("CARGO_PKG_VERSION").into(), verdict, findings: findings.clone() };
-        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.write_json(&file)?;
         f.commit()?;
     }
     Ok(if findings.iter().any(|f| f.status == Status::Fail) { ExitCode::from(EXIT_FAIL) } else { ExitCode::SUCCESS })

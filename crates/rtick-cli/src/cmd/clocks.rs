@@ -1,6 +1,6 @@
 //! `rtick clocks`: what reading each clock costs here.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rtick::clocks::{self, ClockFigures, CostSpec, CrossCpu};
 use rtick::system::SysRoot;
 use rtick::Nanos;
@@ -63,7 +63,7 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
             return Err(Usage(format!("{opt}: {v} is too small (at least {min})")).into());
         }
     }
-    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
+    let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let root = SysRoot::default();
     let clocksource = root.read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     let flags_line =
@@ -87,7 +87,7 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
 
     let spec = CostSpec { batches: a.batches, reads: a.reads };
     let syscall = clocks::syscall_cost(spec);
-    let figs = clocks::measure_all(spec, hz, all_flags.contains(&"rdtscp"));
+    let figs = clocks::measure_all(spec, syscall, hz, all_flags.contains(&"rdtscp"));
     let cpus = rtick::info::allowed_cpus();
     #[cfg(target_arch = "x86_64")]
     let (cross, cross_clock): (CrossCpu, &str) = if has_tsc {
@@ -118,7 +118,7 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
     };
     print!("{}", render(&file));
     if let Some(f) = json {
-        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.write_json(&file)?;
         f.commit()?;
     }
     Ok(())

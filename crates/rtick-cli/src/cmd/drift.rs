@@ -1,9 +1,8 @@
 //! `rtick drift`: systematic error of periodic timers.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rtick::drift::{self, DriftCase, DriftMechanism, DriftResult};
 use rtick::system::SysRoot;
 use rtick::Nanos;
@@ -102,11 +101,8 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     if let Some(p) = periods.iter().find(|p| **p < Nanos::from_us(10)) {
         return Err(Usage(format!("--period: {p} is too short to count (at least 10us)")).into());
     }
-    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
-    }
+    let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    let stop = crate::stop_flag()?;
     let hz = drift::detect_hz(&SysRoot::default());
     let cases = mechanisms.len() * periods.len();
     println!(
@@ -169,7 +165,7 @@ pub fn run(a: &DriftArgs) -> Result<()> {
         println!("interrupted: results so far");
     }
     if let Some(f) = json {
-        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.write_json(&file)?;
         f.commit()?;
     }
     Ok(())

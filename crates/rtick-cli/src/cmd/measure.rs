@@ -5,8 +5,6 @@
 //! system settings (mlock, cpu_dma_latency) are held by guards and restored
 //! before results are written, also after Ctrl-C.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
@@ -34,9 +32,7 @@ struct Outputs {
 
 impl Outputs {
     fn create(a: &MeasureArgs) -> Result<Outputs, Usage> {
-        let make = |opt: &str, p: &Option<std::path::PathBuf>| {
-            p.as_deref().map(|p| AtomicFile::create(opt, p)).transpose().map_err(Usage)
-        };
+        let make = |opt: &str, p: &Option<std::path::PathBuf>| AtomicFile::create_opt(opt, p.as_deref());
         Ok(Outputs {
             json: make("--json", &a.json)?,
             trace: make("--trace", &a.trace)?,
@@ -89,10 +85,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         }
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the Ctrl-C handler")?;
-    }
+    let stop = crate::stop_flag()?;
 
     let mem = if plan.mlock {
         match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
@@ -175,9 +168,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     file.warnings.extend(after.iter().cloned());
 
     if let Some(f) = &outputs.json {
-        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
-        use std::io::Write;
-        writeln!(f.file()).context("writing the JSON file")?;
+        f.write_json(&file)?;
     }
     if let Some(f) = &outputs.histogram {
         use std::io::Write;

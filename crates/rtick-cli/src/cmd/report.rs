@@ -36,8 +36,8 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     if let Some(p) = &a.plot {
         plot::check_path("--plot", p).map_err(Usage)?;
     }
-    let json = a.json.as_deref().map(|p| AtomicFile::create("--json", p)).transpose().map_err(Usage)?;
-    let hdr = a.hdr_log.as_deref().map(|p| AtomicFile::create("--hdr-log", p)).transpose().map_err(Usage)?;
+    let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    let hdr = AtomicFile::create_opt("--hdr-log", a.hdr_log.as_deref())?;
     let unit_of_hist = if a.hist_ns { HistUnit::Nanos } else { HistUnit::Micros };
     let inputs: Vec<Input> = a
         .files
@@ -111,7 +111,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
                 })
                 .collect(),
         };
-        serde_json::to_writer_pretty(f.file(), &file).context("writing the JSON file")?;
+        f.write_json(&file)?;
         f.commit()?;
     }
     if let Some(f) = hdr {

@@ -34,6 +34,18 @@ impl AtomicFile {
         Ok(AtomicFile { tmp, dest: dest.to_path_buf() })
     }
 
+    /// [`AtomicFile::create`] for an optional path; the error is a usage error.
+    pub fn create_opt(option: &str, dest: Option<&Path>) -> Result<Option<AtomicFile>, crate::Usage> {
+        dest.map(|p| AtomicFile::create(option, p)).transpose().map_err(crate::Usage)
+    }
+
+    /// Writes `value` as pretty JSON with a final newline (commit separately).
+    pub fn write_json<T: serde::Serialize>(&self, value: &T) -> Result<()> {
+        use std::io::Write;
+        serde_json::to_writer_pretty(self.file(), value).context("writing the JSON file")?;
+        writeln!(self.file()).context("writing the JSON file")
+    }
+
     /// The open temporary file.
     pub fn file(&self) -> &File {
         self.tmp.as_file()

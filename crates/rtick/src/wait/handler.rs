@@ -26,14 +26,7 @@ pub(super) struct HandlerTimerWait {
 impl HandlerTimerWait {
     pub(super) fn new(clock: ClockId) -> Result<Self> {
         let signo = signal::handler_signal();
-        if !signal::is_blocked(signo) {
-            return Err(Error::Unavailable {
-                mechanism: "posix-timer-handler",
-                reason: "its signal is not blocked in the measuring thread; call rtick::wait::block_timer_signals() \
-                         in the main thread before spawning threads"
-                    .into(),
-            });
-        }
+        super::signal::ensure_blocked(signo, "posix-timer-handler")?;
         let handler = signal::install_timer_handler(signo, clock.raw()).map_err(|e| Error::sys("sigaction", e, ""))?;
         let timer = PosixTimer::create(clock.raw(), Notify::Process { signo })
             .map_err(|e| Error::sys("timer_create(SIGEV_SIGNAL)", e, "check RLIMIT_SIGPENDING (ulimit -i)"))?;

@@ -13,7 +13,8 @@ use crate::sys::signal::{self, SigSet};
 use crate::sys::timer::{self, ITimerReal, Notify, PosixTimer};
 use crate::time::{Nanos, Time};
 
-fn ensure_blocked(signo: libc::c_int, mechanism: &'static str) -> Result<()> {
+/// An `Unavailable` error unless `signo` is blocked in the calling thread.
+pub(super) fn ensure_blocked(signo: libc::c_int, mechanism: &'static str) -> Result<()> {
     if signal::is_blocked(signo) {
         Ok(())
     } else {
