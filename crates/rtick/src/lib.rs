@@ -60,6 +60,7 @@
 //! ```
 
 pub mod audit;
+pub mod cgroup;
 pub mod clock;
 pub mod clocks;
 pub mod drift;

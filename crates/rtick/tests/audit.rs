@@ -62,6 +62,8 @@ fn tuned_rt_machine_is_ready() {
         "sched.timer_migration",
         "sched.smt",
         "sched.numa_balancing",
+        "sched.rt_group",
+        "sched.cpus_allowed",
         "memory.memlock",
         "memory.swap",
         "memory.thp",
@@ -73,6 +75,7 @@ fn tuned_rt_machine_is_ready() {
         "noise.nmi_watchdog",
         "noise.softlockup_watchdog",
         "environment.virtualization",
+        "environment.tuned",
     ] {
         assert_eq!(status(&f, id), Status::Ok, "{id}");
     }
@@ -104,6 +107,9 @@ fn stock_desktop() {
         ("noise.softlockup_watchdog", Status::Info),
         ("boot.isolcpus", Status::Info),
         ("environment.virtualization", Status::Ok),
+        ("environment.tuned", Status::Warn),
+        ("sched.rt_group", Status::Ok),
+        ("sched.cpus_allowed", Status::Ok),
     ] {
         assert_eq!(status(&f, id), s, "{id}");
     }
@@ -126,6 +132,10 @@ fn vm_like_this_one() {
     assert!(f.iter().find(|x| x.id == "kernel.config").unwrap().is_unreadable());
     assert_eq!(status(&f, "power.cstates"), Status::Info);
     assert_eq!(status(&f, "sched.rt_throttling"), Status::Warn);
+    // Started from a service's cgroup without a real-time budget.
+    let g = f.iter().find(|x| x.id == "sched.rt_group").unwrap();
+    assert_eq!(g.status, Status::Fail);
+    assert!(g.remedy.contains("/sys/fs/cgroup/cpu,cpuacct/system.slice/rtick.service/cpu.rt_runtime_us"), "{g:?}");
 }
 
 #[test]
@@ -198,6 +208,12 @@ fn each_problem_turns_its_finding() {
         ("noise.irq_affinity", vec![("/proc/irq/30/smp_affinity_list", b"0-3\n".to_vec())], Status::Warn),
         ("noise.nmi_watchdog", vec![("/proc/sys/kernel/nmi_watchdog", b"1\n".to_vec())], Status::Warn),
         ("environment.virtualization", vec![("/sys/class/dmi/id/sys_vendor", b"QEMU\n".to_vec())], Status::Warn),
+        ("environment.tuned", vec![("/etc/tuned/active_profile", b"powersave\n".to_vec())], Status::Warn),
+        ("environment.tuned", vec![("/etc/tuned/active_profile", b"".to_vec())], Status::Info),
+        ("sched.rt_group", vec![("/proc/self/cgroup", b"2:cpu,cpuacct:/app\n".to_vec()), ("/sys/fs/cgroup/cpu,cpuacct/app/cpu.rt_runtime_us", b"0\n".to_vec())], Status::Fail),
+        ("sched.rt_group", vec![("/proc/self/cgroup", b"2:cpu,cpuacct:/app\n".to_vec()), ("/sys/fs/cgroup/cpu,cpuacct/app/cpu.rt_runtime_us", b"100000\n".to_vec())], Status::Info),
+        ("sched.cpus_allowed", vec![("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", b"0-1\n".to_vec())], Status::Warn),
+        ("sched.cpus_allowed", vec![("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", b"0-2\n".to_vec()), ("/sys/devices/system/cpu/isolated", b"2\n".to_vec())], Status::Info),
     ];
     for (id, edits, want) in cases {
         let edits: Vec<(&str, &[u8])> = edits.iter().map(|(p, c)| (*p, c.as_slice())).collect();

@@ -63,7 +63,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     if let Err(e) = rt::probe(&wanted) {
         if e.is_permission() && !plan.policy_explicit {
             warnings.push(format!(
-                "no privilege for {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
+                "cannot use {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
                 wanted.policy, wanted.priority
             ));
             for t in &mut cfg.threads {

@@ -9,6 +9,7 @@
 
 mod access;
 mod boot;
+mod cgroups;
 mod kernel;
 mod noise;
 mod power;
@@ -123,6 +124,7 @@ pub fn run(root: &SysRoot, opts: &Options) -> Vec<Finding> {
     boot::check(&ctx, &mut out);
     power::check(&ctx, &mut out);
     sched_mem::check(&ctx, &mut out);
+    cgroups::check(&ctx, &mut out);
     access::check(&ctx, &mut out);
     noise::check(&ctx, &mut out);
     out

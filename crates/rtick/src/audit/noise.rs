@@ -1,5 +1,6 @@
 //! Sources of interference: irqbalance, IRQs on isolated CPUs, watchdogs,
-//! NIC interrupt coalescing; and whether this is a virtual machine.
+//! NIC interrupt coalescing; whether this is a virtual machine, and the tuned
+//! profile.
 
 use std::process::Command;
 
@@ -186,4 +187,33 @@ fn virtualisation(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     } else {
         Finding::new("environment.virtualization", Status::Ok, "bare metal (no hypervisor detected)").evidence(ev)
     });
+    out.push(tuned(ctx));
+}
+
+/// tuned applies a profile of the settings this audit checks, and re-applies
+/// it: a setting changed by hand may be reverted by it.
+fn tuned(ctx: &Context<'_>) -> Finding {
+    const ID: &str = "environment.tuned";
+    const LATENCY: &[&str] = &[
+        "latency-performance",
+        "network-latency",
+        "realtime",
+        "realtime-virtual-guest",
+        "realtime-virtual-host",
+        "cpu-partitioning",
+    ];
+    let Some(active) = ctx.read("/etc/tuned/active_profile").filter(|p| !p.is_empty()) else {
+        return Finding::new(ID, Status::Info, "tuned: no active profile")
+            .evidence("/etc/tuned/active_profile: absent or empty")
+            .impact("settings are as set by hand or by boot parameters");
+    };
+    let ev = format!("/etc/tuned/active_profile = {active}");
+    if active.split_whitespace().any(|p| LATENCY.contains(&p)) {
+        Finding::new(ID, Status::Ok, format!("tuned profile {active}: tuned for latency")).evidence(ev)
+    } else {
+        Finding::new(ID, Status::Warn, format!("tuned profile {active} is not a latency profile"))
+            .evidence(ev)
+            .impact("tuned keeps power-saving settings and re-applies them: a fix made by hand may be reverted")
+            .remedy("tuned-adm profile latency-performance (or realtime, with isolated CPUs in /etc/tuned/realtime-variables.conf)")
+    }
 }

@@ -148,7 +148,11 @@ impl ThreadSetup {
             sched::set_timer_slack(slack).map_err(|e| Error::sys("prctl(PR_SET_TIMERSLACK)", e, ""))?;
         }
         sched::set_scheduler(self.policy.raw(), self.priority).map_err(|e| {
-            let fix = if self.policy.is_realtime() {
+            let refused = crate::cgroup::cpu_cgroup(&crate::system::SysRoot::default())
+                .filter(|c| e.raw_os_error() == Some(libc::EPERM) && c.refuses_realtime());
+            let fix = if let (true, Some(cg)) = (self.policy.is_realtime(), refused) {
+                cg.fix()
+            } else if self.policy.is_realtime() {
                 format!(
                     "run as root, or grant CAP_SYS_NICE (setcap cap_sys_nice+ep rtick), or raise RLIMIT_RTPRIO to at least {} (ulimit -r {})",
                     self.priority, self.priority
