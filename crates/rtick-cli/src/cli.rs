@@ -208,6 +208,10 @@ pub struct MeasureArgs {
     #[arg(short, long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
     pub breaktrace: Option<Nanos>,
 
+    /// With -b: write a line into the kernel trace (trace_marker) at the break and stop tracing (tracing_on = 0), as cyclictest --tracemark does, so the trace ends at the spike.
+    #[arg(long, requires = "breaktrace")]
+    pub tracemark: bool,
+
     /// No live progress line; print only the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,

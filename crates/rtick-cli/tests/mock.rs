@@ -144,6 +144,58 @@ fn breaktrace_stops_and_reports_cycle_and_value() {
     assert!(stdout(&o).contains("breaktrace: mock T0 cycle 2: latency 9.0 µs"), "{}", stdout(&o));
 }
 
+/// A directory of plain files standing in for tracefs.
+fn fake_tracefs() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("trace_marker"), "").unwrap();
+    std::fs::write(d.path().join("tracing_on"), "1\n").unwrap();
+    d
+}
+
+fn rtick_with_tracefs(tracefs: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rtick")).env("RTICK_TRACEFS", tracefs).args(args).output().unwrap()
+}
+
+#[test]
+fn tracemark_marks_the_trace_and_stops_tracing_at_the_break() {
+    let fs = fake_tracefs();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let args = ["measure", "-m", "mock", "--mock-latencies=1000,9000", "-l", "100", "-b", "5", "--tracemark"];
+    let o = rtick_with_tracefs(fs.path(), &[&args[..], &PLAIN, &["--json", path_str(&j)]].concat());
+    ok(&o);
+    let mark = std::fs::read_to_string(fs.path().join("trace_marker")).unwrap();
+    assert_eq!(mark, "rtick: hit latency threshold (9000 > 5000 ns): mock T0 cycle 1\n");
+    assert!(std::fs::read_to_string(fs.path().join("tracing_on")).unwrap().starts_with('0'));
+    let j = json(&j);
+    assert_eq!(j["breaktrace"]["marked"], true);
+    assert_eq!(j["config"]["tracemark"], path_str(fs.path()));
+    assert!(stdout(&o).contains("tracing stopped"), "{}", stdout(&o));
+
+    // Tracing already off: a warning says the mark has no trace before it.
+    std::fs::write(fs.path().join("tracing_on"), "0\n").unwrap();
+    let o = rtick_with_tracefs(fs.path(), &[&args[..], &PLAIN].concat());
+    ok(&o);
+    assert!(stdout(&o).contains("warning: tracing is off"), "{}", stdout(&o));
+}
+
+#[test]
+fn tracemark_failures() {
+    // Without -b it is a usage error.
+    let o = rtick(&["measure", "-m", "mock", "--mock-latencies=1000", "-l", "5", "--tracemark"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // No tracefs there: one line naming it, exit 1, no output file.
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let missing = dir.path().join("no-tracefs");
+    let args = ["measure", "-m", "mock", "--mock-latencies=1000", "-l", "5", "-b", "5", "--tracemark"];
+    let o = rtick_with_tracefs(&missing, &[&args[..], &["--json", path_str(&j)]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-tracefs/trace_marker"), "{}", stderr(&o));
+    assert!(!j.exists());
+}
+
 #[test]
 fn several_threads_and_mechanisms_share_the_table() {
     let (o, dir) = mock("3000", &["-l", "5", "-t", "2"]);

@@ -8,7 +8,7 @@
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::measure::{self, MeasureConfig, MeasureReport};
+use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark};
 use rtick::rt::{self, DmaLatency, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
 use rtick::system::SystemInfo;
 use rtick::wait::HybridSlack;
@@ -50,6 +50,16 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     let mut cfg = plan.cfg;
     let mut sys = SystemInfo::read();
     let mut warnings = Vec::new();
+    if a.tracemark {
+        let t = TraceMark::open()?;
+        if t.was_on() == Some(false) {
+            warnings.push(format!(
+                "tracing is off ({}/tracing_on = 0): the mark will have no trace before it — start one first, e.g. trace-cmd start -e sched_switch -e irq -e timer",
+                t.dir().display()
+            ));
+        }
+        cfg.tracemark = Some(std::sync::Arc::new(t));
+    }
     let findings =
         rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
     if let Some(p) = findings.iter().find(|f| f.id == "kernel.preempt_model" && f.status != rtick::audit::Status::Info)
@@ -163,6 +173,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         thread: b.thread,
         cycle: b.cycle,
         latency_ns: b.latency.as_ns(),
+        marked: b.marked,
     });
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
@@ -242,6 +253,14 @@ fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, n
             fmt_latency(b.latency.as_ns(), nsecs),
             crate::output::unit(nsecs)
         );
+        if let Some(t) = &cfg.tracemark {
+            let dir = t.dir().display();
+            if b.marked {
+                println!("breaktrace: marked in {dir}/trace_marker and tracing stopped; read {dir}/trace (or trace-cmd extract), then echo 1 > {dir}/tracing_on");
+            } else {
+                println!("breaktrace: writing the mark to {dir} failed; the trace was not stopped");
+            }
+        }
     }
     if report.interrupted {
         println!("interrupted after {}: results so far", report.elapsed);
@@ -283,6 +302,7 @@ fn config_json(cfg: &MeasureConfig, mlock: bool, dma: Option<i32>, dma_system: O
             HybridSlack::Fixed(n) => n.as_ns().to_string(),
         },
         breaktrace_ns: cfg.breaktrace.map(|b| b.as_ns()),
+        tracemark: cfg.tracemark.as_ref().map(|t| t.dir().display().to_string()),
         interleave_ns: cfg.interleave.map(|s| s.as_ns()),
     }
 }

@@ -168,6 +168,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         overrun,
         hybrid_slack,
         breaktrace: a.breaktrace,
+        tracemark: None,
         histogram,
         stack_prefault: DEFAULT_STACK_PREFAULT,
         mock_latencies: a.mock_latencies.clone(),

@@ -42,6 +42,9 @@ pub struct BreakJson {
     pub thread: usize,
     pub cycle: u64,
     pub latency_ns: i64,
+    /// Whether the kernel trace was marked and stopped (--tracemark).
+    #[serde(default)]
+    pub marked: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -82,6 +85,9 @@ pub struct ConfigJson {
     /// `auto` or a number of ns.
     pub hybrid_slack: String,
     pub breaktrace_ns: Option<i64>,
+    /// The tracefs directory marked at the break (--tracemark); null: none.
+    #[serde(default)]
+    pub tracemark: Option<String>,
     /// Slice length when mechanisms were interleaved (--compare); null: one after the other.
     pub interleave_ns: Option<i64>,
 }

@@ -68,6 +68,13 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
     };
     let _ = writeln!(w, "  cpu_dma_lat.  {dma}");
     let _ = writeln!(w, "  overruns      {} after a wake-up later than the following deadline", c.overrun);
+    if let Some(b) = c.breaktrace_ns {
+        let mark = match &c.tracemark {
+            Some(dir) => format!("; then mark the kernel trace and stop tracing ({dir})"),
+            None => String::new(),
+        };
+        let _ = writeln!(w, "  breaktrace    stop at a latency over {}{mark}", rtick::Nanos(b));
+    }
     for warning in &run.warnings {
         let _ = writeln!(w, "warning: {warning}");
     }

@@ -1,5 +1,8 @@
 //! What a measurement run is asked to do.
 
+use std::sync::Arc;
+
+use super::TraceMark;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{ThreadSetup, DEFAULT_STACK_PREFAULT};
@@ -37,6 +40,8 @@ pub struct MeasureConfig {
     pub hybrid_slack: HybridSlack,
     /// Stop everything when a latency exceeds this.
     pub breaktrace: Option<Nanos>,
+    /// With `breaktrace`: mark the kernel trace and stop tracing at the break.
+    pub tracemark: Option<Arc<TraceMark>>,
     /// Keep cyclictest-style buckets.
     pub histogram: Option<HistogramSpec>,
     /// Stack each measuring thread touches before starting.
@@ -66,6 +71,7 @@ impl Default for MeasureConfig {
             overrun: OverrunPolicy::Skip,
             hybrid_slack: HybridSlack::Auto,
             breaktrace: None,
+            tracemark: None,
             histogram: None,
             stack_prefault: DEFAULT_STACK_PREFAULT,
             mock_latencies: Vec::new(),

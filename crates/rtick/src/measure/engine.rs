@@ -351,8 +351,9 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
         slot.max = slot.max.max(lat);
         slot.sum = slot.sum.saturating_add(lat);
         ctx.progress.publish(slot.n, slot.min, slot.max, slot.sum, lat);
-        if cfg.breaktrace.is_some_and(|b| lat > b.as_ns()) {
-            ctx.brk.claim(slot.mechanism, ctx.index, cycle, Nanos(lat));
+        if let Some(b) = cfg.breaktrace.filter(|b| lat > b.as_ns()) {
+            let mark = cfg.tracemark.as_deref().map(|t| (t, b));
+            ctx.brk.claim(slot.mechanism, ctx.index, cycle, Nanos(lat), mark);
             ctx.stop.store(true, Relaxed);
         }
 

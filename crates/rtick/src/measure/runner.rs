@@ -8,6 +8,7 @@ use super::config::MeasureConfig;
 use super::engine::{run_thread, Gate, SlotOutcome, ThreadCtx, ThreadResult};
 use super::progress::{Progress, ThreadProgress};
 use super::trace::TraceProducer;
+use super::TraceMark;
 use crate::error::{Error, Result};
 use crate::time::Nanos;
 use crate::wait::Mechanism;
@@ -23,6 +24,8 @@ pub struct BreakEvent {
     pub cycle: u64,
     /// Its latency.
     pub latency: Nanos,
+    /// With a trace mark: whether it was written and tracing stopped.
+    pub marked: bool,
 }
 
 /// Where the first thread over the breaktrace threshold leaves its mark.
@@ -33,12 +36,24 @@ pub(crate) struct BreakSlot {
     thread: AtomicUsize,
     cycle: AtomicU64,
     latency: AtomicI64,
+    marked: AtomicBool,
     done: AtomicBool,
 }
 
 impl BreakSlot {
-    pub(crate) fn claim(&self, mechanism: Mechanism, thread: usize, cycle: u64, latency: Nanos) {
+    /// Records the first break; the first claimer also marks the kernel trace.
+    pub(crate) fn claim(
+        &self,
+        mechanism: Mechanism,
+        thread: usize,
+        cycle: u64,
+        latency: Nanos,
+        mark: Option<(&TraceMark, Nanos)>,
+    ) {
         if self.claimed.compare_exchange(false, true, AcqRel, Acquire).is_ok() {
+            if let Some((t, threshold)) = mark {
+                self.marked.store(t.hit(mechanism, thread, cycle, latency, threshold), Relaxed);
+            }
             let idx = crate::wait::KINDS.iter().position(|k| k.mechanism == mechanism).unwrap_or(0);
             self.mechanism.store(idx, Relaxed);
             self.thread.store(thread, Relaxed);
@@ -54,6 +69,7 @@ impl BreakSlot {
             thread: self.thread.load(Relaxed),
             cycle: self.cycle.load(Relaxed),
             latency: Nanos(self.latency.load(Relaxed)),
+            marked: self.marked.load(Relaxed),
         })
     }
 }

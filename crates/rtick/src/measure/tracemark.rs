@@ -1,0 +1,128 @@
+//! The ftrace side of breaktrace, as cyclictest `-b --tracemark` does it:
+//! when a wake-up exceeds the threshold, a line goes into `trace_marker` and
+//! `tracing_on` is set to 0, so the kernel trace ends at the spike and shows
+//! what delayed the thread. Both files are opened before the run; the break
+//! writes them from a stack buffer, without allocating.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::time::Nanos;
+use crate::wait::Mechanism;
+
+/// Environment variable naming the tracefs directory to use instead of the
+/// one mounted (tests point it at plain files).
+pub const TRACEFS_ENV: &str = "RTICK_TRACEFS";
+
+/// Open `trace_marker` and `tracing_on` of the tracefs instance.
+#[derive(Debug)]
+pub struct TraceMark {
+    dir: PathBuf,
+    marker: File,
+    tracing_on: File,
+    was_on: Option<bool>,
+}
+
+impl TraceMark {
+    /// Opens the files in `$RTICK_TRACEFS`, else in the tracefs found in
+    /// /proc/mounts (or debugfs's `tracing`). Nothing is mounted or written.
+    pub fn open() -> Result<TraceMark> {
+        let dir = match std::env::var_os(TRACEFS_ENV) {
+            Some(d) => PathBuf::from(d),
+            None => find_tracefs().ok_or_else(|| {
+                Error::sys(
+                    "finding tracefs in /proc/mounts",
+                    std::io::Error::from_raw_os_error(libc::ENOENT),
+                    "tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing",
+                )
+            })?,
+        };
+        let open = |name: &str| {
+            OpenOptions::new().write(true).open(dir.join(name)).map_err(|e| {
+                let fix = match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => "run as root (tracefs is root's)".to_string(),
+                    std::io::ErrorKind::NotFound => format!("{} is not a tracefs directory", dir.display()),
+                    _ => String::new(),
+                };
+                Error::sys(format!("open({})", dir.join(name).display()), e, fix)
+            })
+        };
+        let (marker, tracing_on) = (open("trace_marker")?, open("tracing_on")?);
+        let was_on = std::fs::read_to_string(dir.join("tracing_on")).ok().map(|s| s.trim() != "0");
+        Ok(TraceMark { dir, marker, tracing_on, was_on })
+    }
+
+    /// The tracefs directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether tracing was on when opened (`None`: unreadable). When it was
+    /// off there is no trace for the mark to end.
+    pub fn was_on(&self) -> Option<bool> {
+        self.was_on
+    }
+
+    /// Writes the mark and stops tracing. No allocation.
+    pub(crate) fn hit(
+        &self,
+        mechanism: Mechanism,
+        thread: usize,
+        cycle: u64,
+        latency: Nanos,
+        threshold: Nanos,
+    ) -> bool {
+        let mut buf = [0u8; 192];
+        let len = {
+            let mut w: &mut [u8] = &mut buf;
+            let _ = writeln!(
+                w,
+                "rtick: hit latency threshold ({} > {} ns): {} T{} cycle {}",
+                latency.as_ns(),
+                threshold.as_ns(),
+                mechanism.name(),
+                thread,
+                cycle
+            );
+            192 - w.len()
+        };
+        let marked = (&self.marker).write_all(&buf[..len]).is_ok();
+        let stopped = (&self.tracing_on).write_all(b"0").is_ok();
+        marked && stopped
+    }
+}
+
+/// The tracefs mount point: the `tracefs` entry of /proc/mounts, else
+/// debugfs's `tracing` directory.
+fn find_tracefs() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    let field = |l: &str, i: usize| l.split_whitespace().nth(i).map(str::to_string);
+    let of = |ty: &str| mounts.lines().find(|l| field(l, 2).as_deref() == Some(ty)).and_then(|l| field(l, 1));
+    of("tracefs")
+        .map(PathBuf::from)
+        .or_else(|| of("debugfs").map(|d| Path::new(&d).join("tracing")))
+        .filter(|d| d.join("trace_marker").exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_and_stops_in_a_fake_tracefs() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("trace_marker"), "").unwrap();
+        std::fs::write(d.path().join("tracing_on"), "1\n").unwrap();
+        std::env::set_var(TRACEFS_ENV, d.path());
+        let t = TraceMark::open();
+        std::env::remove_var(TRACEFS_ENV);
+        let t = t.unwrap();
+        assert_eq!(t.was_on(), Some(true));
+        assert!(t.hit(Mechanism::ClockNanosleep, 1, 42, Nanos(123_456), Nanos::from_us(100)));
+        let mark = std::fs::read_to_string(d.path().join("trace_marker")).unwrap();
+        assert_eq!(mark, "rtick: hit latency threshold (123456 > 100000 ns): clock_nanosleep T1 cycle 42\n");
+        assert!(std::fs::read_to_string(d.path().join("tracing_on")).unwrap().starts_with('0'));
+    }
+}
