@@ -176,6 +176,13 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// Points standard output at standard error and returns the original
+/// standard output: for `--json -`, so that the JSON alone goes down a pipe
+/// while the report for people still reaches the terminal.
+pub fn divert_stdout_to_stderr() -> std::io::Result<std::os::fd::OwnedFd> {
+    crate::sys::stdio::divert_stdout_to_stderr()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,37 +1,83 @@
 //! A file that appears under its name only when completely written.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
 /// A temporary file beside its destination; renamed there by [`AtomicFile::commit`],
-/// removed if dropped uncommitted.
+/// removed if dropped uncommitted. A destination that is not a regular file
+/// (a pipe, a terminal, /dev/null) is written directly: it cannot be
+/// replaced, and must not be. `-` (or /dev/stdout) is standard output, and
+/// the program's report for people then goes to standard error.
 #[derive(Debug)]
 pub struct AtomicFile {
-    tmp: NamedTempFile,
+    out: Out,
     dest: PathBuf,
+}
+
+#[derive(Debug)]
+enum Out {
+    Temp(NamedTempFile),
+    /// Standard output or error, shared with the program's own printing.
+    Std(File),
+    Direct(File),
 }
 
 impl AtomicFile {
     /// Creates the temporary file now, so that an unwritable path is found
     /// before anything runs. The error names the option.
     pub fn create(option: &str, dest: &Path) -> Result<AtomicFile, String> {
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let cannot = |e: std::io::Error| format!("{option}: cannot write {}: {e}", dest.display());
+        match dest.to_str() {
+            Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => {
+                // The report for people moves to stderr; one output may have stdout.
+                static TAKEN: AtomicBool = AtomicBool::new(false);
+                if TAKEN.swap(true, Ordering::SeqCst) {
+                    return Err(format!("{option}: only one output can go to standard output"));
+                }
+                let fd = rtick::system::divert_stdout_to_stderr().map_err(cannot)?;
+                return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
+            }
+            Some("/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") => {
+                let fd = std::io::stderr().as_fd().try_clone_to_owned().map_err(cannot)?;
+                return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
+            }
+            _ => {}
+        }
         if dest.is_dir() {
             return Err(format!("{option}: {} is a directory; give a file name", dest.display()));
         }
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // An existing destination: a special file is written in place; a
+        // symlink to a regular file is replaced at its target.
+        let target = match std::fs::metadata(dest) {
+            Ok(m) if !m.is_file() => {
+                let f = OpenOptions::new().write(true).open(dest).map_err(cannot)?;
+                return Ok(AtomicFile { out: Out::Direct(f), dest: dest.to_path_buf() });
+            }
+            Ok(_) => dest.canonicalize().map_err(cannot)?,
+            // A dangling symlink: create its target.
+            Err(_) => match std::fs::read_link(dest) {
+                Ok(t) => dest.parent().unwrap_or(Path::new(".")).join(t),
+                Err(_) => dest.to_path_buf(),
+            },
+        };
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".rtick-tmp")
             .tempfile_in(dir)
-            .map_err(|e| format!("{option}: cannot write {}: {e}", dest.display()))?;
-        Ok(AtomicFile { tmp, dest: dest.to_path_buf() })
+            .map_err(cannot)?;
+        Ok(AtomicFile { out: Out::Temp(tmp), dest: target })
     }
 
     /// [`AtomicFile::create`] for an optional path; the error is a usage error.
@@ -41,26 +87,51 @@ impl AtomicFile {
 
     /// Writes `value` as pretty JSON with a final newline (commit separately).
     pub fn write_json<T: serde::Serialize>(&self, value: &T) -> Result<()> {
-        use std::io::Write;
+        if matches!(self.out, Out::Std(_)) {
+            // Whatever the program printed to stderr comes first.
+            let _ = std::io::stdout().flush();
+        }
         serde_json::to_writer_pretty(self.file(), value).context("writing the JSON file")?;
         writeln!(self.file()).context("writing the JSON file")
     }
 
-    /// The open temporary file.
+    /// The open file (the temporary one, or the special file itself).
     pub fn file(&self) -> &File {
-        self.tmp.as_file()
+        match &self.out {
+            Out::Temp(t) => t.as_file(),
+            Out::Std(f) | Out::Direct(f) => f,
+        }
     }
 
-    /// A second handle to the temporary file (for a writer thread).
+    /// A second handle to the file (for a writer thread).
     pub fn try_clone(&self) -> Result<File> {
-        self.tmp.as_file().try_clone().context("duplicating an output file handle")
+        self.file().try_clone().context("duplicating an output file handle")
     }
 
-    /// Flushes to disk and renames into place.
+    /// Flushes to disk and renames into place (a special file: flushes).
     pub fn commit(self) -> Result<()> {
-        self.tmp.as_file().sync_all().with_context(|| format!("writing {}", self.dest.display()))?;
-        let dest = self.dest.clone();
-        self.tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("renaming into {}", dest.display()))?;
+        let dest = self.dest;
+        match self.out {
+            Out::Temp(tmp) => {
+                // A temporary file is private (0600); the result gets the
+                // mode of the file it replaces, or what the umask gives.
+                let mode = std::fs::metadata(&dest).map(|m| m.permissions().mode()).unwrap_or(0o666 & !umask());
+                tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode & 0o7777)).ok();
+                tmp.as_file().sync_all().with_context(|| format!("writing {}", dest.display()))?;
+                tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("renaming into {}", dest.display()))?;
+            }
+            Out::Std(mut f) | Out::Direct(mut f) => f.flush().with_context(|| format!("writing {}", dest.display()))?,
+        }
         Ok(())
     }
+}
+
+/// This process's umask, from /proc/self/status (022 when unreadable).
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok()))
+        })
+        .unwrap_or(0o022)
 }
