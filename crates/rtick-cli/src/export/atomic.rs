@@ -33,7 +33,11 @@ impl AtomicFile {
     /// Creates the temporary file now, so that an unwritable path is found
     /// before anything runs. The error names the option.
     pub fn create(option: &str, dest: &Path) -> Result<AtomicFile, String> {
-        let cannot = |e: std::io::Error| format!("{option}: cannot write {}: {e}", dest.display());
+        let cannot = |e: std::io::Error| {
+            // tempfile appends the temporary file's path: not the user's concern.
+            let e = e.to_string();
+            format!("{option}: cannot write {}: {}", dest.display(), e.split(" at path ").next().unwrap_or(&e))
+        };
         match dest.to_str() {
             Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => {
                 // The report for people moves to stderr; one output may have stdout.
