@@ -57,8 +57,12 @@ fn each_mechanism_uses_its_system_calls() {
                 .filter(|l| l.split_whitespace().nth(1).is_some_and(|c| c.starts_with(&format!("{name}("))))
                 .count()
         };
+        // One call per wait — except where the deadline had already passed
+        // when the wait began (a hybrid or a timeout mechanism then makes
+        // none): on a loaded machine a few may, hence nine in ten.
+        let least = loops * 9 / 10;
         for sc in k.syscalls {
-            assert!(count(sc) >= loops, "{}: expected ≥ {loops} {sc} calls, saw {}:\n{text}", k.name, count(sc));
+            assert!(count(sc) >= least, "{}: expected ≥ {least} {sc} calls, saw {}:\n{text}", k.name, count(sc));
         }
         match k.name {
             "posix-timer" => {
