@@ -120,6 +120,13 @@ impl PeriodicBuilder {
         self
     }
     /// The clock of the deadlines (default CLOCK_MONOTONIC).
+    ///
+    /// CLOCK_REALTIME and CLOCK_TAI step when the time is set, and the loop
+    /// follows the kernel: a step forward wakes the loop at once and counts
+    /// the periods stepped over as missed (or returns them as an overrun);
+    /// a step back holds the current wait until the clock reaches its
+    /// deadline again. Choose them only when the deadlines must fall on
+    /// wall-clock time, on a machine whose time is slewed (NTP/PTP), not set.
     pub fn clock(mut self, c: ClockId) -> Self {
         self.clock = c;
         self
