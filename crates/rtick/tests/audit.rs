@@ -74,6 +74,7 @@ fn tuned_rt_machine_is_ready() {
         "noise.irq_affinity",
         "noise.nmi_watchdog",
         "noise.softlockup_watchdog",
+        "noise.damon",
         "environment.virtualization",
         "environment.tuned",
     ] {
@@ -136,6 +137,9 @@ fn vm_like_this_one() {
     let g = f.iter().find(|x| x.id == "sched.rt_group").unwrap();
     assert_eq!(g.status, Status::Fail);
     assert!(g.remedy.contains("/sys/fs/cgroup/cpu,cpuacct/system.slice/rtick.service/cpu.rt_runtime_us"), "{g:?}");
+    let d = f.iter().find(|x| x.id == "noise.damon").unwrap();
+    assert_eq!(d.status, Status::Info);
+    assert!(d.title.contains("kdamond 0 (pid 77): pageout") && d.remedy.contains("taskset -pc HOUSEKEEPING_CPUS 77"), "{d:?}");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 mod access;
 mod boot;
 mod cgroups;
+mod damon;
 mod kernel;
 mod noise;
 mod power;
@@ -127,6 +128,7 @@ pub fn run(root: &SysRoot, opts: &Options) -> Vec<Finding> {
     cgroups::check(&ctx, &mut out);
     access::check(&ctx, &mut out);
     noise::check(&ctx, &mut out);
+    damon::check(&ctx, &mut out);
     out
 }
 
