@@ -139,7 +139,10 @@ fn vm_like_this_one() {
     assert!(g.remedy.contains("/sys/fs/cgroup/cpu,cpuacct/system.slice/rtick.service/cpu.rt_runtime_us"), "{g:?}");
     let d = f.iter().find(|x| x.id == "noise.damon").unwrap();
     assert_eq!(d.status, Status::Info);
-    assert!(d.title.contains("kdamond 0 (pid 77): pageout") && d.remedy.contains("taskset -pc HOUSEKEEPING_CPUS 77"), "{d:?}");
+    assert!(
+        d.title.contains("kdamond 0 (pid 77): pageout") && d.remedy.contains("taskset -pc HOUSEKEEPING_CPUS 77"),
+        "{d:?}"
+    );
 }
 
 #[test]
