@@ -137,6 +137,8 @@ fn vm_like_this_one() {
     let g = f.iter().find(|x| x.id == "sched.rt_group").unwrap();
     assert_eq!(g.status, Status::Fail);
     assert!(g.remedy.contains("/sys/fs/cgroup/cpu,cpuacct/system.slice/rtick.service/cpu.rt_runtime_us"), "{g:?}");
+    let p = f.iter().find(|x| x.id == "permissions.realtime").unwrap();
+    assert!(p.title.ends_with("but cgroup /system.slice/rtick.service refuses them (see sched.rt_group)"), "{p:?}");
     let d = f.iter().find(|x| x.id == "noise.damon").unwrap();
     assert_eq!(d.status, Status::Info);
     assert!(

@@ -12,20 +12,27 @@ const CAP_SYS_NICE: u32 = 23;
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let nice = ctx.has_cap(CAP_SYS_NICE);
     let rtprio = ctx.limit("Max realtime priority");
+    // The privilege may be there and the cgroup still refuse (sched.rt_group fails then).
+    let refused = crate::cgroup::cpu_cgroup(ctx.root).filter(|c| c.refuses_realtime());
+    let but = refused.map(|c| format!("; but cgroup {} refuses them (see sched.rt_group)", c.path)).unwrap_or_default();
     out.push(match (nice, rtprio) {
         (None, None) => Finding::unreadable(
             "permissions.realtime",
             "this process's privileges",
             &["/proc/self/status", "/proc/self/limits"],
         ),
-        (Some(true), _) => {
-            Finding::new("permissions.realtime", Status::Ok, "real-time policies are allowed (CAP_SYS_NICE)")
-                .evidence("/proc/self/status: CapEff includes CAP_SYS_NICE")
-        }
-        (_, Some(None)) => {
-            Finding::new("permissions.realtime", Status::Ok, "real-time policies are allowed (RLIMIT_RTPRIO unlimited)")
-                .evidence("/proc/self/limits: Max realtime priority unlimited")
-        }
+        (Some(true), _) => Finding::new(
+            "permissions.realtime",
+            Status::Ok,
+            format!("real-time policies are allowed (CAP_SYS_NICE){but}"),
+        )
+        .evidence("/proc/self/status: CapEff includes CAP_SYS_NICE"),
+        (_, Some(None)) => Finding::new(
+            "permissions.realtime",
+            Status::Ok,
+            format!("real-time policies are allowed (RLIMIT_RTPRIO unlimited){but}"),
+        )
+        .evidence("/proc/self/limits: Max realtime priority unlimited"),
         (_, Some(Some(p))) if p > 0 => Finding::new(
             "permissions.realtime",
             Status::Warn,
