@@ -10,7 +10,13 @@ use crate::units;
 /// Precise periodic timing on Linux: measure the wake-up latency of every
 /// timer mechanism, side by side.
 #[derive(Debug, Parser)]
-#[command(name = "rtick", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "rtick",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = "Output files appear only when complete. `-` as an output file is standard output; the report for people then goes to standard error."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
