@@ -218,6 +218,9 @@ typedef struct rtick_tick {
   int64_t latency_ns;
   // Deadlines skipped between the previous tick and this one.
   uint64_t missed;
+  // On CLOCK_REALTIME/TAI: how far the clock was set since the previous
+  // tick (0: no step). Not an overrun; this tick stays out of telemetry.
+  int64_t clock_step_ns;
 } rtick_tick;
 
 // Figures of one series, in ns.

@@ -118,6 +118,7 @@ pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_t
                 woke_ns: t.woke.as_ns(),
                 latency_ns: t.latency.as_ns(),
                 missed: t.missed,
+                clock_step_ns: t.clock_step.as_ns(),
             };
         }
         Ok(())

@@ -135,6 +135,9 @@ pub struct rtick_tick {
     pub latency_ns: i64,
     /// Deadlines skipped between the previous tick and this one.
     pub missed: u64,
+    /// On CLOCK_REALTIME/TAI: how far the clock was set since the previous
+    /// tick (0: no step). Not an overrun; this tick stays out of telemetry.
+    pub clock_step_ns: i64,
 }
 
 /// Figures of one series, in ns.

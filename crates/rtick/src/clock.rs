@@ -33,6 +33,12 @@ impl ClockId {
         }
     }
 
+    /// Whether `settimeofday`, `clock_settime` or an NTP/PTP step can move
+    /// this clock (REALTIME and TAI).
+    pub fn can_step(self) -> bool {
+        matches!(self, ClockId::Realtime | ClockId::Tai)
+    }
+
     /// The command-line name (`monotonic`, …).
     pub fn name(self) -> &'static str {
         match self {

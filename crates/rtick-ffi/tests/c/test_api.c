@@ -88,7 +88,7 @@ int main(void) {
     uint64_t prev = first.cycle;
     for (int k = 1; k < 20; k++) {
         CHECK(rtick_periodic_wait(p, &t) == RTICK_OK);
-        CHECK(t.cycle == prev + 1 && t.missed == 0);
+        CHECK(t.cycle == prev + 1 && t.missed == 0 && t.clock_step_ns == 0);
         prev = t.cycle;
         CHECK(t.latency_ns == t.woke_ns - t.deadline_ns && t.latency_ns >= 0);
         CHECK((t.deadline_ns - first.deadline_ns) == (int64_t)t.cycle * 500000);

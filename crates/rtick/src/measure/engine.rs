@@ -23,7 +23,7 @@ use super::trace::{TraceProducer, TraceRow};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{prefault_stack, ThreadSetup};
-use crate::schedule::{next_deadline, OverrunPolicy};
+use crate::schedule::{is_clock_step, next_deadline, OverrunPolicy};
 use crate::stats::{BucketHistogram, LatencyStats};
 use crate::sys::{sched, timer};
 use crate::time::{Nanos, Time};
@@ -271,11 +271,6 @@ impl<'a> ThreadCtx<'a> {
     }
 }
 
-/// Clocks that `settimeofday`, `clock_settime` or an NTP step can move.
-fn steps_possible(c: ClockId) -> bool {
-    matches!(c, ClockId::Realtime | ClockId::Tai)
-}
-
 fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&mut TraceProducer>) -> Result<()> {
     let cfg = ctx.cfg;
     let info = slot.mechanism.info();
@@ -295,7 +290,7 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
     let (mut deadline, mut cycle) = (first, k0 as u64);
     let mut prev_actual: Option<Time> = None;
     // Clocks that can be set are watched against CLOCK_MONOTONIC (one vDSO read per wake).
-    let mut offset = steps_possible(cfg.clock).then(|| slot.waiter.now() - slot.waiter.reference_now());
+    let mut offset = cfg.clock.can_step().then(|| wait::clock_offset(&*slot.waiter));
     let mut end = end;
 
     loop {
@@ -304,12 +299,15 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
         }
         let wake = slot.waiter.wait(deadline)?;
         if let Some(prev) = offset {
-            let now = wake.actual - slot.waiter.reference_now();
+            let mut now = wake.actual - slot.waiter.reference_now();
+            let since = prev_actual.map_or(interval, |p| wake.actual - p);
+            if is_clock_step(now - prev, since) {
+                // Confirm with a tight read: preemption between the two reads looks like a step.
+                now = wait::clock_offset(&*slot.waiter);
+            }
             offset = Some(now);
             let jump = now - prev;
-            // NTP slews at most 500 ppm: anything beyond that since the last wake is a step.
-            let since = prev_actual.map_or(interval, |p| (wake.actual - p).max(Nanos::ZERO));
-            if jump.as_ns().abs() > 50_000 + since.as_ns() / 1000 {
+            if is_clock_step(jump, since) {
                 // The deadline moved with the clock: this wake-up measures the step,
                 // not the wait. Count it, and restart the grid from here.
                 slot.clock_steps += 1;

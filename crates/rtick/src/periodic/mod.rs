@@ -55,9 +55,9 @@ pub use telemetry::{SeriesSummary, Snapshot, Telemetry};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{Setup, SetupGuard};
-use crate::schedule::{next_deadline, OverrunPolicy};
+use crate::schedule::{is_clock_step, next_deadline, OverrunPolicy};
 use crate::time::{Nanos, Time};
-use crate::wait::{self, HybridSlack, Mechanism, WaitConfig, Waiter};
+use crate::wait::{self, HybridSlack, Mechanism, WaitConfig, Waiter, Wake};
 
 /// When the first deadline falls.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -85,6 +85,13 @@ pub struct Tick {
     pub latency: Nanos,
     /// Deadlines skipped between the previous tick and this one.
     pub missed: u64,
+    /// On CLOCK_REALTIME/TAI: how far the clock was stepped (set, not
+    /// slewed) since the previous tick; zero otherwise. A step is not an
+    /// overrun: the deadlines stepped over are not counted as missed, the
+    /// loop goes on with the next deadline on its grid, and this tick's
+    /// latency (which measures the step, not the wait) stays out of the
+    /// telemetry.
+    pub clock_step: Nanos,
 }
 
 /// Builds a [`Periodic`].
@@ -111,6 +118,7 @@ pub struct PeriodicBuilder {
     sync: SyncConfig,
     hybrid_slack: HybridSlack,
     mock: Vec<i64>,
+    mock_step: Option<(u64, i64)>,
 }
 
 impl PeriodicBuilder {
@@ -121,12 +129,15 @@ impl PeriodicBuilder {
     }
     /// The clock of the deadlines (default CLOCK_MONOTONIC).
     ///
-    /// CLOCK_REALTIME and CLOCK_TAI step when the time is set, and the loop
-    /// follows the kernel: a step forward wakes the loop at once and counts
-    /// the periods stepped over as missed (or returns them as an overrun);
-    /// a step back holds the current wait until the clock reaches its
-    /// deadline again. Choose them only when the deadlines must fall on
-    /// wall-clock time, on a machine whose time is slewed (NTP/PTP), not set.
+    /// CLOCK_REALTIME and CLOCK_TAI step when the time is set. The loop then
+    /// reads CLOCK_MONOTONIC too at each wake-up (vDSO, no system call) to
+    /// tell a step from slewing, and reports it in [`Tick::clock_step`]:
+    /// after a step forward it goes on with the next deadline of its grid in
+    /// the new time, without counting the periods stepped over as missed.
+    /// A step back cannot be seen during the wait: the kernel holds it until
+    /// the clock reaches the deadline again. Choose these clocks only when
+    /// deadlines must fall on wall-clock time, on a machine whose time is
+    /// slewed (NTP/PTP), not set.
     pub fn clock(mut self, c: ClockId) -> Self {
         self.clock = c;
         self
@@ -168,6 +179,12 @@ impl PeriodicBuilder {
         self.mock = l;
         self
     }
+    /// For the test-only `mock` mechanism: step its clock by `.1` ns at its `.0`-th wake-up.
+    #[doc(hidden)]
+    pub fn mock_step(mut self, at: u64, by: i64) -> Self {
+        self.mock_step = Some((at, by));
+        self
+    }
 
     /// Applies the setup, builds the waiter in the calling thread, and arms
     /// the first deadline.
@@ -188,7 +205,7 @@ impl PeriodicBuilder {
                 interval: period,
                 hybrid_slack: self.hybrid_slack,
                 mock_latencies: self.mock,
-                mock_step: None,
+                mock_step: self.mock_step,
             },
         )?;
         let now = waiter.now();
@@ -198,6 +215,7 @@ impl PeriodicBuilder {
             Start::At(t) => t,
         };
         waiter.arm(first, period)?;
+        let offset = self.clock.can_step().then(|| wait::clock_offset(&*waiter));
         Ok(Periodic {
             waiter,
             mechanism,
@@ -207,6 +225,7 @@ impl PeriodicBuilder {
             pending_missed: 0,
             overrun: self.overrun,
             last_wake: None,
+            offset,
             telemetry: Arc::new(Telemetry::new()),
             sync: self.sync,
             pi: PiController::default(),
@@ -226,6 +245,8 @@ pub struct Periodic {
     pending_missed: u64,
     overrun: OverrunPolicy,
     last_wake: Option<Time>,
+    /// CLOCK_REALTIME/TAI: the clock's offset to CLOCK_MONOTONIC at the last wake-up.
+    offset: Option<Nanos>,
     telemetry: Arc<Telemetry>,
     sync: SyncConfig,
     pi: PiController,
@@ -258,14 +279,32 @@ impl Periodic {
             self.telemetry.record_execution((entered - w).as_ns());
         }
         let wake = self.waiter.wait(self.next)?;
+        if let Some(prev) = self.offset {
+            let mut now = wake.actual - self.waiter.reference_now();
+            let since = self.last_wake.map_or(self.period, |p| wake.actual - p);
+            if is_clock_step(now - prev, since) {
+                // Confirm with a tight read: preemption between the two reads looks like a step.
+                now = wait::clock_offset(&*self.waiter);
+            }
+            self.offset = Some(now);
+            if is_clock_step(now - prev, since) {
+                return Ok(self.after_step(wake, now - prev));
+            }
+        }
         let latency = wake.actual - wake.planned;
         let step = next_deadline(self.overrun, wake.planned, self.period, wake.actual);
         let next = wake.kernel_next.unwrap_or(step.next);
         let periods = ((next - wake.planned).as_ns() / self.period.as_ns()).max(1) as u64;
         let period_dev = self.last_wake.map(|p| (wake.actual - p - self.period).as_ns());
         self.telemetry.record_wake(latency.as_ns(), period_dev, step.overrun, periods - 1);
-        let tick =
-            Tick { cycle: self.cycle, deadline: wake.planned, woke: wake.actual, latency, missed: self.pending_missed };
+        let tick = Tick {
+            cycle: self.cycle,
+            deadline: wake.planned,
+            woke: wake.actual,
+            latency,
+            missed: self.pending_missed,
+            clock_step: Nanos::ZERO,
+        };
         self.cycle += periods;
         self.pending_missed = periods - 1;
         self.next = next;
@@ -274,6 +313,29 @@ impl Periodic {
             return Err(Error::Overrun { cycle: tick.cycle, latency_ns: latency.as_ns(), missed: periods - 1 });
         }
         Ok(tick)
+    }
+
+    /// The wake-up that saw the clock stepped by `jump`: on to the next
+    /// deadline of the grid after it, nothing counted as missed or late.
+    #[cold]
+    fn after_step(&mut self, wake: Wake, jump: Nanos) -> Tick {
+        let next =
+            wake.kernel_next.unwrap_or(next_deadline(OverrunPolicy::Skip, wake.planned, self.period, wake.actual).next);
+        let periods = ((next - wake.planned).as_ns() / self.period.as_ns()).max(1) as u64;
+        let tick = Tick {
+            cycle: self.cycle,
+            deadline: wake.planned,
+            woke: wake.actual,
+            latency: wake.actual - wake.planned,
+            missed: self.pending_missed,
+            clock_step: jump,
+        };
+        self.cycle += periods;
+        self.pending_missed = 0;
+        self.next = next;
+        // Neither the period across a step nor the time since means anything.
+        self.last_wake = None;
+        tick
     }
 
     /// The period.
@@ -390,6 +452,53 @@ mod tests {
         let mut c = mock(&[2_500_000, 0, 0, 0], OverrunPolicy::CatchUp);
         let lats: Vec<i64> = (0..4).map(|_| c.wait().unwrap().latency.as_ns()).collect();
         assert_eq!(lats, [2_500_000, 1_500_000, 500_000, 0]);
+    }
+
+    #[test]
+    fn a_realtime_step_is_reported_not_counted() {
+        let on = |clock: ClockId, by: i64, overrun: OverrunPolicy| {
+            Periodic::builder()
+                .period(Nanos::from_ms(1))
+                .clock(clock)
+                .mechanism(Mechanism::Mock)
+                .mock_latencies(vec![100])
+                .mock_step(2, by)
+                .overrun(overrun)
+                .build()
+                .unwrap()
+        };
+        // Forward by 10.0003 s at the third wake-up, with the strictest policy.
+        let mut p = on(ClockId::Realtime, 10_000_300_000, OverrunPolicy::Fail);
+        let d0 = p.next_deadline();
+        let ticks: Vec<Tick> = (0..4).map(|_| p.wait().unwrap()).collect();
+        assert_eq!(ticks.iter().map(|t| t.clock_step.as_ns()).collect::<Vec<_>>(), [0, 0, 10_000_300_000, 0]);
+        assert_eq!(ticks[2].woke, d0 + Nanos::from_ms(2) + Nanos(100) + Nanos(10_000_300_000));
+        // On with the first deadline of the grid after the step: cycle 2 + 10001.
+        assert_eq!((ticks[3].cycle, ticks[3].missed, ticks[3].latency), (10_003, 0, Nanos(100)));
+        assert_eq!(ticks[3].deadline, d0 + Nanos::from_ms(10_003));
+        let s = p.telemetry().snapshot();
+        assert_eq!((s.cycles, s.overruns, s.missed, s.latency.max), (3, 0, 0, 100), "the step's tick stays out");
+
+        // Back by 5 s: reported, and the grid goes on where it was.
+        let mut b = on(ClockId::Tai, -5_000_000_000, OverrunPolicy::Skip);
+        let ticks: Vec<Tick> = (0..4).map(|_| b.wait().unwrap()).collect();
+        assert_eq!(ticks[2].clock_step, Nanos(-5_000_000_000));
+        assert_eq!((ticks[3].cycle, ticks[3].clock_step), (3, Nanos::ZERO));
+
+        // CLOCK_MONOTONIC cannot be set: it is not watched, and a jump is lateness.
+        let mut m = on(ClockId::Monotonic, 10_000_300_000, OverrunPolicy::Skip);
+        let ticks: Vec<Tick> = (0..4).map(|_| m.wait().unwrap()).collect();
+        assert!(ticks.iter().all(|t| t.clock_step == Nanos::ZERO));
+        assert_eq!(ticks[3].missed, 10_000);
+    }
+
+    #[test]
+    fn the_real_realtime_clock_shows_no_false_step() {
+        let mut p = Periodic::builder().period(Nanos::from_us(500)).clock(ClockId::Realtime).build().unwrap();
+        for _ in 0..50 {
+            let t = p.wait().unwrap();
+            assert_eq!(t.clock_step, Nanos::ZERO, "{t:?}");
+        }
     }
 
     #[test]
