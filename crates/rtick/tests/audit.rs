@@ -50,6 +50,8 @@ fn tuned_rt_machine_is_ready() {
         "kernel.preempt_rt",
         "kernel.preempt_model",
         "kernel.high_res_timers",
+        "kernel.debug_options",
+        "kernel.mitigations",
         "boot.isolcpus",
         "boot.nohz_full",
         "boot.cstate_limits",
@@ -109,11 +111,15 @@ fn stock_desktop() {
         ("boot.isolcpus", Status::Info),
         ("environment.virtualization", Status::Ok),
         ("environment.tuned", Status::Warn),
+        ("kernel.debug_options", Status::Ok),
+        ("kernel.mitigations", Status::Info),
         ("sched.rt_group", Status::Ok),
         ("sched.cpus_allowed", Status::Ok),
     ] {
         assert_eq!(status(&f, id), s, "{id}");
     }
+    let m = f.iter().find(|x| x.id == "kernel.mitigations").unwrap();
+    assert!(m.title.starts_with("3 CPU-vulnerability") && m.evidence.contains("meltdown: Mitigation: PTI"), "{m:?}");
     let c = f.iter().find(|x| x.id == "power.cstates").unwrap();
     assert!(c.title.contains("C10") && c.title.contains("890 µs"), "{c:?}");
     assert!(
@@ -218,6 +224,9 @@ fn each_problem_turns_its_finding() {
         ("noise.nmi_watchdog", vec![("/proc/sys/kernel/nmi_watchdog", b"1\n".to_vec())], Status::Warn),
         ("environment.virtualization", vec![("/sys/class/dmi/id/sys_vendor", b"QEMU\n".to_vec())], Status::Warn),
         ("environment.tuned", vec![("/etc/tuned/active_profile", b"powersave\n".to_vec())], Status::Warn),
+        ("kernel.debug_options", vec![("/boot/config-6.1.0-18-rt-amd64", b"CONFIG_PREEMPT_RT=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PROVE_LOCKING=y\n".to_vec())], Status::Warn),
+        ("kernel.mitigations", vec![("/sys/devices/system/cpu/vulnerabilities/retbleed", b"Mitigation: IBRS\n".to_vec())], Status::Info),
+        ("kernel.mitigations", vec![("/sys/devices/system/cpu/vulnerabilities/spectre_v2", b"Vulnerable: Retpolines\n".to_vec())], Status::Ok),
         ("environment.tuned", vec![("/etc/tuned/active_profile", b"".to_vec())], Status::Info),
         ("sched.rt_group", vec![("/proc/self/cgroup", b"2:cpu,cpuacct:/app\n".to_vec()), ("/sys/fs/cgroup/cpu,cpuacct/app/cpu.rt_runtime_us", b"0\n".to_vec())], Status::Fail),
         ("sched.rt_group", vec![("/proc/self/cgroup", b"2:cpu,cpuacct:/app\n".to_vec()), ("/sys/fs/cgroup/cpu,cpuacct/app/cpu.rt_runtime_us", b"100000\n".to_vec())], Status::Info),

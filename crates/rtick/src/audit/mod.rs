@@ -13,6 +13,7 @@ mod cgroups;
 mod damon;
 mod kernel;
 mod noise;
+mod overhead;
 mod power;
 mod read;
 mod sched_mem;
@@ -122,6 +123,7 @@ pub fn run(root: &SysRoot, opts: &Options) -> Vec<Finding> {
     let mut out = Vec::new();
     timers::check(&ctx, &mut out);
     kernel::check(&ctx, &mut out);
+    overhead::check(&ctx, &mut out);
     boot::check(&ctx, &mut out);
     power::check(&ctx, &mut out);
     sched_mem::check(&ctx, &mut out);
