@@ -78,6 +78,7 @@ pub fn audit_warnings(cfg: &MeasureConfig, findings: &[rtick::audit::Finding]) -
         "clocksource.current",
         "clocksource.tsc_stability",
         "kernel.high_res_timers",
+        "kernel.debug_options",
         "kernel.preempt_model",
         "sched.smt",
         "sched.numa_balancing",
