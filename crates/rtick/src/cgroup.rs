@@ -38,14 +38,22 @@ impl CpuCgroup {
         self.rt_runtime_us == Some(0)
     }
 
-    /// The fix for a cgroup that refuses real-time threads.
-    pub fn fix(&self) -> String {
+    /// The commands that give real-time threads a budget here.
+    pub fn remedy(&self) -> String {
         let tasks = if self.v2 { "cgroup.procs" } else { "tasks" };
         format!(
-            "this process's cgroup {} has no real-time budget (cpu.rt_runtime_us = 0, CONFIG_RT_GROUP_SCHED): \
-             give it one (echo 950000 > {}/cpu.rt_runtime_us, its parents first), or start from the root \
-             cgroup (echo $$ > {}/{tasks}); for Docker, --cpu-rt-runtime=950000",
-            self.path, self.dir, self.mount
+            "echo 950000 > {}/cpu.rt_runtime_us (its parents first), or start from the root cgroup: \
+             echo $$ > {}/{tasks}; for Docker, --cpu-rt-runtime=950000",
+            self.dir, self.mount
+        )
+    }
+
+    /// Cause and fix, for a cgroup that refuses real-time threads.
+    pub fn fix(&self) -> String {
+        format!(
+            "this process's cgroup {} has no real-time budget (cpu.rt_runtime_us = 0, CONFIG_RT_GROUP_SCHED): {}",
+            self.path,
+            self.remedy()
         )
     }
 }

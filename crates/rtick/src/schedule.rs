@@ -79,13 +79,6 @@ pub fn next_deadline(policy: OverrunPolicy, deadline: Time, interval: Nanos, act
     }
 }
 
-/// Whether a settable clock's offset to CLOCK_MONOTONIC moved by `jump`
-/// over `since` is a step rather than slewing: NTP slews at most 500 ppm, so
-/// anything beyond 1000 ppm plus 50 µs of read noise is a step.
-pub(crate) fn is_clock_step(jump: Nanos, since: Nanos) -> bool {
-    jump.as_ns().abs() > 50_000 + since.as_ns().max(0) / 1000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

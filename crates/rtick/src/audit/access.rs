@@ -13,7 +13,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let nice = ctx.has_cap(CAP_SYS_NICE);
     let rtprio = ctx.limit("Max realtime priority");
     // The privilege may be there and the cgroup still refuse (sched.rt_group fails then).
-    let refused = crate::cgroup::cpu_cgroup(ctx.root).filter(|c| c.refuses_realtime());
+    let refused = ctx.cpu_cgroup.as_ref().filter(|c| c.refuses_realtime());
     let but = refused.map(|c| format!("; but cgroup {} refuses them (see sched.rt_group)", c.path)).unwrap_or_default();
     out.push(match (nice, rtprio) {
         (None, None) => Finding::unreadable(

@@ -3,7 +3,7 @@
 
 use super::read::Context;
 use super::{Finding, Status};
-use crate::cgroup::{cpu_cgroup, cpuset};
+use crate::cgroup::cpuset;
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     out.push(rt_group(ctx));
@@ -13,7 +13,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 fn rt_group(ctx: &Context<'_>) -> Finding {
     const ID: &str = "sched.rt_group";
     let built = ctx.config.as_ref().map(|c| c.is_y("CONFIG_RT_GROUP_SCHED"));
-    let Some(cg) = cpu_cgroup(ctx.root) else {
+    let Some(cg) = &ctx.cpu_cgroup else {
         return if built == Some(false) {
             Finding::new(ID, Status::Ok, "no per-cgroup real-time budgets (RT group scheduling is not built)")
                 .evidence("CONFIG_RT_GROUP_SCHED is not set")
@@ -26,14 +26,14 @@ fn rt_group(ctx: &Context<'_>) -> Finding {
     match cg.rt_runtime_us {
         None => Finding::new(ID, Status::Ok, format!("cgroup {}: no per-cgroup real-time budget", cg.path))
             .evidence(format!("{file}: absent (RT group scheduling not in use on this hierarchy)")),
-        Some(0) => Finding::new(ID, Status::Fail, format!("cgroup {} has no real-time budget: SCHED_FIFO/RR fails with EPERM, even as root", cg.path))
-            .evidence(format!("{file} = 0"))
-            .impact("timing threads cannot get a real-time policy here; they run as SCHED_OTHER")
-            .remedy(format!(
-                "echo 950000 > {file} (its parents first), or start from the root cgroup: echo $$ > {}/{}; for Docker, --cpu-rt-runtime=950000",
-                cg.mount,
-                if cg.v2 { "cgroup.procs" } else { "tasks" }
-            )),
+        Some(0) => Finding::new(
+            ID,
+            Status::Fail,
+            format!("cgroup {} has no real-time budget: SCHED_FIFO/RR fails with EPERM, even as root", cg.path),
+        )
+        .evidence(format!("{file} = 0"))
+        .impact("timing threads cannot get a real-time policy here; they run as SCHED_OTHER")
+        .remedy(cg.remedy()),
         Some(r) if r < 0 || cg.is_root() => {
             Finding::new(ID, Status::Ok, format!("cgroup {}: real-time threads allowed", cg.path)).evidence(format!(
                 "{file} = {r}{}",

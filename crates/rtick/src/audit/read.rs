@@ -1,10 +1,11 @@
 //! Reading what the checks need: files under the root, the kernel config,
-//! the boot command line, CPU flags, and the process's own status.
+//! the boot command line, CPU flags, and the process's own status and cgroup.
 
 use std::collections::HashMap;
 use std::io::Read;
 
 use super::Options;
+use crate::cgroup::{cpu_cgroup, CpuCgroup};
 use crate::system::{parse_cpu_list, SysRoot};
 
 /// The kernel build configuration (`CONFIG_*`), from /proc/config.gz or
@@ -57,6 +58,8 @@ pub(crate) struct Context<'a> {
     pub config: Option<KernelConfig>,
     pub cpuinfo: Option<String>,
     pub status: Option<String>,
+    /// This process's cpu cgroup (its real-time budget).
+    pub cpu_cgroup: Option<CpuCgroup>,
 }
 
 impl<'a> Context<'a> {
@@ -68,6 +71,7 @@ impl<'a> Context<'a> {
             config: read_config(root),
             cpuinfo: root.read("/proc/cpuinfo"),
             status: root.read("/proc/self/status"),
+            cpu_cgroup: cpu_cgroup(root),
         }
     }
 

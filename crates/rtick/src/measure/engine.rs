@@ -23,11 +23,11 @@ use super::trace::{TraceProducer, TraceRow};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{prefault_stack, ThreadSetup};
-use crate::schedule::{is_clock_step, next_deadline, OverrunPolicy};
+use crate::schedule::{next_deadline, OverrunPolicy};
 use crate::stats::{BucketHistogram, LatencyStats};
 use crate::sys::{sched, timer};
 use crate::time::{Nanos, Time};
-use crate::wait::{self, Calibration, Mechanism, Waiter};
+use crate::wait::{self, Calibration, Mechanism, StepWatch, Waiter};
 
 /// What one thread measured for one mechanism.
 #[derive(Clone, Debug)]
@@ -290,7 +290,7 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
     let (mut deadline, mut cycle) = (first, k0 as u64);
     let mut prev_actual: Option<Time> = None;
     // Clocks that can be set are watched against CLOCK_MONOTONIC (one vDSO read per wake).
-    let mut offset = cfg.clock.can_step().then(|| wait::clock_offset(&*slot.waiter));
+    let mut steps = cfg.clock.can_step().then(|| StepWatch::new(&*slot.waiter));
     let mut end = end;
 
     loop {
@@ -298,16 +298,9 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
             break;
         }
         let wake = slot.waiter.wait(deadline)?;
-        if let Some(prev) = offset {
-            let mut now = wake.actual - slot.waiter.reference_now();
+        if let Some(watch) = steps.as_mut() {
             let since = prev_actual.map_or(interval, |p| wake.actual - p);
-            if is_clock_step(now - prev, since) {
-                // Confirm with a tight read: preemption between the two reads looks like a step.
-                now = wait::clock_offset(&*slot.waiter);
-            }
-            offset = Some(now);
-            let jump = now - prev;
-            if is_clock_step(jump, since) {
+            if let Some(jump) = watch.check(&*slot.waiter, wake.actual, since) {
                 // The deadline moved with the clock: this wake-up measures the step,
                 // not the wait. Count it, and restart the grid from here.
                 slot.clock_steps += 1;

@@ -55,9 +55,9 @@ pub use telemetry::{SeriesSummary, Snapshot, Telemetry};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{Setup, SetupGuard};
-use crate::schedule::{is_clock_step, next_deadline, OverrunPolicy};
+use crate::schedule::{next_deadline, OverrunPolicy};
 use crate::time::{Nanos, Time};
-use crate::wait::{self, HybridSlack, Mechanism, WaitConfig, Waiter, Wake};
+use crate::wait::{self, HybridSlack, Mechanism, StepWatch, WaitConfig, Waiter, Wake};
 
 /// When the first deadline falls.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -215,7 +215,7 @@ impl PeriodicBuilder {
             Start::At(t) => t,
         };
         waiter.arm(first, period)?;
-        let offset = self.clock.can_step().then(|| wait::clock_offset(&*waiter));
+        let steps = self.clock.can_step().then(|| StepWatch::new(&*waiter));
         Ok(Periodic {
             waiter,
             mechanism,
@@ -225,7 +225,7 @@ impl PeriodicBuilder {
             pending_missed: 0,
             overrun: self.overrun,
             last_wake: None,
-            offset,
+            steps,
             telemetry: Arc::new(Telemetry::new()),
             sync: self.sync,
             pi: PiController::default(),
@@ -245,8 +245,8 @@ pub struct Periodic {
     pending_missed: u64,
     overrun: OverrunPolicy,
     last_wake: Option<Time>,
-    /// CLOCK_REALTIME/TAI: the clock's offset to CLOCK_MONOTONIC at the last wake-up.
-    offset: Option<Nanos>,
+    /// CLOCK_REALTIME/TAI: watched for steps.
+    steps: Option<StepWatch>,
     telemetry: Arc<Telemetry>,
     sync: SyncConfig,
     pi: PiController,
@@ -279,16 +279,10 @@ impl Periodic {
             self.telemetry.record_execution((entered - w).as_ns());
         }
         let wake = self.waiter.wait(self.next)?;
-        if let Some(prev) = self.offset {
-            let mut now = wake.actual - self.waiter.reference_now();
+        if let Some(watch) = self.steps.as_mut() {
             let since = self.last_wake.map_or(self.period, |p| wake.actual - p);
-            if is_clock_step(now - prev, since) {
-                // Confirm with a tight read: preemption between the two reads looks like a step.
-                now = wait::clock_offset(&*self.waiter);
-            }
-            self.offset = Some(now);
-            if is_clock_step(now - prev, since) {
-                return Ok(self.after_step(wake, now - prev));
+            if let Some(jump) = watch.check(&*self.waiter, wake.actual, since) {
+                return Ok(self.after_step(wake, jump));
             }
         }
         let latency = wake.actual - wake.planned;

@@ -13,10 +13,12 @@ mod mock;
 mod signal;
 mod sleep;
 mod spin;
+mod step;
 mod timeout;
 
 pub use kind::{KindInfo, Mechanism, KINDS};
 pub use spin::Calibration;
+pub(crate) use step::StepWatch;
 
 use crate::clock::ClockId;
 use crate::error::Result;
@@ -123,28 +125,6 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock, cfg.interval)?),
         Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone(), cfg.mock_step)?),
     })
-}
-
-/// The offset of the waiter's clock to CLOCK_MONOTONIC, read between two
-/// reference reads no more than 5 µs apart (best of ten tries): a thread
-/// preempted between two plain reads would show a false step. For the cold
-/// path, to confirm a suspected step.
-#[cold]
-pub(crate) fn clock_offset(w: &dyn Waiter) -> Nanos {
-    let mut best = (Nanos(i64::MAX), Nanos::ZERO);
-    for _ in 0..10 {
-        let before = w.reference_now();
-        let t = w.now();
-        let after = w.reference_now();
-        let span = after - before;
-        if span < best.0 {
-            best = (span, t - before - Nanos(span.as_ns() / 2));
-        }
-        if span <= Nanos::from_us(5) {
-            break;
-        }
-    }
-    best.1
 }
 
 /// The signals the signal-based mechanisms wait for. Block them with
