@@ -277,6 +277,21 @@ fn hdr_interval_log_reads_back() {
     assert!(String::from_utf8_lossy(&bytes).contains("early wake-ups"));
 }
 
+#[test]
+fn hdr_log_clamps_what_it_cannot_hold_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("huge.txt");
+    std::fs::write(
+        &h,
+        "# Histogram\n000000 000001\n999999999999 000005\n# Total: 000000006\n# Min Latencies: 00000\n# Avg Latencies: 00001\n# Max Latencies: 999999999999\n",
+    )
+    .unwrap();
+    let log = dir.path().join("huge.hlog");
+    ok(&rtick(&["report", path_str(&h), "--hdr-log", path_str(&log)]));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("cyclictest/T0: 5 latencies beyond an hour logged as an hour"), "{text}");
+}
+
 fn base64_decode(s: &str) -> Vec<u8> {
     let val = |c: u8| match c {
         b'A'..=b'Z' => c - b'A',
