@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # rtick measure vs cyclictest, identical settings: SCHED_FIFO 95, 1 ms interval,
 # memory locked, /dev/cpu_dma_latency held at 0, clock_nanosleep(TIMER_ABSTIME).
+# Both are pinned to the same CPU (CPU=0 by default): noise differs between
+# CPUs (on the development VM, CPU 1 has host stalls of ~1 ms about once a
+# second), and an unpinned thread of each tool may land on different ones.
 # Runs alternate A B A B … so that machine noise hits both alike. Both tools
 # write cyclictest's histogram format (µs buckets) and one parser computes the
 # percentiles of both, so the comparison is like for like.
@@ -8,12 +11,13 @@
 # Then a second measurement for the hybrid target: rtick hybrid vs
 # clock_nanosleep in one run (p50 from rtick's ns-resolution JSON).
 #
-# Usage: bench/vs-cyclictest.sh            (PAIRS=3 SECS=10 by default; needs root)
+# Usage: bench/vs-cyclictest.sh            (PAIRS=3 SECS=10 CPU=0 by default; needs root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-3}
 SECS=${SECS:-10}
 HMAX=${HMAX:-5000}
+CPU=${CPU:-0}
 
 if ! command -v cyclictest >/dev/null 2>&1; then
   echo "installing rt-tests (cyclictest)…"
@@ -22,14 +26,14 @@ fi
 cargo build --release -q --bin rtick
 RTICK=target/release/rtick
 out=$(mktemp -d)
-echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); results in $out"
+echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); both tools on CPU $CPU; results in $out"
 
 for i in $(seq 1 "$PAIRS"); do
-  cyclictest -m -p 95 -i 1000 -D "$SECS" -q -h "$HMAX" >"$out/cyclictest-$i.hist"
-  "$RTICK" measure -m clock_nanosleep -p 95 -i 1000 -D "$SECS" --dma-latency 0 -q \
+  cyclictest -m -p 95 -i 1000 -D "$SECS" -q -h "$HMAX" -a "$CPU" >"$out/cyclictest-$i.hist"
+  "$RTICK" measure -m clock_nanosleep -p 95 -i 1000 -D "$SECS" --dma-latency 0 -q -a "$CPU" \
     --histogram "$out/rtick-$i.hist" --histogram-max "$HMAX" >/dev/null
 done
-"$RTICK" measure -m clock_nanosleep,hybrid -p 95 -i 1000 -D "$SECS" --dma-latency 0 -q \
+"$RTICK" measure -m clock_nanosleep,hybrid -p 95 -i 1000 -D "$SECS" --dma-latency 0 -q -a "$CPU" \
   --json "$out/hybrid.json" >/dev/null
 
 python3 - "$out" "$PAIRS" <<'PY'
