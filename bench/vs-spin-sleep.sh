@@ -4,20 +4,24 @@
 # overruns caught up (spin_sleep's sleep_until returns at once for a past
 # deadline). Runs alternate A B A B …; p50/p99/p99.9/max in ns and CPU %.
 #
+# Both run on the same CPU (CPU=0 by default): this VM's CPUs differ in
+# host noise, and unpinned threads may land on different ones.
+#
 # Target: rtick hybrid p99 no worse than spin_sleep's, at lower CPU %.
-# Usage: bench/vs-spin-sleep.sh       (PAIRS=3 SECS=10; needs root)
+# Usage: bench/vs-spin-sleep.sh       (PAIRS=3 SECS=10 CPU=0; needs root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-3}
 SECS=${SECS:-10}
+CPU=${CPU:-0}
 cargo build --release -q --bin rtick
 cargo build --release -q --manifest-path bench/vs-spin-sleep/Cargo.toml
 SS=bench/vs-spin-sleep/target/release/vs-spin-sleep
 out=$(mktemp -d)
-echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); results in $out"
+echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); both on CPU $CPU; results in $out"
 for i in $(seq 1 "$PAIRS"); do
-  "$SS" "$SECS" >"$out/spin_sleep-$i.json"
-  target/release/rtick measure -m hybrid --hybrid-slack auto --overrun catch-up -p 90 -i 1ms -D "$SECS" -q \
+  taskset -c "$CPU" "$SS" "$SECS" >"$out/spin_sleep-$i.json"
+  target/release/rtick measure -m hybrid --hybrid-slack auto --overrun catch-up -p 90 -i 1ms -D "$SECS" -q -a "$CPU" \
     --json "$out/rtick-$i.json" >/dev/null
 done
 python3 - "$out" "$PAIRS" <<'PY'
