@@ -279,10 +279,9 @@ impl Periodic {
             self.telemetry.record_execution((entered - w).as_ns());
         }
         let wake = self.waiter.wait(self.next)?;
-        if let Some(watch) = self.steps.as_mut() {
-            let since = self.last_wake.map_or(self.period, |p| wake.actual - p);
-            if let Some(jump) = watch.check(&*self.waiter, wake.actual, since) {
-                return Ok(self.after_step(wake, jump));
+        if self.steps.is_some() {
+            if let Some(tick) = self.watch_steps(wake) {
+                return Ok(tick);
             }
         }
         let latency = wake.actual - wake.planned;
@@ -307,6 +306,15 @@ impl Periodic {
             return Err(Error::Overrun { cycle: tick.cycle, latency_ns: latency.as_ns(), missed: periods - 1 });
         }
         Ok(tick)
+    }
+
+    /// On a settable clock: the tick of a wake-up that saw a step, if it did.
+    /// Out of line, so that the loop on CLOCK_MONOTONIC does not pay for it.
+    #[inline(never)]
+    fn watch_steps(&mut self, wake: Wake) -> Option<Tick> {
+        let since = self.last_wake.map_or(self.period, |p| wake.actual - p);
+        let jump = self.steps.as_mut()?.check(&*self.waiter, wake.actual, since)?;
+        Some(self.after_step(wake, jump))
     }
 
     /// The wake-up that saw the clock stepped by `jump`: on to the next
