@@ -66,12 +66,12 @@ pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
         }
         by.entry(key).or_insert(Acc { rows: Vec::new() }).rows.push((cycle as u64, planned, actual));
     }
-    let mut out = Vec::new();
-    for key in order {
-        let acc = &by[&key];
-        out.push(series_of(&key.0, key.1, &acc.rows));
-    }
-    Ok(out)
+    // As `rtick measure` lists them: mechanisms in run order, threads in
+    // index order (the writer thread interleaves the threads' rows as they come).
+    let rank = |m: &str| order.iter().position(|k| k.0 == m);
+    let mut keys = order.clone();
+    keys.sort_by_key(|k| (rank(&k.0), k.1));
+    Ok(keys.iter().map(|k| series_of(&k.0, k.1, &by[k].rows)).collect())
 }
 
 fn series_of(mechanism: &str, thread: usize, rows: &[(u64, i64, i64)]) -> Series {
@@ -114,4 +114,20 @@ fn series_of(mechanism: &str, thread: usize, rows: &[(u64, i64, i64)]) -> Series
     }
     r.histogram_ns = stats.histogram().buckets();
     Series { result: r, dist: Some(dist), timeline: Some(timeline) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_series_come_in_measure_order() {
+        // The writer thread may drain thread 1's ring before thread 0's.
+        let text = format!(
+            "{TRACE_HEADER}\n1,timerfd,0,1000,1100,100\n0,timerfd,0,1000,1200,200\n1,spin,5,6000,6000,0\n0,spin,5,6000,6001,1\n"
+        );
+        let s = from_trace(&text).unwrap();
+        let keys: Vec<(&str, usize)> = s.iter().map(|x| (x.result.mechanism.as_str(), x.result.thread)).collect();
+        assert_eq!(keys, [("timerfd", 0), ("timerfd", 1), ("spin", 0), ("spin", 1)]);
+    }
 }
