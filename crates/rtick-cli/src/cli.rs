@@ -250,11 +250,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
-    /// Test-only: step the `mock` mechanism's clock by NS at its N-th wake-up (N:NS).
-    #[arg(long, hide = true, value_name = "N:NS", allow_negative_numbers = true)]
-    pub mock_step: Option<String>,
-
-    /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
-    #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true)]
-    pub mock_latencies: Vec<i64>,
+    /// The test-only `mock` mechanism's options (feature `mock`).
+    #[cfg(feature = "mock")]
+    #[command(flatten)]
+    pub mock: crate::mock::MockArgs,
 }

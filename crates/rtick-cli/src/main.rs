@@ -5,6 +5,8 @@
 mod cli;
 mod cmd;
 mod export;
+#[cfg(feature = "mock")]
+mod mock;
 mod output;
 mod plot;
 mod report;

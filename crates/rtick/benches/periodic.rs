@@ -18,7 +18,7 @@ fn periodic_wait_overhead(b: Bencher) {
     let mut lp = Periodic::builder()
         .period(Nanos::from_us(100))
         .mechanism(Mechanism::Mock)
-        .mock_latencies(vec![150, 900, 2_000])
+        .mock(rtick::wait::MockScript { latencies: vec![150, 900, 2_000], step: None })
         .build()
         .unwrap();
     b.bench_local(|| lp.wait().unwrap());

@@ -25,7 +25,7 @@ fn wait_allocates_nothing() {
             .period(Nanos::from_us(300))
             .mechanism(k.mechanism)
             .hybrid_slack(HybridSlack::Fixed(Nanos::from_us(50)))
-            .mock_latencies(vec![100, 200])
+            .mock(rtick::wait::MockScript { latencies: vec![100, 200], step: None })
             .build();
         let mut lp = match built {
             Ok(lp) => lp,

@@ -234,6 +234,10 @@ fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, n
     for r in report.results.iter().filter(|r| r.slack.is_some()) {
         let slack = r.slack.unwrap_or_default();
         match r.calibration {
+            Some(c) if c.spins_whole_period => println!(
+                "note: hybrid T{} spins the whole period (auto: the sleep overshoot, p50 {}, p99 {} over {} calibration sleeps, does not fit in ¾ of the interval)",
+                r.thread, c.overshoot_p50, c.overshoot_p99, c.samples
+            ),
             Some(c) => println!(
                 "note: hybrid T{} slack settled at {} (auto: started at {} from a sleep overshoot p50 {}, p99 {} over {} calibration sleeps, then followed the overshoot's p99)",
                 r.thread, slack, c.slack, c.overshoot_p50, c.overshoot_p99, c.samples

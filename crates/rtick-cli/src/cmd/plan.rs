@@ -155,10 +155,10 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         .histogram
         .as_ref()
         .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
-    if mechanisms.contains(&Mechanism::Mock) && a.mock_latencies.is_empty() {
-        return Err(usage("-m mock needs --mock-latencies"));
-    }
-    let cfg = MeasureConfig {
+    #[cfg(feature = "mock")]
+    let mock = crate::mock::script(&a.mock, &mechanisms)?;
+    #[allow(unused_mut)]
+    let mut cfg = MeasureConfig {
         mechanisms,
         interval: a.interval,
         loops: a.loops,
@@ -171,18 +171,15 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         tracemark: None,
         histogram,
         stack_prefault: DEFAULT_STACK_PREFAULT,
-        mock_latencies: a.mock_latencies.clone(),
-        mock_step: match &a.mock_step {
-            None => None,
-            Some(v) => Some(
-                v.split_once(':')
-                    .and_then(|(n, ns)| Some((n.parse().ok()?, ns.parse().ok()?)))
-                    .ok_or_else(|| usage("--mock-step: expected N:NS"))?,
-            ),
-        },
         interleave: a.compare.then_some(a.slice),
         rest_after_spinning: None,
+        // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
+        ..Default::default()
     };
+    #[cfg(feature = "mock")]
+    {
+        cfg.mock = mock;
+    }
     cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(Plan {
         cfg,

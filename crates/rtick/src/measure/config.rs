@@ -46,10 +46,9 @@ pub struct MeasureConfig {
     pub histogram: Option<HistogramSpec>,
     /// Stack each measuring thread touches before starting.
     pub stack_prefault: usize,
-    /// For the test-only `mock` mechanism: latencies to produce, in turn.
-    pub mock_latencies: Vec<i64>,
-    /// For the test-only `mock` mechanism: a step of its clock (wake-up index, ns).
-    pub mock_step: Option<(u64, i64)>,
+    /// The script of the test-only `mock` mechanism (feature `mock`).
+    #[cfg(any(test, feature = "mock"))]
+    pub mock: crate::wait::MockScript,
     /// Interleave the mechanisms in slices of this length (`--compare`);
     /// `None` measures them one after the other.
     pub interleave: Option<Nanos>,
@@ -74,8 +73,8 @@ impl Default for MeasureConfig {
             tracemark: None,
             histogram: None,
             stack_prefault: DEFAULT_STACK_PREFAULT,
-            mock_latencies: Vec::new(),
-            mock_step: None,
+            #[cfg(any(test, feature = "mock"))]
+            mock: Default::default(),
             interleave: None,
             rest_after_spinning: None,
         }
@@ -111,7 +110,8 @@ impl MeasureConfig {
                     info.name
                 )));
             }
-            if *m == Mechanism::Mock && self.mock_latencies.is_empty() {
+            #[cfg(any(test, feature = "mock"))]
+            if *m == Mechanism::Mock && self.mock.latencies.is_empty() {
                 return Err(Error::Invalid("the mock mechanism needs latencies".into()));
             }
         }
@@ -164,10 +164,9 @@ impl MeasureConfig {
     pub(crate) fn wait_config(&self) -> WaitConfig {
         WaitConfig {
             clock: self.clock,
-            interval: self.interval,
             hybrid_slack: self.hybrid_slack,
-            mock_latencies: self.mock_latencies.clone(),
-            mock_step: self.mock_step,
+            #[cfg(any(test, feature = "mock"))]
+            mock: self.mock.clone(),
         }
     }
 }

@@ -6,10 +6,13 @@
 //! later slice of the same mechanism resumes on the same grid
 //! `first + k·interval`, so trace cycles stay grid indices for the whole run.
 //!
-//! The loop body (one cycle) allocates nothing, takes no lock, formats
-//! nothing, and makes no system call but the wait: statistics are
-//! preallocated, progress goes through relaxed atomics, trace rows through a
-//! lock-free ring.
+//! The loop is the application's: each slot drives the [`Ticker`] that
+//! [`crate::periodic::Periodic`] is made of (grid, waiter, clock-step
+//! watch); statistics, trace rows, progress and the break are what this
+//! module does with each tick. The loop body allocates nothing, takes no
+//! lock, formats nothing, and makes no system call but the wait: statistics
+//! are preallocated, progress goes through relaxed atomics, trace rows
+//! through a lock-free ring.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::Barrier;
@@ -22,12 +25,13 @@ use super::slices::Slice;
 use super::trace::{TraceProducer, TraceRow};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
+use crate::periodic::ticker::Ticker;
 use crate::rt::{prefault_stack, ThreadSetup};
-use crate::schedule::{next_deadline, OverrunPolicy};
+use crate::schedule::Advance;
 use crate::stats::{BucketHistogram, LatencyStats};
 use crate::sys::{sched, timer};
 use crate::time::{Nanos, Time};
-use crate::wait::{self, Calibration, Mechanism, StepWatch, Waiter};
+use crate::wait::{self, Calibration, Mechanism};
 
 /// What one thread measured for one mechanism.
 #[derive(Clone, Debug)]
@@ -125,11 +129,10 @@ pub(crate) enum SlotOutcome {
     Unavailable(Mechanism, String),
 }
 
-/// A mechanism's waiter and everything measured with it so far.
+/// A mechanism's loop and everything measured with it so far.
 struct Slot {
     mechanism: Mechanism,
-    waiter: Box<dyn Waiter>,
-    grid0: Option<Time>,
+    ticker: Ticker,
     latency: LatencyStats,
     period: LatencyStats,
     buckets: Option<BucketHistogram>,
@@ -147,11 +150,10 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(mechanism: Mechanism, waiter: Box<dyn Waiter>, cfg: &MeasureConfig) -> Slot {
+    fn new(mechanism: Mechanism, ticker: Ticker, cfg: &MeasureConfig) -> Slot {
         Slot {
             mechanism,
-            waiter,
-            grid0: None,
+            ticker,
             latency: LatencyStats::new(),
             period: LatencyStats::new(),
             buckets: cfg.histogram.map(|h| BucketHistogram::new(h.buckets, h.unit_ns)),
@@ -176,8 +178,8 @@ impl Slot {
             tid: timer::gettid(),
             cpu: sched::current_cpu(),
             pinned: setup.cpus.clone(),
-            slack: self.waiter.slack(),
-            calibration: self.waiter.calibration(),
+            slack: self.ticker.waiter().slack(),
+            calibration: self.ticker.waiter().calibration(),
             latency: self.latency,
             period: self.period,
             buckets: self.buckets,
@@ -186,7 +188,7 @@ impl Slot {
             cpu_time: self.cpu_time,
             wall: self.wall,
             trace_dropped: self.dropped,
-            first_deadline: self.grid0,
+            first_deadline: self.ticker.origin(),
             clock_steps: self.clock_steps,
             clock_stepped: self.clock_stepped,
         }
@@ -234,7 +236,7 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>>
             .into_iter()
             .zip(&cfg.mechanisms)
             .map(|(s, &m)| match s {
-                Ok(slot) if slot.grid0.is_none() => SlotOutcome::NotReached,
+                Ok(slot) if slot.ticker.origin().is_none() => SlotOutcome::NotReached,
                 Ok(slot) => SlotOutcome::Measured(Box::new(slot.into_result(ctx.index, ctx.setup))),
                 Err(reason) => SlotOutcome::Unavailable(m, reason),
             })
@@ -248,7 +250,7 @@ fn build_slots(cfg: &MeasureConfig) -> Result<Vec<std::result::Result<Slot, Stri
     cfg.mechanisms
         .iter()
         .map(|&m| match wait::build(m, &wc) {
-            Ok(w) => Ok(Ok(Slot::new(m, w, cfg))),
+            Ok(w) => Ok(Ok(Slot::new(m, Ticker::new(w, m, cfg.clock, cfg.interval, cfg.overrun), cfg))),
             Err(Error::Unavailable { reason, .. }) => Ok(Err(reason)),
             Err(e) => Err(e),
         })
@@ -273,96 +275,70 @@ impl<'a> ThreadCtx<'a> {
 
 fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&mut TraceProducer>) -> Result<()> {
     let cfg = ctx.cfg;
-    let info = slot.mechanism.info();
-    let interval = cfg.interval;
-    let policy = if info.kernel_grid { OverrunPolicy::Skip } else { cfg.overrun };
     ctx.progress.switch(slice.mechanism, slot.n, slot.min, slot.max, slot.sum);
     let (cpu0, wall0) = (sched::thread_cpu_time(), ClockId::Monotonic.now());
 
     // The slice starts one interval from now, on the mechanism's grid.
-    let soonest = slot.waiter.now() + interval;
-    let grid0 = *slot.grid0.get_or_insert(soonest);
-    let k0 = (soonest - grid0).as_ns().div_euclid(interval.as_ns())
-        + i64::from((soonest - grid0).as_ns().rem_euclid(interval.as_ns()) != 0);
-    let first = grid0 + interval * k0;
-    slot.waiter.arm(first, interval)?;
-    let end = slice.duration.map(|d| first + d);
-    let (mut deadline, mut cycle) = (first, k0 as u64);
-    let mut prev_actual: Option<Time> = None;
-    // Clocks that can be set are watched against CLOCK_MONOTONIC (one vDSO read per wake).
-    let mut steps = cfg.clock.can_step().then(|| StepWatch::new(&*slot.waiter));
-    let mut end = end;
-
+    let first = slot.ticker.resume()?;
+    let mut end = slice.duration.map(|d| first + d);
     loop {
-        if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| slot.n >= l) || end.is_some_and(|e| deadline >= e) {
+        let next = slot.ticker.grid().next();
+        if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| slot.n >= l) || end.is_some_and(|e| next >= e) {
             break;
         }
-        let wake = slot.waiter.wait(deadline)?;
-        if let Some(watch) = steps.as_mut() {
-            let since = prev_actual.map_or(interval, |p| wake.actual - p);
-            if let Some(jump) = watch.check(&*slot.waiter, wake.actual, since) {
-                // The deadline moved with the clock: this wake-up measures the step,
-                // not the wait. Count it, and restart the grid from here.
-                slot.clock_steps += 1;
-                slot.clock_stepped = slot.clock_stepped + jump;
-                deadline = wake.actual + interval;
-                end = end.map(|e| e + jump);
-                cycle += 1;
-                prev_actual = None;
-                if info.kernel_grid {
-                    slot.waiter.disarm()?;
-                    slot.waiter.arm(deadline, interval)?;
-                }
-                continue;
-            }
+        let a = slot.ticker.tick()?;
+        if a.stepped() {
+            // The deadline moved with the clock: this wake-up measures the
+            // step, not the wait. Count it; the slice's end moves with the clock.
+            slot.clock_steps += 1;
+            slot.clock_stepped = slot.clock_stepped + a.tick.clock_step;
+            end = end.map(|e| e + a.tick.clock_step);
+            continue;
         }
-        let lat = (wake.actual - wake.planned).as_ns();
-        slot.latency.record(lat);
-        if let Some(p) = prev_actual {
-            slot.period.record((wake.actual - p).as_ns() - interval.as_ns());
-        }
-        prev_actual = Some(wake.actual);
-        if let Some(b) = slot.buckets.as_mut() {
-            b.record(lat, cycle);
-        }
-        if let Some(t) = trace.as_deref_mut() {
-            let row = TraceRow {
-                thread: ctx.index as u32,
-                mechanism: slot.mechanism,
-                cycle,
-                planned: wake.planned,
-                actual: wake.actual,
-            };
-            if t.push(row).is_err() {
-                slot.dropped += 1;
-            }
-        }
-        slot.n += 1;
-        slot.min = slot.min.min(lat);
-        slot.max = slot.max.max(lat);
-        slot.sum = slot.sum.saturating_add(lat);
-        ctx.progress.publish(slot.n, slot.min, slot.max, slot.sum, lat);
-        if let Some(b) = cfg.breaktrace.filter(|b| lat > b.as_ns()) {
-            let mark = cfg.tracemark.as_deref().map(|t| (t, b));
-            ctx.brk.claim(slot.mechanism, ctx.index, cycle, Nanos(lat), mark);
-            ctx.stop.store(true, Relaxed);
-        }
-
-        let step = next_deadline(policy, wake.planned, interval, wake.actual);
-        slot.overruns += step.overrun as u64;
-        if info.relative {
-            cycle += 1;
-            deadline = step.next;
-        } else {
-            let next = wake.kernel_next.unwrap_or(step.next);
-            let periods = ((next - wake.planned).as_ns() / interval.as_ns()).max(1) as u64;
-            slot.missed += periods - 1;
-            cycle += periods;
-            deadline = next;
-        }
+        slot.record(&a, ctx, trace.as_deref_mut());
     }
-    slot.waiter.disarm()?;
+    slot.ticker.pause()?;
     slot.cpu_time = slot.cpu_time + (sched::thread_cpu_time() - cpu0);
     slot.wall = slot.wall + (ClockId::Monotonic.now() - wall0);
     Ok(())
+}
+
+impl Slot {
+    /// What the tool does with each tick: statistics, trace row, progress, break.
+    #[inline]
+    fn record(&mut self, a: &Advance, ctx: &Meta<'_>, trace: Option<&mut TraceProducer>) {
+        let t = &a.tick;
+        let lat = t.latency.as_ns();
+        self.latency.record(lat);
+        if let Some(dev) = a.period_deviation {
+            self.period.record(dev.as_ns());
+        }
+        if let Some(b) = self.buckets.as_mut() {
+            b.record(lat, t.cycle);
+        }
+        if let Some(ring) = trace {
+            let row = TraceRow {
+                thread: ctx.index as u32,
+                mechanism: self.mechanism,
+                cycle: t.cycle,
+                planned: t.deadline,
+                actual: t.woke,
+            };
+            if ring.push(row).is_err() {
+                self.dropped += 1;
+            }
+        }
+        self.n += 1;
+        self.min = self.min.min(lat);
+        self.max = self.max.max(lat);
+        self.sum = self.sum.saturating_add(lat);
+        self.overruns += a.overrun as u64;
+        self.missed += a.skipped;
+        ctx.progress.publish(self.n, self.min, self.max, self.sum, lat);
+        if let Some(b) = ctx.cfg.breaktrace.filter(|b| lat > b.as_ns()) {
+            let mark = ctx.cfg.tracemark.as_deref().map(|t| (t, b));
+            ctx.brk.claim(self.mechanism, ctx.index, t.cycle, Nanos(lat), mark);
+            ctx.stop.store(true, Relaxed);
+        }
+    }
 }

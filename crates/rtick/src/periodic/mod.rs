@@ -46,18 +46,21 @@
 
 mod sync;
 mod telemetry;
+pub(crate) mod ticker;
 
 use std::sync::Arc;
 
+pub use crate::schedule::Tick;
 pub use sync::{PiController, SyncConfig};
 pub use telemetry::{SeriesSummary, Snapshot, Telemetry};
 
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::rt::{Setup, SetupGuard};
-use crate::schedule::{next_deadline, OverrunPolicy};
+use crate::schedule::OverrunPolicy;
 use crate::time::{Nanos, Time};
-use crate::wait::{self, HybridSlack, Mechanism, StepWatch, WaitConfig, Waiter, Wake};
+use crate::wait::{self, HybridSlack, Mechanism, WaitConfig};
+use ticker::Ticker;
 
 /// When the first deadline falls.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -70,28 +73,6 @@ pub enum Start {
     Aligned,
     /// At this absolute time on the loop's clock.
     At(Time),
-}
-
-/// One wake-up.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Tick {
-    /// Grid index: deadline = first + cycle·period (until the period changes).
-    pub cycle: u64,
-    /// The deadline waited for.
-    pub deadline: Time,
-    /// When the thread ran again.
-    pub woke: Time,
-    /// woke − deadline.
-    pub latency: Nanos,
-    /// Deadlines skipped between the previous tick and this one.
-    pub missed: u64,
-    /// On CLOCK_REALTIME/TAI: how far the clock was stepped (set, not
-    /// slewed) since the previous tick; zero otherwise. A step is not an
-    /// overrun: the deadlines stepped over are not counted as missed, the
-    /// loop goes on with the next deadline on its grid, and this tick's
-    /// latency (which measures the step, not the wait) stays out of the
-    /// telemetry.
-    pub clock_step: Nanos,
 }
 
 /// Builds a [`Periodic`].
@@ -117,8 +98,8 @@ pub struct PeriodicBuilder {
     setup: Option<Setup>,
     sync: SyncConfig,
     hybrid_slack: HybridSlack,
-    mock: Vec<i64>,
-    mock_step: Option<(u64, i64)>,
+    #[cfg(any(test, feature = "mock"))]
+    mock: wait::MockScript,
 }
 
 impl PeriodicBuilder {
@@ -173,16 +154,10 @@ impl PeriodicBuilder {
         self.hybrid_slack = s;
         self
     }
-    /// Latencies for the test-only `mock` mechanism.
-    #[doc(hidden)]
-    pub fn mock_latencies(mut self, l: Vec<i64>) -> Self {
-        self.mock = l;
-        self
-    }
-    /// For the test-only `mock` mechanism: step its clock by `.1` ns at its `.0`-th wake-up.
-    #[doc(hidden)]
-    pub fn mock_step(mut self, at: u64, by: i64) -> Self {
-        self.mock_step = Some((at, by));
+    /// The script of the test-only `mock` mechanism (feature `mock`).
+    #[cfg(any(test, feature = "mock"))]
+    pub fn mock(mut self, script: wait::MockScript) -> Self {
+        self.mock = script;
         self
     }
 
@@ -198,14 +173,13 @@ impl PeriodicBuilder {
         }
         let guard = self.setup.as_ref().map(Setup::apply).transpose()?;
         let mechanism = self.mechanism.unwrap_or(Mechanism::ClockNanosleep);
-        let mut waiter = wait::build(
+        let waiter = wait::build(
             mechanism,
             &WaitConfig {
                 clock: self.clock,
-                interval: period,
                 hybrid_slack: self.hybrid_slack,
-                mock_latencies: self.mock,
-                mock_step: self.mock_step,
+                #[cfg(any(test, feature = "mock"))]
+                mock: self.mock,
             },
         )?;
         let now = waiter.now();
@@ -214,18 +188,11 @@ impl PeriodicBuilder {
             Start::Aligned => Time((now.as_ns().div_euclid(period.as_ns()) + 1) * period.as_ns()),
             Start::At(t) => t,
         };
-        waiter.arm(first, period)?;
-        let steps = self.clock.can_step().then(|| StepWatch::new(&*waiter));
+        let mut ticker = Ticker::new(waiter, mechanism, self.clock, period, self.overrun);
+        ticker.start_at(first)?;
         Ok(Periodic {
-            waiter,
-            mechanism,
-            period,
-            next: first,
-            cycle: 0,
-            pending_missed: 0,
-            overrun: self.overrun,
+            ticker,
             last_wake: None,
-            steps,
             telemetry: Arc::new(Telemetry::new()),
             sync: self.sync,
             pi: PiController::default(),
@@ -234,19 +201,16 @@ impl PeriodicBuilder {
     }
 }
 
-/// An absolute-deadline periodic loop. Not `Sync`: one thread runs it; share
+/// An absolute-deadline periodic loop: a [`Grid`](crate::schedule::Grid),
+/// the mechanism that waits for its deadlines, and telemetry.
+///
+/// Neither `Send` nor `Sync`: build it in the thread that runs it (POSIX
+/// timers signal that thread, and the real-time setup applies to it); share
 /// [`Periodic::telemetry`] instead.
 pub struct Periodic {
-    waiter: Box<dyn Waiter>,
-    mechanism: Mechanism,
-    period: Nanos,
-    next: Time,
-    cycle: u64,
-    pending_missed: u64,
-    overrun: OverrunPolicy,
+    ticker: Ticker,
+    /// The previous wake-up, for the execution time of the cycle's work.
     last_wake: Option<Time>,
-    /// CLOCK_REALTIME/TAI: watched for steps.
-    steps: Option<StepWatch>,
     telemetry: Arc<Telemetry>,
     sync: SyncConfig,
     pi: PiController,
@@ -256,10 +220,10 @@ pub struct Periodic {
 impl std::fmt::Debug for Periodic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Periodic")
-            .field("mechanism", &self.mechanism)
-            .field("period", &self.period)
-            .field("next", &self.next)
-            .field("cycle", &self.cycle)
+            .field("mechanism", &self.mechanism())
+            .field("period", &self.period())
+            .field("next", &self.next_deadline())
+            .field("cycle", &self.ticker.grid().cycle())
             .finish_non_exhaustive()
     }
 }
@@ -274,112 +238,57 @@ impl Periodic {
     /// only system call is the wait itself (clock reads go through the vDSO).
     #[inline]
     pub fn wait(&mut self) -> Result<Tick> {
-        let entered = self.waiter.now();
         if let Some(w) = self.last_wake {
-            self.telemetry.record_execution((entered - w).as_ns());
+            self.telemetry.record_execution((self.ticker.waiter().now() - w).as_ns());
         }
-        let wake = self.waiter.wait(self.next)?;
-        if self.steps.is_some() {
-            if let Some(tick) = self.watch_steps(wake) {
-                return Ok(tick);
-            }
+        let a = self.ticker.tick()?;
+        let tick = a.tick;
+        if a.stepped() {
+            // Neither the period across a step nor the time since means anything.
+            self.last_wake = None;
+            return Ok(tick);
         }
-        let latency = wake.actual - wake.planned;
-        let step = next_deadline(self.overrun, wake.planned, self.period, wake.actual);
-        let next = wake.kernel_next.unwrap_or(step.next);
-        let periods = ((next - wake.planned).as_ns() / self.period.as_ns()).max(1) as u64;
-        let period_dev = self.last_wake.map(|p| (wake.actual - p - self.period).as_ns());
-        self.telemetry.record_wake(latency.as_ns(), period_dev, step.overrun, periods - 1);
-        let tick = Tick {
-            cycle: self.cycle,
-            deadline: wake.planned,
-            woke: wake.actual,
-            latency,
-            missed: self.pending_missed,
-            clock_step: Nanos::ZERO,
-        };
-        self.cycle += periods;
-        self.pending_missed = periods - 1;
-        self.next = next;
-        self.last_wake = Some(wake.actual);
-        if step.overrun && self.overrun == OverrunPolicy::Fail {
-            return Err(Error::Overrun { cycle: tick.cycle, latency_ns: latency.as_ns(), missed: periods - 1 });
+        self.last_wake = Some(tick.woke);
+        self.telemetry.record_wake(tick.latency.as_ns(), a.period_deviation.map(Nanos::as_ns), a.overrun, a.skipped);
+        if a.overrun && self.ticker.grid().policy() == OverrunPolicy::Fail {
+            return Err(Error::Overrun { cycle: tick.cycle, latency_ns: tick.latency.as_ns(), missed: a.skipped });
         }
         Ok(tick)
     }
 
-    /// On a settable clock: the tick of a wake-up that saw a step, if it did.
-    /// Out of line, so that the loop on CLOCK_MONOTONIC does not pay for it.
-    #[inline(never)]
-    fn watch_steps(&mut self, wake: Wake) -> Option<Tick> {
-        let since = self.last_wake.map_or(self.period, |p| wake.actual - p);
-        let jump = self.steps.as_mut()?.check(&*self.waiter, wake.actual, since)?;
-        Some(self.after_step(wake, jump))
-    }
-
-    /// The wake-up that saw the clock stepped by `jump`: on to the next
-    /// deadline of the grid after it, nothing counted as missed or late.
-    #[cold]
-    fn after_step(&mut self, wake: Wake, jump: Nanos) -> Tick {
-        let next =
-            wake.kernel_next.unwrap_or(next_deadline(OverrunPolicy::Skip, wake.planned, self.period, wake.actual).next);
-        let periods = ((next - wake.planned).as_ns() / self.period.as_ns()).max(1) as u64;
-        let tick = Tick {
-            cycle: self.cycle,
-            deadline: wake.planned,
-            woke: wake.actual,
-            latency: wake.actual - wake.planned,
-            missed: self.pending_missed,
-            clock_step: jump,
-        };
-        self.cycle += periods;
-        self.pending_missed = 0;
-        self.next = next;
-        // Neither the period across a step nor the time since means anything.
-        self.last_wake = None;
-        tick
-    }
-
     /// The period.
     pub fn period(&self) -> Nanos {
-        self.period
+        self.ticker.grid().period()
     }
 
     /// The next deadline.
     pub fn next_deadline(&self) -> Time {
-        self.next
+        self.ticker.grid().next()
     }
 
     /// The mechanism waiting.
     pub fn mechanism(&self) -> Mechanism {
-        self.mechanism
+        self.ticker.mechanism()
     }
 
     /// Changes the period: the next deadline becomes the last one plus `p`
-    /// (or stays the first deadline before any wait).
+    /// (or stays the first deadline before any wait). The mechanism is
+    /// re-armed with the new period, whichever it is.
     pub fn set_period(&mut self, p: Nanos) -> Result<()> {
-        if p <= Nanos::ZERO {
-            return Err(Error::Invalid("the period must be greater than zero".into()));
-        }
-        if self.last_wake.is_some() {
-            self.next = self.next - self.period + p;
-        }
-        self.period = p;
-        self.rearm()
+        self.ticker.set_period(p)
     }
 
     /// Moves every following deadline by `by` (negative: earlier), keeping
     /// their spacing.
     pub fn shift(&mut self, by: Nanos) -> Result<()> {
-        self.next += by;
-        self.rearm()
+        self.ticker.shift(by)
     }
 
     /// Feeds the reference clock's reading at the last deadline to the PI
     /// controller and shifts the following deadlines by its bounded answer,
     /// which is returned.
     pub fn sync_to(&mut self, reference: Time) -> Result<Nanos> {
-        let c = self.pi.update(reference.as_ns(), &self.sync, self.period);
+        let c = self.pi.update(reference.as_ns(), &self.sync, self.period());
         if c != Nanos::ZERO {
             self.shift(c)?;
         }
@@ -394,15 +303,6 @@ impl Periodic {
     /// The loop's telemetry, readable from any thread.
     pub fn telemetry(&self) -> Arc<Telemetry> {
         Arc::clone(&self.telemetry)
-    }
-
-    /// Interval timers keep the grid in the kernel: re-arm them on the new one.
-    fn rearm(&mut self) -> Result<()> {
-        if self.mechanism.info().kernel_grid {
-            self.waiter.disarm()?;
-            self.waiter.arm(self.next, self.period)?;
-        }
-        Ok(())
     }
 }
 

@@ -1,12 +1,17 @@
 //! Periodic on the mock waiter (exact numbers) and on the real clocks.
 
 use super::*;
+use crate::wait::MockScript;
+
+fn script(lat: &[i64]) -> MockScript {
+    MockScript { latencies: lat.to_vec(), step: None }
+}
 
 fn mock(lat: &[i64], overrun: OverrunPolicy) -> Periodic {
     Periodic::builder()
         .period(Nanos::from_ms(1))
         .mechanism(Mechanism::Mock)
-        .mock_latencies(lat.to_vec())
+        .mock(script(lat))
         .overrun(overrun)
         .build()
         .unwrap()
@@ -55,8 +60,7 @@ fn a_realtime_step_is_reported_not_counted() {
             .period(Nanos::from_ms(1))
             .clock(clock)
             .mechanism(Mechanism::Mock)
-            .mock_latencies(vec![100])
-            .mock_step(2, by)
+            .mock(MockScript { latencies: vec![100], step: Some((2, by)) })
             .overrun(overrun)
             .build()
             .unwrap()
@@ -128,4 +132,60 @@ fn real_clock_nanosleep_loop() {
     let s = p.telemetry().snapshot();
     assert_eq!(s.cycles, 20);
     assert_eq!(s.execution.count, 19);
+}
+
+/// `set_period` reaches every mechanism, not only those that wait for the
+/// grid's deadline: on the real kernel, after a change from 10 ms to 100 µs,
+/// relative sleeps plan one *new* period after the clock read before them
+/// (they used to keep the 10 ms they were built with), and absolute ones
+/// wait for deadlines spaced by whole new periods.
+#[test]
+fn set_period_reaches_every_mechanism() {
+    let long = Nanos::from_ms(10);
+    let short = Nanos::from_us(100);
+    for m in [
+        Mechanism::ClockNanosleepRel,
+        Mechanism::Nanosleep,
+        Mechanism::ClockNanosleep,
+        Mechanism::Hybrid,
+        Mechanism::Timerfd,
+        Mechanism::Futex,
+        Mechanism::Spin,
+    ] {
+        let mut p = Periodic::builder().period(long).mechanism(m).build().unwrap();
+        p.wait().unwrap();
+        p.set_period(short).unwrap();
+        let mut prev = p.wait().unwrap();
+        let mut gaps = Vec::new();
+        for _ in 0..10 {
+            let t = p.wait().unwrap();
+            if m.info().relative {
+                // planned = (clock read after the previous wake-up) + period.
+                gaps.push(t.deadline - prev.woke);
+            } else {
+                assert_eq!(t.deadline - prev.deadline, short * (1 + t.missed as i64), "{m}: {prev:?} → {t:?}");
+            }
+            prev = t;
+        }
+        if m.info().relative {
+            let min = gaps.iter().min().copied().unwrap();
+            assert!(min >= short && min < Nanos::from_ms(5), "{m}: planned {min} after the previous wake-up");
+        }
+    }
+}
+
+/// A kernel-grid mechanism is re-armed on the new grid.
+#[test]
+fn set_period_and_shift_rearm_interval_timers() {
+    for m in [Mechanism::PosixTimer, Mechanism::Timerfd] {
+        let mut p = Periodic::builder().period(Nanos::from_ms(2)).mechanism(m).build().unwrap();
+        let t0 = p.wait().unwrap();
+        p.set_period(Nanos::from_us(500)).unwrap();
+        p.shift(Nanos::from_us(-100)).unwrap();
+        let t1 = p.wait().unwrap();
+        // From the last deadline: + 500 µs − 100 µs, or whole periods later after an overrun.
+        assert_eq!(t1.deadline - t0.deadline, Nanos::from_us(400) + Nanos::from_us(500) * t1.missed as i64, "{m}");
+        let t2 = p.wait().unwrap();
+        assert_eq!(t2.deadline - t1.deadline, Nanos::from_us(500) * (1 + t2.missed as i64), "{m}");
+    }
 }

@@ -22,7 +22,6 @@ pub const ANCHOR_PERIODS: i64 = 16;
 
 pub(super) struct DeadlineWait {
     clock: ClockId,
-    runtime: Nanos,
     interval: Nanos,
     restore: (libc::c_int, libc::c_int),
     next: Time,
@@ -42,14 +41,20 @@ fn unavailable(e: std::io::Error) -> Error {
     Error::Unavailable { mechanism: "sched-deadline", reason }
 }
 
+/// A budget of 5 % of the period (at least 20 µs): ample for recording a wake-up.
+fn runtime_for(interval: Nanos) -> Nanos {
+    Nanos((interval.as_ns() / 20).max(20_000)).min(interval)
+}
+
 impl DeadlineWait {
-    pub(super) fn new(clock: ClockId, interval: Nanos) -> Result<Self> {
+    pub(super) fn new(clock: ClockId) -> Result<Self> {
         let restore = deadline::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?;
-        // A budget of 5 % of the period (at least 20 µs): ample for recording a wake-up.
-        let runtime = Nanos((interval.as_ns() / 20).max(20_000)).min(interval);
-        // Try it now, so that a system that refuses it reports "unavailable".
-        deadline::set_deadline(runtime, interval).map_err(unavailable)?;
-        let me = DeadlineWait { clock, runtime, interval, restore, next: Time(0) };
+        // Try it now with a typical period, so that a system that refuses
+        // SCHED_DEADLINE reports "unavailable" before the run; the real
+        // period comes with `arm`.
+        let probe = Nanos::from_ms(1);
+        deadline::set_deadline(runtime_for(probe), probe).map_err(unavailable)?;
+        let me = DeadlineWait { clock, interval: probe, restore, next: Time(0) };
         me.leave()?;
         Ok(me)
     }
@@ -67,7 +72,7 @@ impl Waiter for DeadlineWait {
 
     fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
-        deadline::set_deadline(self.runtime, interval).map_err(unavailable)?;
+        deadline::set_deadline(runtime_for(interval), interval).map_err(unavailable)?;
         // Find the grid: the earliest phase (modulo the period, so a skipped
         // period does not matter) over the first periods.
         deadline::yield_now();

@@ -44,7 +44,9 @@ pub enum Mechanism {
     PosixTimerHandler,
     /// A SCHED_DEADLINE thread that yields until its next period.
     SchedDeadline,
-    /// A simulated mechanism on a manual clock, for tests.
+    /// A simulated mechanism on a manual clock, for tests (feature `mock`;
+    /// release builds do not have it).
+    #[cfg(any(test, feature = "mock"))]
     Mock,
 }
 
@@ -262,6 +264,7 @@ pub const KINDS: &[KindInfo] = &[
             "root or CAP_SYS_NICE; affinity spanning the root domain (no -a/-S); period ≥ 100 µs",
         )
     },
+    #[cfg(any(test, feature = "mock"))]
     KindInfo {
         hidden: true,
         ..row(
@@ -290,13 +293,16 @@ impl Mechanism {
         KINDS.iter().find(|k| k.name == name).map(|k| k.mechanism)
     }
 
-    /// The share of each period this mechanism spins (1 for `spin`; the
-    /// slack's share for `hybrid`, at most ¾ when calibrated; 0 otherwise).
+    /// The share of each period this mechanism spins at most (1 for
+    /// `spin`; the slack's share for `hybrid`, up to the whole period when
+    /// calibrated, since at short intervals it stops sleeping; 0 otherwise).
     pub fn spin_share(self, interval: crate::Nanos, slack: super::HybridSlack) -> f64 {
         match (self, slack) {
             (Mechanism::Spin, _) => 1.0,
-            (Mechanism::Hybrid, super::HybridSlack::Fixed(s)) => s.as_ns() as f64 / interval.as_ns().max(1) as f64,
-            (Mechanism::Hybrid, super::HybridSlack::Auto) => 0.75,
+            (Mechanism::Hybrid, super::HybridSlack::Fixed(s)) => {
+                (s.as_ns() as f64 / interval.as_ns().max(1) as f64).min(1.0)
+            }
+            (Mechanism::Hybrid, super::HybridSlack::Auto) => 1.0,
             _ => 0.0,
         }
     }

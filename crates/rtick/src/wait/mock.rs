@@ -6,6 +6,15 @@ use super::{Waiter, Wake};
 use crate::error::{Error, Result};
 use crate::time::{Nanos, Time};
 
+/// What the mock mechanism does (feature `mock`, for tests).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MockScript {
+    /// The latencies to produce, in turn (ns).
+    pub latencies: Vec<i64>,
+    /// Step its clock by `.1` ns at its `.0`-th wake-up (tests of step detection).
+    pub step: Option<(u64, i64)>,
+}
+
 pub(super) struct Mock {
     now: Time,
     latencies: Vec<i64>,
@@ -15,7 +24,8 @@ pub(super) struct Mock {
 }
 
 impl Mock {
-    pub(super) fn new(latencies: Vec<i64>, step: Option<(u64, i64)>) -> Result<Self> {
+    pub(super) fn new(script: &MockScript) -> Result<Self> {
+        let (latencies, step) = (script.latencies.clone(), script.step);
         if latencies.is_empty() {
             return Err(Error::Invalid("the mock mechanism needs at least one latency".into()));
         }

@@ -9,6 +9,7 @@ mod fd;
 mod futex;
 mod handler;
 pub mod kind;
+#[cfg(any(test, feature = "mock"))]
 mod mock;
 mod signal;
 mod sleep;
@@ -17,6 +18,8 @@ mod step;
 mod timeout;
 
 pub use kind::{KindInfo, Mechanism, KINDS};
+#[cfg(any(test, feature = "mock"))]
+pub use mock::MockScript;
 pub use spin::Calibration;
 pub(crate) use step::StepWatch;
 
@@ -44,8 +47,11 @@ pub trait Waiter: Send {
     /// Reads the clock this waiter measures against.
     fn now(&self) -> Time;
 
-    /// Sets up the periodic grid `first + k·interval`. Interval timers arm the
-    /// kernel here; sleeping mechanisms need nothing.
+    /// Sets up the periodic grid `first + k·interval`: the only way the
+    /// interval reaches a waiter, so that a change of period reaches every
+    /// mechanism. Interval timers arm the kernel here; relative sleeps take
+    /// their length and `hybrid` its slack cap from `interval`. Called again
+    /// whenever the grid changes.
     fn arm(&mut self, _first: Time, _interval: Nanos) -> Result<()> {
         Ok(())
     }
@@ -92,26 +98,24 @@ pub enum HybridSlack {
 pub struct WaitConfig {
     /// The clock deadlines are on.
     pub clock: ClockId,
-    /// The period.
-    pub interval: Nanos,
     /// The hybrid's slack.
     pub hybrid_slack: HybridSlack,
-    /// For `mock`: the latencies to produce, in turn (ns).
-    pub mock_latencies: Vec<i64>,
-    /// For `mock`: step its clock by `.1` ns at its `.0`-th wake-up (tests of step detection).
-    pub mock_step: Option<(u64, i64)>,
+    /// The script of the test-only `mock` mechanism (feature `mock`).
+    #[cfg(any(test, feature = "mock"))]
+    pub mock: MockScript,
 }
 
-/// Builds `mechanism` for the calling thread.
+/// Builds `mechanism` for the calling thread. It waits for nothing until
+/// [`Waiter::arm`] gives it the grid.
 pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> {
     Ok(match mechanism {
         Mechanism::ClockNanosleep => Box::new(sleep::AbsoluteSleep::new(cfg.clock)),
-        Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(cfg.clock, cfg.interval)),
-        Mechanism::Nanosleep => Box::new(sleep::RelativeSleep::nanosleep(cfg.clock, cfg.interval)),
+        Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(cfg.clock)),
+        Mechanism::Nanosleep => Box::new(sleep::RelativeSleep::nanosleep(cfg.clock)),
         Mechanism::PosixTimer => Box::new(signal::PosixTimerWait::new(cfg.clock)?),
         Mechanism::Itimer => Box::new(signal::ItimerWait::new(cfg.clock)?),
         Mechanism::Spin => Box::new(spin::Spin::new(cfg.clock)),
-        Mechanism::Hybrid => Box::new(spin::Hybrid::new(cfg.clock, cfg.interval, cfg.hybrid_slack)?),
+        Mechanism::Hybrid => Box::new(spin::Hybrid::new(cfg.clock, cfg.hybrid_slack)?),
         Mechanism::Timerfd => Box::new(fd::TimerfdWait::new(cfg.clock, false)?),
         Mechanism::TimerfdEpoll => Box::new(fd::TimerfdWait::new(cfg.clock, true)?),
         Mechanism::Ppoll => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::Ppoll)?),
@@ -122,8 +126,9 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::Usleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::Usleep)?),
         Mechanism::StdSleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::StdSleep)?),
         Mechanism::PosixTimerHandler => Box::new(handler::HandlerTimerWait::new(cfg.clock)?),
-        Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock, cfg.interval)?),
-        Mechanism::Mock => Box::new(mock::Mock::new(cfg.mock_latencies.clone(), cfg.mock_step)?),
+        Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock)?),
+        #[cfg(any(test, feature = "mock"))]
+        Mechanism::Mock => Box::new(mock::Mock::new(&cfg.mock)?),
     })
 }
 

@@ -38,17 +38,23 @@ pub(super) struct RelativeSleep {
 }
 
 impl RelativeSleep {
-    pub(super) fn clock_nanosleep(clock: ClockId, interval: Nanos) -> Self {
-        RelativeSleep { clock, interval, syscall: false }
+    /// The interval comes with [`Waiter::arm`]; until then it sleeps nothing.
+    pub(super) fn clock_nanosleep(clock: ClockId) -> Self {
+        RelativeSleep { clock, interval: Nanos::ZERO, syscall: false }
     }
-    pub(super) fn nanosleep(clock: ClockId, interval: Nanos) -> Self {
-        RelativeSleep { clock, interval, syscall: true }
+    pub(super) fn nanosleep(clock: ClockId) -> Self {
+        RelativeSleep { clock, interval: Nanos::ZERO, syscall: true }
     }
 }
 
 impl Waiter for RelativeSleep {
     fn now(&self) -> Time {
         self.clock.now()
+    }
+
+    fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
+        self.interval = interval;
+        Ok(())
     }
 
     #[inline]

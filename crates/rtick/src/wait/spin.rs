@@ -50,37 +50,49 @@ pub struct Calibration {
     pub overshoot_p50: Nanos,
     /// 99th percentile of the sleep overshoot seen.
     pub overshoot_p99: Nanos,
-    /// The slack chosen: p99 · 1.25 + 2 µs, within [2 µs, ¾ interval].
+    /// The slack chosen for the interval last armed: p99 · 1.25 + 2 µs, at
+    /// least 2 µs; the whole interval when that does not fit in ¾ of it.
     pub slack: Nanos,
-    /// Whether the slack hit the ¾-interval cap (the sleep overshoot is too
-    /// large for this interval; the hybrid then mostly spins).
-    pub capped: bool,
+    /// The sleep overshoot does not fit in ¾ of the interval: the hybrid
+    /// spins the whole period and never sleeps (a sleep would overshoot
+    /// the deadline).
+    pub spins_whole_period: bool,
 }
 
+/// Length of each calibration sleep: the interval is not known when the
+/// waiter is built (it comes with `arm`), and the overshoot depends little
+/// on the sleep's length; the tracker follows the real one while running.
+const CALIBRATION_SLEEP: Nanos = Nanos::from_us(1000);
+/// Calibration sleeps.
+const CALIBRATION_SAMPLES: usize = 200;
+
 /// Measures the `clock_nanosleep(TIMER_ABSTIME)` overshoot in the calling
-/// thread (under its policy) and derives a slack from it.
-pub fn calibrate(clock: ClockId, interval: Nanos) -> Result<Calibration> {
-    let budget = Nanos::from_ms(300);
-    let samples = (budget.as_ns() / interval.as_ns().max(1)).clamp(20, 200) as usize;
-    let mut over = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let target = clock.now() + interval;
+/// thread (under its policy), for sleeps of [`CALIBRATION_SLEEP`].
+pub fn calibrate(clock: ClockId) -> Result<Calibration> {
+    let mut over = Vec::with_capacity(CALIBRATION_SAMPLES);
+    for _ in 0..CALIBRATION_SAMPLES {
+        let target = clock.now() + CALIBRATION_SLEEP;
         clock::sleep_until(clock.raw(), target).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
         over.push((clock.now() - target).as_ns());
     }
     over.sort_unstable();
+    let samples = over.len();
     let at = |q: f64| Nanos(over[((q * samples as f64).ceil() as usize).clamp(1, samples) - 1]);
     let (p50, p99) = (at(0.50), at(0.99));
-    let (slack, capped) = slack_for(p99, interval);
-    Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack, capped })
+    Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack: Nanos::ZERO, spins_whole_period: false })
 }
 
-/// The slack wanted for a given sleep-overshoot p99: p99 · 1.25 + 2 µs,
-/// within [2 µs, ¾ interval] (and whether the cap applied).
+/// The slack wanted for a given sleep-overshoot p99: p99 · 1.25 + 2 µs. When
+/// that does not fit in ¾ of the interval, the whole interval (never sleep):
+/// a sleep there would overshoot every deadline it came near. Returns the
+/// slack and whether it is the whole interval.
 fn slack_for(p99: Nanos, interval: Nanos) -> (Nanos, bool) {
-    let cap = Nanos(interval.as_ns() * 3 / 4);
-    let want = Nanos(p99.as_ns() * 5 / 4) + Nanos::from_us(2);
-    (want.clamp(Nanos::from_us(2).min(cap), cap), want > cap)
+    let want = Nanos(p99.as_ns().max(0) * 5 / 4) + Nanos::from_us(2);
+    if want > Nanos(interval.as_ns() * 3 / 4) {
+        (interval, true)
+    } else {
+        (want, false)
+    }
 }
 
 /// Online estimate of a high percentile of the sleep overshoot: a histogram
@@ -137,22 +149,33 @@ impl OvershootTracker {
 }
 
 /// Absolute sleep until deadline − slack, then spin. With `auto`, the slack
-/// starts from a calibration and keeps following the sleep overshoot's p99.
+/// starts from a calibration and keeps following the sleep overshoot's p99;
+/// when that does not fit in the interval it spins the whole period.
 pub(super) struct Hybrid {
     clock: ClockId,
     slack: Nanos,
     interval: Nanos,
     calibration: Option<Calibration>,
     tracker: Option<OvershootTracker>,
+    /// The overshoot p99 the auto slack follows.
+    overshoot_p99: Nanos,
 }
 
 impl Hybrid {
-    pub(super) fn new(clock: ClockId, interval: Nanos, slack: HybridSlack) -> Result<Self> {
+    pub(super) fn new(clock: ClockId, slack: HybridSlack) -> Result<Self> {
+        let fixed = |slack| Hybrid {
+            clock,
+            slack,
+            interval: Nanos::ZERO,
+            calibration: None,
+            tracker: None,
+            overshoot_p99: Nanos::ZERO,
+        };
         match slack {
             HybridSlack::Fixed(s) if s < Nanos::ZERO => Err(Error::Invalid("hybrid slack must not be negative".into())),
-            HybridSlack::Fixed(s) => Ok(Hybrid { clock, slack: s, interval, calibration: None, tracker: None }),
+            HybridSlack::Fixed(s) => Ok(fixed(s)),
             HybridSlack::Auto => {
-                let c = calibrate(clock, interval)?;
+                let c = calibrate(clock)?;
                 let mut tracker = OvershootTracker::new();
                 // Seed the tracker with the calibration so it starts where it left off.
                 tracker.counts
@@ -162,15 +185,35 @@ impl Hybrid {
                     [((c.overshoot_p50.as_ns().max(0) / 1000) as usize).min(OvershootTracker::BUCKETS - 1)] +=
                     c.samples as u32;
                 tracker.total = (c.samples + (c.samples / 100).max(1)) as u64;
-                Ok(Hybrid { clock, slack: c.slack, interval, calibration: Some(c), tracker: Some(tracker) })
+                Ok(Hybrid {
+                    calibration: Some(c),
+                    tracker: Some(tracker),
+                    overshoot_p99: c.overshoot_p99,
+                    ..fixed(Nanos::ZERO)
+                })
             }
         }
+    }
+
+    /// The auto slack for the overshoot followed and the armed interval.
+    fn follow(&mut self, p99: Nanos) {
+        self.overshoot_p99 = p99;
+        self.slack = slack_for(p99, self.interval).0;
     }
 }
 
 impl Waiter for Hybrid {
     fn now(&self) -> Time {
         self.clock.now()
+    }
+
+    fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
+        self.interval = interval;
+        if let Some(c) = self.calibration.as_mut() {
+            (c.slack, c.spins_whole_period) = slack_for(c.overshoot_p99, interval);
+            self.follow(self.overshoot_p99);
+        }
+        Ok(())
     }
 
     #[inline]
@@ -181,7 +224,7 @@ impl Waiter for Hybrid {
                 .map_err(|e| Error::sys("clock_nanosleep(TIMER_ABSTIME)", e, ""))?;
             if let Some(t) = self.tracker.as_mut() {
                 if let Some(p99) = t.record(self.clock.now() - wake_early) {
-                    self.slack = slack_for(p99, self.interval).0;
+                    self.follow(p99);
                 }
             }
         }
@@ -231,16 +274,27 @@ mod tests {
         }
         assert_eq!(last, Some(Nanos::from_us(4)));
         assert_eq!(slack_for(Nanos::from_us(4), Nanos::from_ms(1)), (Nanos::from_us(7), false));
-        assert_eq!(slack_for(Nanos::from_ms(2), Nanos::from_ms(1)), (Nanos::from_us(750), true));
+        // An overshoot that does not fit in ¾ of the interval: spin the whole period.
+        assert_eq!(slack_for(Nanos::from_ms(2), Nanos::from_ms(1)), (Nanos::from_ms(1), true));
+        assert_eq!(slack_for(Nanos::from_us(18), Nanos::from_us(10)), (Nanos::from_us(10), true));
+        // 18 µs · 1.25 + 2 µs = 24.5 µs fits in ¾ of 50 µs (37.5 µs).
+        assert_eq!(slack_for(Nanos::from_us(18), Nanos::from_us(50)), (Nanos::from_ns(24_500), false));
     }
 
     #[test]
-    fn calibration_is_within_bounds() {
-        let interval = Nanos::from_us(500);
-        let cal = calibrate(ClockId::Monotonic, interval).unwrap();
-        assert!(cal.slack >= Nanos::from_us(2).min(Nanos(interval.as_ns() * 3 / 4)));
-        assert!(cal.slack <= Nanos(interval.as_ns() * 3 / 4));
+    fn the_auto_slack_follows_the_armed_interval() {
+        let mut h = Hybrid::new(ClockId::Monotonic, HybridSlack::Auto).unwrap();
+        let cal = h.calibration.unwrap();
         assert!(cal.overshoot_p99 >= cal.overshoot_p50);
-        assert!(cal.samples >= 20);
+        assert_eq!(cal.samples, CALIBRATION_SAMPLES);
+        let now = h.now();
+        h.arm(now, Nanos::from_ms(10)).unwrap();
+        assert_eq!(h.slack, slack_for(cal.overshoot_p99, Nanos::from_ms(10)).0);
+        // A period shorter than the overshoot allows: the slack becomes the whole period.
+        h.arm(now, Nanos::from_ns(100)).unwrap();
+        assert_eq!(h.slack, Nanos::from_ns(100));
+        assert!(h.calibration.unwrap().spins_whole_period);
+        let d = h.now() + Nanos::from_us(50);
+        assert!(h.wait(d).unwrap().actual >= d);
     }
 }

@@ -16,6 +16,14 @@
 //!
 //! `skip` is seed 001's "jump forward" time-check timer; `catch-up` keeps the
 //! cycle count (every period gets its wake-up, late ones back to back).
+//!
+//! [`Grid`] is the whole of the loop's time keeping, as a pure state
+//! machine: `Periodic` (applications) and `rtick measure` (the tool) both
+//! drive one, so the loop measured is the loop shipped.
+
+mod grid;
+
+pub use grid::{Advance, Grid, Tick, Timing};
 
 use crate::time::{Nanos, Time};
 
