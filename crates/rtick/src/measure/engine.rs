@@ -69,7 +69,8 @@ pub struct ThreadResult {
     /// The first deadline (cycle 0) of this mechanism's grid.
     pub first_deadline: Option<Time>,
     /// Steps of the clock (CLOCK_REALTIME, CLOCK_TAI) seen during the run:
-    /// those wake-ups were not recorded and the grid restarted after each.
+    /// those wake-ups were not recorded, and the loop went on with the
+    /// next deadline of its grid after each.
     pub clock_steps: u64,
     /// The steps added up.
     pub clock_stepped: Nanos,
