@@ -235,7 +235,7 @@ fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, n
         let slack = r.slack.unwrap_or_default();
         match r.calibration {
             Some(c) if c.spins_whole_period => println!(
-                "note: hybrid T{} spins the whole period (auto: the sleep overshoot, p50 {}, p99 {} over {} calibration sleeps, does not fit in ¾ of the interval)",
+                "note: hybrid T{} spins the whole period, CPU as spin (auto: the sleep overshoot, p50 {}, p99 {} over {} calibration sleeps, does not fit in ¾ of the interval; a fixed --hybrid-slack overrides)",
                 r.thread, c.overshoot_p50, c.overshoot_p99, c.samples
             ),
             Some(c) => println!(

@@ -128,12 +128,6 @@ pub fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> 
                 r.mechanism, r.thread, r.trace_dropped
             ));
         }
-        if let Some(c) = r.calibration.filter(|c| c.spins_whole_period) {
-            w.push(format!(
-                "hybrid T{}: sleep overshoot p99 {} does not fit in a {} interval: it never sleeps and spins the whole period (CPU as spin)",
-                r.thread, c.overshoot_p99, cfg.interval
-            ));
-        }
     }
     w
 }
