@@ -48,7 +48,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     }
     let outputs = Outputs::create(a)?;
     let mut cfg = plan.cfg;
-    let mut sys = SystemInfo::read();
+    let sys = SystemInfo::read();
     let mut warnings = Vec::new();
     if a.tracemark {
         let t = TraceMark::open()?;
@@ -62,11 +62,6 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     }
     let findings =
         rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
-    if let Some(p) = findings.iter().find(|f| f.id == "kernel.preempt_model" && f.status != rtick::audit::Status::Info)
-    {
-        let dynamic = if p.evidence.contains("PREEMPT_DYNAMIC") { " (PREEMPT_DYNAMIC)" } else { "" };
-        sys.preempt = format!("{}{dynamic}", p.title.trim_start_matches("preemption model: "));
-    }
 
     // Real-time policy: probe it in a throw-away thread; fall back only when not asked for explicitly.
     let wanted = cfg.threads[0].clone();
@@ -117,7 +112,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         ),
         None => "not locked".into(),
     };
-    let dma_system = DmaLatency::current();
+    let dma_system = DmaLatency::current().map(|l| l.us());
     let dma = a.dma_latency.map(DmaLatency::hold).transpose()?;
 
     let mut file = RunFile {
@@ -273,9 +268,9 @@ fn system_json(s: &SystemInfo) -> SystemJson {
         kernel_version: s.kernel_version.clone(),
         clocksource: s.clocksource.clone(),
         hres_active: s.hres_active(),
-        preempt: s.preempt.clone(),
+        preempt: s.preempt.to_string(),
         cpus: s.cpus,
-        hypervisor: s.hypervisor.clone(),
+        hypervisor: s.hypervisor().map(|h| h.to_string()),
         sched_rt_runtime_us: s.rt_runtime_us,
     }
 }

@@ -3,15 +3,14 @@
 
 use super::read::Context;
 use super::{Finding, Status};
+use crate::rt::DmaLatencyLimit;
 
 /// Exit latency above which a C-state shows in wake-up latency (µs).
 pub const CSTATE_WARN_US: u64 = 10;
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let cpus = ctx.cpus().unwrap_or_default();
-    let qos = std::fs::read(ctx.root.path("/dev/cpu_dma_latency"))
-        .ok()
-        .and_then(|b| b.get(..4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]])));
+    let qos = DmaLatencyLimit::read(ctx.root);
 
     // C-states: the deepest enabled one and its exit latency, per CPU.
     let mut worst: Option<(usize, String, u64)> = None;
@@ -29,7 +28,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
     }
     let driver = ctx.read("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_else(|| "none".into());
-    let held = qos.is_some_and(|q| q >= 0 && worst.as_ref().is_some_and(|w| (q as u64) < w.2));
+    let held = qos.is_some_and(|q| q.us() >= 0 && worst.as_ref().is_some_and(|w| (q.us() as u64) < w.2));
     out.push(match worst {
         None => Finding::new("power.cstates", Status::Info, format!("no cpuidle states are exposed (driver: {driver})"))
             .evidence("/sys/devices/system/cpu/cpu*/cpuidle: none")
@@ -45,9 +44,9 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         Some((cpu, name, lat)) if lat > CSTATE_WARN_US => Finding::new(
             "power.cstates",
             Status::Ok,
-            format!("deep C-state {name} ({lat} µs) is enabled, but a PM QoS request of {} µs keeps the CPUs out of it", qos.unwrap_or(0)),
+            format!("deep C-state {name} ({lat} µs) is enabled, but a PM QoS request of {} µs keeps the CPUs out of it", qos.map_or(0, DmaLatencyLimit::us)),
         )
-        .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: deepest enabled {name}, latency {lat} µs; /dev/cpu_dma_latency {}", qos.unwrap_or(0))),
+        .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: deepest enabled {name}, latency {lat} µs; /dev/cpu_dma_latency {}", qos.map_or(0, DmaLatencyLimit::us))),
         Some((cpu, name, lat)) => Finding::new("power.cstates", Status::Ok, format!("the deepest enabled C-state, {name}, exits in {lat} µs"))
             .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: {listed} states listed, driver {driver}")),
     });
@@ -55,16 +54,18 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     out.push(match qos {
         None => Finding::unreadable("power.pm_qos", "the PM QoS CPU latency", &["/dev/cpu_dma_latency"])
             .remedy("run as root to read it"),
-        Some(v) if v >= crate::rt::PM_QOS_DEFAULT_US => {
+        Some(v) if v.is_unconstrained() => {
             Finding::new("power.pm_qos", Status::Info, "no PM QoS CPU latency request is held")
-                .evidence(format!("/dev/cpu_dma_latency: {v} µs (the default: no constraint)"))
+                .evidence(format!("/dev/cpu_dma_latency: {} µs (the default: no constraint)", v.us()))
                 .impact("the CPUs may enter any C-state")
                 .remedy("rtick measure --dma-latency 0, or keep /dev/cpu_dma_latency open with 0 written while timing")
         }
-        Some(v) => {
-            Finding::new("power.pm_qos", Status::Ok, format!("a PM QoS request holds CPU wake-up latency at {v} µs"))
-                .evidence(format!("/dev/cpu_dma_latency: {v}"))
-        }
+        Some(v) => Finding::new(
+            "power.pm_qos",
+            Status::Ok,
+            format!("a PM QoS request holds CPU wake-up latency at {} µs", v.us()),
+        )
+        .evidence(format!("/dev/cpu_dma_latency: {}", v.us())),
     });
 
     // cpufreq: driver, governor and limits of CPU 0 (others usually match).
