@@ -69,7 +69,7 @@ pub fn calibrate(clock: ClockId, interval: Nanos) -> Result<Calibration> {
         over.push((clock.now() - target).as_ns());
     }
     over.sort_unstable();
-    let at = |q: f64| Nanos(over[((q * samples as f64).ceil() as usize).clamp(1, samples) - 1]);
+    let at = |q: f64| Nanos(crate::stats::percentile::of_sorted(&over, q).unwrap_or(0));
     let (p50, p99) = (at(0.50), at(0.99));
     let (slack, capped) = slack_for(p99, interval);
     Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack, capped })
