@@ -3,7 +3,9 @@
 //!
 //! Each fact that both the audit and `rtick measure` need has one typed
 //! reading here: the preemption model ([`PreemptModel`]), high-resolution
-//! timers per CPU ([`HresActive`]) and the hypervisor ([`VirtSigns`]).
+//! timers per CPU ([`HresActive`]) and the hypervisor ([`VirtSigns`]); the
+//! `/dev/cpu_dma_latency` limit is [`crate::rt::DmaLatencyLimit`], beside
+//! the guard that holds a request.
 
 mod hres;
 mod hypervisor;
