@@ -95,7 +95,7 @@ pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
     }
     std::hint::black_box(sink);
     per.sort_by(f64::total_cmp);
-    let at = |q: f64| per[((q * per.len() as f64).ceil() as usize).clamp(1, per.len()) - 1];
+    let at = |q: f64| crate::stats::percentile::of_sorted(&per, q).unwrap_or(f64::NAN);
     Cost { median_ns: at(0.5), p99_ns: at(0.99) }
 }
 

@@ -1,11 +1,27 @@
 //! Facts about the running system that bear on timing, read from /proc and
 //! /sys under a root directory (`/` normally; a fixture tree in tests).
+//!
+//! Each fact that both the audit and `rtick measure` need has one typed
+//! reading here: the preemption model ([`PreemptModel`]), high-resolution
+//! timers per CPU ([`HresActive`]) and the hypervisor ([`VirtSigns`]); the
+//! `/dev/cpu_dma_latency` limit is [`crate::rt::DmaLatencyLimit`], beside
+//! the guard that holds a request.
+
+mod hres;
+mod hypervisor;
+mod preempt;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use hres::{CpuHres, HresActive, TIMER_LIST};
+pub use hypervisor::{Hypervisor, VirtSigns, Virtualization, DMI, VM_VENDORS};
+pub use preempt::{debugfs_mode, Preempt, PreemptInputs, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
+
+use crate::audit::KernelConfig;
+
 /// What the measurement header and warnings need to know about the system.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemInfo {
     /// `uname -r`.
     pub kernel_release: String,
@@ -15,14 +31,14 @@ pub struct SystemInfo {
     pub clocksource: Option<String>,
     /// Available clocksources.
     pub clocksources_available: Vec<String>,
-    /// CPUs whose `.hres_active` is 1, and CPUs listed, in /proc/timer_list.
-    pub hres: Option<(usize, usize)>,
-    /// The preemption model, e.g. `PREEMPT_RT`, `full (PREEMPT_DYNAMIC)`.
-    pub preempt: String,
+    /// `.hres_active` per CPU in /proc/timer_list (`None`: unreadable).
+    pub hres: Option<HresActive>,
+    /// The preemption model.
+    pub preempt: PreemptModel,
     /// Online CPUs.
     pub cpus: usize,
-    /// The hypervisor, when running virtualised (its name where /sys or DMI gives one).
-    pub hypervisor: Option<String>,
+    /// Whether it runs under a hypervisor, and which.
+    pub virtualization: Virtualization,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (−1: no RT throttling).
     pub rt_runtime_us: Option<i64>,
     /// `/proc/sys/kernel/sched_rt_period_us`.
@@ -67,29 +83,35 @@ impl SystemInfo {
     /// Reads everything under `root`.
     pub fn read_from(root: &SysRoot) -> SystemInfo {
         let cs = "/sys/devices/system/clocksource/clocksource0";
-        let kernel_version = root.read("/proc/sys/kernel/version").unwrap_or_default();
         let cpus =
             root.read("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s)).map(|v| v.len()).unwrap_or(0);
+        let cmdline = root.read("/proc/cmdline");
         SystemInfo {
             kernel_release: root.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            kernel_version: root.read("/proc/sys/kernel/version").unwrap_or_default(),
             clocksource: root.read(&format!("{cs}/current_clocksource")),
             clocksources_available: root
                 .read(&format!("{cs}/available_clocksource"))
                 .map(|s| s.split_whitespace().map(str::to_string).collect())
                 .unwrap_or_default(),
-            hres: root.read("/proc/timer_list").map(|t| parse_hres(&t)),
-            preempt: preempt_model(root, &kernel_version),
+            hres: HresActive::read(root),
+            preempt: PreemptModel::read(root, cmdline.as_deref(), KernelConfig::read(root).as_ref()),
             cpus,
-            hypervisor: hypervisor(root),
+            virtualization: VirtSigns::read(root).virtualization(),
             rt_runtime_us: root.read("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse().ok()),
             rt_period_us: root.read("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse().ok()),
-            kernel_version,
         }
     }
 
-    /// Whether high-resolution timers are active on every CPU listed.
+    /// Whether high-resolution timers are active on every CPU listed
+    /// (`None`: unknown).
     pub fn hres_active(&self) -> Option<bool> {
-        self.hres.map(|(active, cpus)| cpus > 0 && active == cpus)
+        self.hres.as_ref().and_then(HresActive::all_active)
+    }
+
+    /// The hypervisor, when virtualised.
+    pub fn hypervisor(&self) -> Option<&Hypervisor> {
+        self.virtualization.hypervisor()
     }
 
     /// Whether a SCHED_FIFO/RR thread that never sleeps gets throttled.
@@ -98,64 +120,21 @@ impl SystemInfo {
     }
 }
 
-/// Counts `.hres_active : 1` per CPU section of /proc/timer_list.
-fn parse_hres(text: &str) -> (usize, usize) {
-    let (mut cpus, mut active) = (0, 0);
-    for line in text.lines() {
-        let l = line.trim();
-        if l.starts_with("cpu:") {
-            cpus += 1;
-        } else if let Some(v) = l.strip_prefix(".hres_active") {
-            if v.trim_start_matches([' ', ':', '\t']).trim() == "1" {
-                active += 1;
-            }
-        }
-    }
-    (active, cpus)
+/// A boot parameter of a kernel command line: `Some("")` for a bare flag,
+/// `Some(value)`, or `None`. The last occurrence wins, as in the kernel.
+pub fn boot_param<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
+    cmdline.split_whitespace().rev().find_map(|w| match w.split_once('=') {
+        Some((k, v)) if k == name => Some(v),
+        None if w == name => Some(""),
+        _ => None,
+    })
 }
 
-fn preempt_model(root: &SysRoot, version: &str) -> String {
-    if root.read("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
-        return "PREEMPT_RT".into();
-    }
-    if version.contains("PREEMPT_DYNAMIC") {
-        // debugfs shows the current mode in parentheses: "none voluntary (full) lazy".
-        let mode = root.read("/sys/kernel/debug/sched/preempt").and_then(|s| {
-            let start = s.find('(')?;
-            let end = s[start..].find(')')?;
-            Some(s[start + 1..start + end].to_string())
-        });
-        return match mode {
-            Some(m) => format!("{m} (PREEMPT_DYNAMIC)"),
-            None => "dynamic (PREEMPT_DYNAMIC; current mode needs debugfs)".into(),
-        };
-    }
-    if version.contains("PREEMPT") {
-        return "full (PREEMPT)".into();
-    }
-    if version.is_empty() {
-        "unknown".into()
-    } else {
-        "none or voluntary".into()
-    }
-}
-
-fn hypervisor(root: &SysRoot) -> Option<String> {
-    if let Some(t) = root.read("/sys/hypervisor/type").filter(|t| !t.is_empty()) {
-        return Some(t);
-    }
-    let flagged = root
-        .read("/proc/cpuinfo")
-        .map(|c| c.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
-        .unwrap_or(false);
-    if !flagged {
-        return None;
-    }
-    let dmi = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
-        .iter()
-        .filter_map(|p| root.read(p))
-        .find(|s| !s.is_empty());
-    Some(dmi.unwrap_or_else(|| "unnamed, per the CPU hypervisor flag".into()))
+/// The CPU flags of the first processor in /proc/cpuinfo's text (`flags`
+/// on x86, `Features` on Arm); `None` when no such line is there.
+pub fn cpu_flags(cpuinfo: &str) -> Option<Vec<&str>> {
+    let line = cpuinfo.lines().find(|l| l.starts_with("flags") || l.starts_with("Features"))?;
+    Some(line.split_once(':')?.1.split_whitespace().collect())
 }
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
@@ -197,9 +176,21 @@ mod tests {
     }
 
     #[test]
-    fn hres_parse() {
-        let t = "cpu: 0\n clock 0:\n  .hres_active    : 1\ncpu: 1\n  .hres_active    : 0\n";
-        assert_eq!(parse_hres(t), (1, 2));
+    fn boot_params() {
+        let c = "root=/dev/sda1 quiet isolcpus=1 preempt=none isolcpus=domain,2-3";
+        assert_eq!(boot_param(c, "isolcpus"), Some("domain,2-3"), "the last wins");
+        assert_eq!(boot_param(c, "quiet"), Some(""));
+        assert_eq!(boot_param(c, "preempt"), Some("none"));
+        assert_eq!(boot_param(c, "pre"), None);
+        assert_eq!(boot_param("", "quiet"), None);
+    }
+
+    #[test]
+    fn cpu_flag_lines() {
+        assert_eq!(cpu_flags("processor\t: 0\nflags\t\t: fpu tsc\n"), Some(vec!["fpu", "tsc"]));
+        assert_eq!(cpu_flags("Features\t: fp asimd\n"), Some(vec!["fp", "asimd"]));
+        assert_eq!(cpu_flags("processor\t: 0\n"), None);
+        assert_eq!(cpu_flags("flags without a colon"), None);
     }
 
     #[test]
@@ -215,12 +206,18 @@ mod tests {
         w("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
         w("/proc/cpuinfo", "flags\t: fpu tsc hypervisor\n");
         w("/sys/devices/system/cpu/online", "0-1\n");
+        // No CPU listed: unknown (this said "not active on every CPU").
+        w("/proc/timer_list", "Timer List Version: v0.9\n");
         let s = SystemInfo::read_from(&SysRoot::new(&d));
-        assert_eq!(s.preempt, "full (PREEMPT_DYNAMIC)");
+        assert_eq!(
+            s.preempt,
+            PreemptModel { model: Some(Preempt::Full), dynamic: true, source: PreemptSource::Debugfs }
+        );
         assert!(s.rt_throttled());
         assert_eq!(s.cpus, 2);
-        assert_eq!(s.hypervisor.as_deref(), Some("unnamed, per the CPU hypervisor flag"));
-        assert_eq!(s.hres, None);
+        assert_eq!(s.hypervisor(), Some(&Hypervisor { name: None }));
+        assert_eq!(s.hres, Some(HresActive::default()));
+        assert_eq!(s.hres_active(), None);
         fs::remove_dir_all(&d).unwrap();
     }
 
@@ -228,7 +225,9 @@ mod tests {
     fn empty_tree_reads_nothing_without_panicking() {
         let s = SystemInfo::read_from(&SysRoot::new("/nonexistent-rtick-root"));
         assert_eq!(s.clocksource, None);
-        assert_eq!(s.preempt, "unknown");
+        assert_eq!(s.preempt.model, None);
+        assert_eq!(s.hres_active(), None);
+        assert_eq!(s.virtualization, Virtualization::Unknown);
         assert!(!s.rt_throttled());
     }
 }

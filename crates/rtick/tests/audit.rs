@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use rtick::audit::{run, verdict, Finding, Options, Status};
-use rtick::system::SysRoot;
+use rtick::system::{Preempt, SysRoot, SystemInfo};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit").join(name)
@@ -198,6 +198,8 @@ fn each_problem_turns_its_finding() {
     };
     let cases: Vec<Case> = vec![
         ("timers.hres_active", vec![("/proc/timer_list", b"cpu: 0\n .hres_active : 1\ncpu: 1\n .hres_active : 0\n".to_vec())], Status::Fail),
+        // A value that is neither 0 nor 1 is unknown, not inactive.
+        ("timers.hres_active", vec![("/proc/timer_list", b"cpu: 0\n .hres_active : 1\ncpu: 1\n .hres_active : x\n".to_vec())], Status::Info),
         ("timers.resolution", vec![("/proc/timer_list", b"cpu: 0\n .resolution: 4000000 nsecs\n .hres_active : 1\n".to_vec())], Status::Warn),
         ("clocksource.current", vec![("/sys/devices/system/clocksource/clocksource0/current_clocksource", b"acpi_pm\n".to_vec())], Status::Warn),
         ("clocksource.current", vec![("/sys/devices/system/clocksource/clocksource0/current_clocksource", b"jiffies\n".to_vec())], Status::Fail),
@@ -246,6 +248,46 @@ fn each_problem_turns_its_finding() {
             f.iter().find(|x| x.id == id)
         );
     }
+}
+
+/// The header of `rtick measure` ([`SystemInfo`]) and the audit read each
+/// fact through the same parser, so they agree on every tree.
+#[test]
+fn system_info_agrees_with_the_findings() {
+    for name in ["rt-tuned", "desktop", "vm", "empty"] {
+        let dir = fixture(name);
+        let (f, sys) = (audit(&dir), SystemInfo::read_from(&SysRoot::new(&dir)));
+        let find = |id: &str| f.iter().find(|x| x.id == id).unwrap();
+        let model = sys.preempt.model.map_or("unknown", Preempt::name);
+        assert_eq!(find("kernel.preempt_model").title, format!("preemption model: {model}"), "{name}");
+        assert_eq!(find("kernel.preempt_rt").status == Status::Ok, sys.preempt.is_rt(), "{name}");
+        let hres = match sys.hres_active() {
+            Some(true) => Status::Ok,
+            Some(false) => Status::Fail,
+            None => Status::Info,
+        };
+        assert_eq!(find("timers.hres_active").status, hres, "{name}");
+        assert_eq!(find("environment.virtualization").status == Status::Warn, sys.hypervisor().is_some(), "{name}");
+    }
+    let rt = SystemInfo::read_from(&SysRoot::new(fixture("rt-tuned")));
+    assert_eq!((rt.preempt.to_string(), rt.hres_active(), rt.hypervisor()), ("rt".into(), Some(true), None));
+    let desktop = SystemInfo::read_from(&SysRoot::new(fixture("desktop")));
+    assert_eq!(desktop.preempt.to_string(), "voluntary (PREEMPT_DYNAMIC)");
+    let vm = SystemInfo::read_from(&SysRoot::new(fixture("vm")));
+    assert_eq!(vm.hypervisor().map(|h| h.to_string()).as_deref(), Some("QEMU"));
+}
+
+/// A PREEMPT_RT kernel known only by /sys/kernel/realtime names that file as
+/// its evidence (it said "mode not readable").
+#[test]
+fn rt_evidence_names_where_it_was_read() {
+    let dir = variant(&[("/boot/config-6.1.0-18-rt-amd64", b"")]);
+    let f = audit(dir.path());
+    let m = f.iter().find(|x| x.id == "kernel.preempt_model").unwrap();
+    assert_eq!(
+        (m.status, m.title.as_str(), m.evidence.as_str()),
+        (Status::Ok, "preemption model: rt", "/sys/kernel/realtime: 1")
+    );
 }
 
 #[test]

@@ -48,76 +48,25 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     }
     let outputs = Outputs::create(a)?;
     let mut cfg = plan.cfg;
-    let mut sys = SystemInfo::read();
+    let sys = SystemInfo::read();
     let mut warnings = Vec::new();
     if a.tracemark {
-        let t = TraceMark::open()?;
-        if t.was_on() == Some(false) {
-            warnings.push(format!(
-                "tracing is off ({}/tracing_on = 0): the mark will have no trace before it — start one first, e.g. trace-cmd start -e sched_switch -e irq -e timer",
-                t.dir().display()
-            ));
-        }
-        cfg.tracemark = Some(std::sync::Arc::new(t));
+        cfg.tracemark = Some(std::sync::Arc::new(open_tracemark(&mut warnings)?));
     }
     let findings =
         rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
-    if let Some(p) = findings.iter().find(|f| f.id == "kernel.preempt_model" && f.status != rtick::audit::Status::Info)
-    {
-        let dynamic = if p.evidence.contains("PREEMPT_DYNAMIC") { " (PREEMPT_DYNAMIC)" } else { "" };
-        sys.preempt = format!("{}{dynamic}", p.title.trim_start_matches("preemption model: "));
-    }
-
-    // Real-time policy: probe it in a throw-away thread; fall back only when not asked for explicitly.
-    let wanted = cfg.threads[0].clone();
-    if let Err(e) = rt::probe(&wanted) {
-        if e.is_permission() && !plan.policy_explicit {
-            warnings.push(format!(
-                "cannot use {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
-                wanted.policy, wanted.priority
-            ));
-            for t in &mut cfg.threads {
-                t.policy = Policy::Other;
-                t.priority = 0;
-            }
-        } else {
-            return Err(e.into());
-        }
-    }
+    settle_policy(&mut cfg, plan.policy_explicit, &mut warnings)?;
     warnings.extend(static_warnings(&cfg, &sys));
     warnings.extend(audit_warnings(&cfg, &findings));
-    // A real-time thread that spins into RT throttling is stopped for the rest
-    // of the throttling period: rest that long after its slices so the next
-    // mechanism does not inherit the stop.
-    if let (true, Some(rt), Some(period)) = (cfg.threads[0].policy.is_realtime(), sys.rt_runtime_us, sys.rt_period_us) {
-        if sys.rt_throttled() && period > rt {
-            cfg.rest_after_spinning = Some((rt as f64 / period as f64, Nanos::from_us(period - rt)));
-        }
+    if let Some(rest) = rest_after_spinning(&cfg, &sys) {
+        cfg.rest_after_spinning = Some(rest);
     }
 
     let stop = crate::stop_flag()?;
 
-    let mem = if plan.mlock {
-        match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
-            Ok(g) => Some(g),
-            Err(e) if !plan.mlock_explicit => {
-                warnings.push(format!("{e}; measuring without locked memory (page faults may show as latency)"));
-                None
-            }
-            Err(e) => return Err(e.into()),
-        }
-    } else {
-        None
-    };
-    let mlock_detail = match &mem {
-        Some(m) => format!(
-            "mlockall(MCL_CURRENT|MCL_FUTURE), {} MiB heap and {} KiB stack per thread prefaulted",
-            m.heap_prefaulted() >> 20,
-            cfg.stack_prefault >> 10
-        ),
-        None => "not locked".into(),
-    };
-    let dma_system = DmaLatency::current();
+    let mem = lock_memory(plan.mlock, plan.mlock_explicit, &mut warnings)?;
+    let mlock_detail = mlock_detail(mem.as_ref(), &cfg);
+    let dma_system = DmaLatency::current().map(|l| l.us());
     let dma = a.dma_latency.map(DmaLatency::hold).transpose()?;
 
     let mut file = RunFile {
@@ -140,6 +89,104 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         print!("{}", header::render(&file, &mlock_detail));
     }
 
+    let (report, rows) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem))?;
+    record_report(&mut file, &report);
+    let after = run_warnings(&cfg, &report);
+    file.warnings.extend(after.iter().cloned());
+    write_outputs(outputs, &file, &cfg, &report)?;
+
+    if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
+        let input = crate::report::from_measure(&file.results);
+        let kind = crate::plot::default_kind(std::slice::from_ref(&input));
+        crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
+    }
+    print_results(a, &cfg, &file, &report, rows, &after);
+    if file.results.is_empty() && !report.interrupted {
+        anyhow::bail!(
+            "no mechanism could run here ({})",
+            file.unavailable.iter().map(|u| u.mechanism.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Opens the kernel trace for --tracemark, with a warning when tracing is off.
+fn open_tracemark(warnings: &mut Vec<String>) -> Result<TraceMark> {
+    let t = TraceMark::open()?;
+    if t.was_on() == Some(false) {
+        warnings.push(format!(
+            "tracing is off ({}/tracing_on = 0): the mark will have no trace before it — start one first, e.g. trace-cmd start -e sched_switch -e irq -e timer",
+            t.dir().display()
+        ));
+    }
+    Ok(t)
+}
+
+/// Real-time policy: probe it in a throw-away thread; fall back to
+/// SCHED_OTHER only when the policy was not asked for explicitly.
+fn settle_policy(cfg: &mut MeasureConfig, explicit: bool, warnings: &mut Vec<String>) -> Result<()> {
+    let wanted = cfg.threads[0].clone();
+    let Err(e) = rt::probe(&wanted) else { return Ok(()) };
+    if !e.is_permission() || explicit {
+        return Err(e.into());
+    }
+    warnings.push(format!(
+        "cannot use {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
+        wanted.policy, wanted.priority
+    ));
+    for t in &mut cfg.threads {
+        t.policy = Policy::Other;
+        t.priority = 0;
+    }
+    Ok(())
+}
+
+/// A real-time thread that spins into RT throttling is stopped for the rest
+/// of the throttling period: rest that long after its slices so the next
+/// mechanism does not inherit the stop.
+fn rest_after_spinning(cfg: &MeasureConfig, sys: &SystemInfo) -> Option<(f64, Nanos)> {
+    let (true, Some(rt), Some(period)) = (cfg.threads[0].policy.is_realtime(), sys.rt_runtime_us, sys.rt_period_us)
+    else {
+        return None;
+    };
+    (sys.rt_throttled() && period > rt).then(|| (rt as f64 / period as f64, Nanos::from_us(period - rt)))
+}
+
+/// Locks memory when planned; without it when that fails and was not asked for.
+fn lock_memory(wanted: bool, explicit: bool, warnings: &mut Vec<String>) -> Result<Option<MemoryLock>> {
+    if !wanted {
+        return Ok(None);
+    }
+    match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if !explicit => {
+            warnings.push(format!("{e}; measuring without locked memory (page faults may show as latency)"));
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
+    match mem {
+        Some(m) => format!(
+            "mlockall(MCL_CURRENT|MCL_FUTURE), {} MiB heap and {} KiB stack per thread prefaulted",
+            m.heap_prefaulted() >> 20,
+            cfg.stack_prefault >> 10
+        ),
+        None => "not locked".into(),
+    }
+}
+
+/// Runs the measurement (with the trace writer and the live line), then
+/// restores the system — the `held` guards — before anything else can fail.
+fn measure_restoring(
+    a: &MeasureArgs,
+    cfg: &MeasureConfig,
+    outputs: &Outputs,
+    stop: &std::sync::atomic::AtomicBool,
+    held: (Option<DmaLatency>, Option<MemoryLock>),
+) -> Result<(MeasureReport, Option<u64>)> {
     let (mut producers, writer) = match &outputs.trace {
         Some(f) => {
             let (p, c) = measure::trace_rings(cfg.threads.len(), a.trace_buffer as usize);
@@ -148,19 +195,21 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         None => (None, None),
     };
     let live = LiveLine::new(a.quiet, cfg.expected_duration(), a.nsecs);
-    let result = measure::run(&cfg, &stop, producers.as_deref_mut(), |p| live.update(p));
+    let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| live.update(p));
     live.finish();
-    // Restore the system before anything else can fail.
-    drop(dma);
-    drop(mem);
+    drop(held);
     let report = result?;
     drop(producers);
     let rows = match writer {
         Some(w) => Some(w.finish()?),
         None => None,
     };
+    Ok((report, rows))
+}
 
-    file.results = json::results(&report);
+/// Puts what the run measured into the run file.
+fn record_report(file: &mut RunFile, report: &MeasureReport) {
+    file.results = json::results(report);
     file.unavailable = report
         .unavailable
         .iter()
@@ -175,11 +224,12 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         latency_ns: b.latency.as_ns(),
         marked: b.marked,
     });
-    let after = run_warnings(&cfg, &report);
-    file.warnings.extend(after.iter().cloned());
+}
 
+/// Writes the JSON and histogram files and commits every output file.
+fn write_outputs(outputs: Outputs, file: &RunFile, cfg: &MeasureConfig, report: &MeasureReport) -> Result<()> {
     if let Some(f) = &outputs.json {
-        f.write_json(&file)?;
+        f.write_json(file)?;
     }
     if let Some(f) = &outputs.histogram {
         use std::io::Write;
@@ -191,12 +241,19 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     for f in [outputs.json, outputs.trace, outputs.histogram].into_iter().flatten() {
         f.commit()?;
     }
+    Ok(())
+}
 
-    if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
-        let input = crate::report::from_measure(&file.results);
-        let kind = crate::plot::default_kind(std::slice::from_ref(&input));
-        crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
-    }
+/// The table, what is unavailable, the notes, the warnings after the run,
+/// and with --compare the recommendation.
+fn print_results(
+    a: &MeasureArgs,
+    cfg: &MeasureConfig,
+    file: &RunFile,
+    report: &MeasureReport,
+    rows: Option<u64>,
+    after: &[String],
+) {
     println!();
     if !file.results.is_empty() {
         print!("{}", table::render(&file.results, a.nsecs));
@@ -204,8 +261,8 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     for u in &file.unavailable {
         println!("unavailable: {}: {}", u.mechanism, u.reason);
     }
-    print_notes(&cfg, &report, rows, a.nsecs);
-    for w in &after {
+    print_notes(cfg, report, rows, a.nsecs);
+    for w in after {
         println!("warning: {w}");
     }
     if cfg.interleave.is_some() && !file.results.is_empty() {
@@ -214,13 +271,6 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
             println!("{line}");
         }
     }
-    if file.results.is_empty() && !report.interrupted {
-        anyhow::bail!(
-            "no mechanism could run here ({})",
-            file.unavailable.iter().map(|u| u.mechanism.as_str()).collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(())
 }
 
 fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, nsecs: bool) {
@@ -277,9 +327,9 @@ fn system_json(s: &SystemInfo) -> SystemJson {
         kernel_version: s.kernel_version.clone(),
         clocksource: s.clocksource.clone(),
         hres_active: s.hres_active(),
-        preempt: s.preempt.clone(),
+        preempt: s.preempt.to_string(),
         cpus: s.cpus,
-        hypervisor: s.hypervisor.clone(),
+        hypervisor: s.hypervisor().map(|h| h.to_string()),
         sched_rt_runtime_us: s.rt_runtime_us,
     }
 }

@@ -10,7 +10,7 @@ use rtick::{Mechanism, Nanos};
 pub fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
     let mut w = Vec::new();
     let policy = cfg.threads[0].policy;
-    if let Some(h) = &sys.hypervisor {
+    if let Some(h) = sys.hypervisor() {
         w.push(format!(
             "running under a hypervisor ({h}): latency tails of hundreds of µs come from the host; compare mechanisms within one run"
         ));

@@ -60,7 +60,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
     let _ = writeln!(w, "  memory        {mlock_detail}");
     let dma = match (c.dma_latency_us, c.dma_latency_system_us) {
         (Some(us), _) => format!("held at {us} µs for the run (released at exit)"),
-        (None, Some(v)) if v >= rtick::rt::PM_QOS_DEFAULT_US => {
+        (None, Some(v)) if rtick::rt::DmaLatencyLimit::from(v).is_unconstrained() => {
             format!("{v} µs: no constraint, deep C-states allowed (left as is; --dma-latency 0 to hold CPUs awake)")
         }
         (None, Some(v)) => format!("{v} µs (left as is)"),

@@ -1,24 +1,13 @@
 //! Figures taken from a distribution: percentiles and fixed-width buckets.
 
 use super::Dist;
-use rtick::stats::PERCENTILES;
+use rtick::stats::{percentile, PERCENTILES};
 
 /// The value at quantile `q`: the smallest value with at least ⌈q·n⌉ samples
 /// at or below it (samples beyond the range count as `max`).
 pub fn quantile(d: &Dist, q: f64, max: i64) -> i64 {
-    let n: u64 = d.weighted.iter().map(|w| w.1).sum::<u64>() + d.overflow;
-    if n == 0 {
-        return 0;
-    }
-    let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-    let mut seen = 0;
-    for &(v, c) in &d.weighted {
-        seen += c;
-        if seen >= rank {
-            return v;
-        }
-    }
-    max
+    let overflow = std::iter::once((max, d.overflow));
+    percentile::of_counts(d.weighted.iter().copied().chain(overflow), q).unwrap_or(0)
 }
 
 /// The report's six percentiles.

@@ -1,99 +1,86 @@
 //! The kernel: PREEMPT_RT, the preemption model, HZ, NO_HZ, high-resolution timers.
 
 use super::read::Context;
-use super::{Finding, Status};
+use super::{Finding, KernelConfig, Status};
+use crate::system::{Preempt, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    out.push(preempt_rt(ctx));
+    out.push(preempt_model(&ctx.preempt, ctx.config.as_ref()));
+    build_config(ctx, out);
+}
+
+fn preempt_rt(ctx: &Context<'_>) -> Finding {
     let version = ctx.read("/proc/sys/kernel/version");
     let realtime = ctx.read("/sys/kernel/realtime");
-    let rt = realtime.as_deref() == Some("1")
-        || version.as_deref().is_some_and(|v| v.contains("PREEMPT_RT"))
-        || ctx.config.as_ref().is_some_and(|c| c.is_y("CONFIG_PREEMPT_RT"));
+    if version.is_none() && realtime.is_none() && ctx.config.is_none() {
+        return Finding::unreadable(
+            "kernel.preempt_rt",
+            "the kernel build",
+            &["/proc/sys/kernel/version", "/sys/kernel/realtime"],
+        );
+    }
     let ev = format!(
         "uname -v: {}; /sys/kernel/realtime: {}",
         version.as_deref().unwrap_or("unreadable"),
         realtime.as_deref().unwrap_or("absent")
     );
-    out.push(if version.is_none() && realtime.is_none() && ctx.config.is_none() {
-        Finding::unreadable(
-            "kernel.preempt_rt",
-            "the kernel build",
-            &["/proc/sys/kernel/version", "/sys/kernel/realtime"],
-        )
-    } else if rt {
+    if ctx.preempt.is_rt() {
         Finding::new("kernel.preempt_rt", Status::Ok, "PREEMPT_RT kernel").evidence(ev)
     } else {
         Finding::new("kernel.preempt_rt", Status::Warn, "not a PREEMPT_RT kernel")
             .evidence(ev)
             .impact("long non-preemptible kernel sections can delay a real-time thread's wake-up by hundreds of µs")
             .remedy("boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64) for hard real-time")
-    });
+    }
+}
 
-    // The preemption model, with PREEMPT_DYNAMIC's current mode where debugfs shows it.
-    let dynamic = version.as_deref().is_some_and(|v| v.contains("PREEMPT_DYNAMIC"));
-    let mode = ctx.read("/sys/kernel/debug/sched/preempt").and_then(|s| {
-        let a = s.find('(')?;
-        let b = s[a..].find(')')?;
-        Some(s[a + 1..a + b].to_string())
-    });
-    let from_config = ctx.config.as_ref().and_then(|c| {
-        [
-            "CONFIG_PREEMPT_RT",
-            "CONFIG_PREEMPT",
-            "CONFIG_PREEMPT_LAZY",
-            "CONFIG_PREEMPT_VOLUNTARY",
-            "CONFIG_PREEMPT_NONE",
-        ]
-        .into_iter()
-        .find(|k| c.is_y(k))
-    });
-    // On PREEMPT_DYNAMIC kernels preempt= on the command line overrides the built-in default.
-    let boot_mode = ctx.param("preempt").filter(|_| dynamic);
-    let model =
-        if rt {
-            Some("rt".to_string())
-        } else if let Some(m) = &mode {
-            Some(m.clone())
-        } else if let Some(m) = &boot_mode {
-            Some(m.clone())
-        } else {
-            from_config
-                .map(|k| k.trim_start_matches("CONFIG_PREEMPT").trim_start_matches('_').to_lowercase())
-                .map(|m| if m.is_empty() { "full".into() } else { m })
-        };
-    let ev = format!(
-        "{}{}",
-        if dynamic { "PREEMPT_DYNAMIC kernel; " } else { "" },
-        match (&mode, from_config) {
-            (Some(m), _) => format!("/sys/kernel/debug/sched/preempt: ({m})"),
-            (None, _) if boot_mode.is_some() =>
-                format!("/proc/cmdline: preempt={}", boot_mode.clone().unwrap_or_default()),
-            (None, Some(k)) if dynamic =>
-                format!("{k}=y in the kernel config: the default mode, no preempt= on the command line"),
-            (None, Some(k)) => format!("{k}=y in the kernel config"),
-            (None, None) => "mode not readable (mount debugfs: mount -t debugfs none /sys/kernel/debug)".into(),
+/// The preemption model, with PREEMPT_DYNAMIC's current mode where debugfs shows it.
+fn preempt_model(p: &PreemptModel, config: Option<&KernelConfig>) -> Finding {
+    const ID: &str = "kernel.preempt_model";
+    let ev = format!("{}{}", if p.dynamic { "PREEMPT_DYNAMIC kernel; " } else { "" }, preempt_evidence(p, config));
+    match p.model {
+        Some(m @ (Preempt::Rt | Preempt::Full)) => {
+            Finding::new(ID, Status::Ok, format!("preemption model: {m}")).evidence(ev)
         }
-    );
-    out.push(match model.as_deref() {
-        Some("rt") | Some("full") => {
-            Finding::new("kernel.preempt_model", Status::Ok, format!("preemption model: {}", model.unwrap_or_default()))
-                .evidence(ev)
-        }
-        Some(m @ ("none" | "voluntary" | "lazy")) => Finding::new(
-            "kernel.preempt_model",
-            Status::Warn,
-            format!("preemption model: {m}"),
-        )
-        .evidence(ev)
-        .impact("the kernel preempts only at certain points: a woken real-time thread may wait for a long kernel path")
-        .remedy(if dynamic {
-            "boot with preempt=full (PREEMPT_DYNAMIC), or echo full > /sys/kernel/debug/sched/preempt"
-        } else {
-            "a kernel built with CONFIG_PREEMPT=y or PREEMPT_RT"
-        }),
-        _ => Finding::new("kernel.preempt_model", Status::Info, "preemption model: unknown").evidence(ev),
-    });
+        Some(m) => Finding::new(ID, Status::Warn, format!("preemption model: {m}"))
+            .evidence(ev)
+            .impact(
+                "the kernel preempts only at certain points: a woken real-time thread may wait for a long kernel path",
+            )
+            .remedy(if p.dynamic {
+                "boot with preempt=full (PREEMPT_DYNAMIC), or echo full > /sys/kernel/debug/sched/preempt"
+            } else {
+                "a kernel built with CONFIG_PREEMPT=y or PREEMPT_RT"
+            }),
+        None => Finding::new(ID, Status::Info, "preemption model: unknown").evidence(ev),
+    }
+}
 
+/// Where the model was read, as evidence.
+fn preempt_evidence(p: &PreemptModel, config: Option<&KernelConfig>) -> String {
+    let m = p.model.map_or("?", Preempt::name);
+    match p.source {
+        PreemptSource::Debugfs => format!("{DEBUGFS_PREEMPT}: ({m})"),
+        PreemptSource::Cmdline => format!("/proc/cmdline: preempt={m}"),
+        PreemptSource::Config(k) if p.dynamic => {
+            format!("{k}=y in the kernel config: the default mode, no preempt= on the command line")
+        }
+        PreemptSource::Config(k) => format!("{k}=y in the kernel config"),
+        PreemptSource::Realtime => "/sys/kernel/realtime: 1".into(),
+        PreemptSource::Version => "uname -v: PREEMPT_RT".into(),
+        PreemptSource::Unknown if p.dynamic => {
+            "mode not readable (mount debugfs: mount -t debugfs none /sys/kernel/debug)".into()
+        }
+        PreemptSource::Unknown => match config {
+            Some(c) => format!("{}: no CONFIG_PREEMPT_* option set", c.source),
+            None => "nothing readable names it: the kernel config is unreadable".into(),
+        },
+    }
+}
+
+/// CONFIG_HZ, NO_HZ and CONFIG_HIGH_RES_TIMERS, from the build configuration.
+fn build_config(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(cfg) = &ctx.config else {
         out.push(
             Finding::unreadable(
@@ -106,19 +93,26 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         );
         return;
     };
+    out.push(config_hz(cfg));
+    out.push(nohz(ctx, cfg));
+    out.push(high_res_timers(cfg));
+}
+
+fn config_hz(cfg: &KernelConfig) -> Finding {
     let hz = cfg.get("CONFIG_HZ").unwrap_or("?");
-    out.push(
-        Finding::new(
-            "kernel.config_hz",
-            Status::Info,
-            format!(
-                "CONFIG_HZ={hz}: a scheduler tick every {}",
-                hz.parse::<f64>().map(|h| format!("{:.1} ms", 1000.0 / h)).unwrap_or_else(|_| "? ms".into())
-            ),
-        )
-        .evidence(format!("{}: CONFIG_HZ={hz}", cfg.source))
-        .impact("CPU-time timers (ITIMER_VIRTUAL/PROF) and tick-based accounting are this coarse; hrtimers are not"),
-    );
+    Finding::new(
+        "kernel.config_hz",
+        Status::Info,
+        format!(
+            "CONFIG_HZ={hz}: a scheduler tick every {}",
+            hz.parse::<f64>().map(|h| format!("{:.1} ms", 1000.0 / h)).unwrap_or_else(|_| "? ms".into())
+        ),
+    )
+    .evidence(format!("{}: CONFIG_HZ={hz}", cfg.source))
+    .impact("CPU-time timers (ITIMER_VIRTUAL/PROF) and tick-based accounting are this coarse; hrtimers are not")
+}
+
+fn nohz(ctx: &Context<'_>, cfg: &KernelConfig) -> Finding {
     let nohz = if cfg.is_y("CONFIG_NO_HZ_FULL") {
         "full (CONFIG_NO_HZ_FULL): ticks stop on nohz_full CPUs running one task"
     } else if cfg.is_y("CONFIG_NO_HZ_IDLE") || cfg.is_y("CONFIG_NO_HZ") {
@@ -129,16 +123,17 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         "unknown"
     };
     let nohz_off = ctx.param("nohz").as_deref() == Some("off");
-    out.push(
-        Finding::new(
-            "kernel.nohz",
-            Status::Info,
-            format!("NO_HZ mode: {nohz}{}", if nohz_off { ", but disabled by nohz=off" } else { "" }),
-        )
-        .evidence(cfg.source.clone())
-        .impact("a tick interrupts a running real-time thread every tick period unless the CPU is nohz_full"),
-    );
-    out.push(if cfg.is_y("CONFIG_HIGH_RES_TIMERS") {
+    Finding::new(
+        "kernel.nohz",
+        Status::Info,
+        format!("NO_HZ mode: {nohz}{}", if nohz_off { ", but disabled by nohz=off" } else { "" }),
+    )
+    .evidence(cfg.source.clone())
+    .impact("a tick interrupts a running real-time thread every tick period unless the CPU is nohz_full")
+}
+
+fn high_res_timers(cfg: &KernelConfig) -> Finding {
+    if cfg.is_y("CONFIG_HIGH_RES_TIMERS") {
         Finding::new("kernel.high_res_timers", Status::Ok, "CONFIG_HIGH_RES_TIMERS=y").evidence(cfg.source.clone())
     } else {
         Finding::new("kernel.high_res_timers", Status::Fail, "the kernel is built without CONFIG_HIGH_RES_TIMERS")
@@ -149,5 +144,5 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ))
             .impact("every sleep and timer is rounded up to the scheduler tick")
             .remedy("a kernel built with CONFIG_HIGH_RES_TIMERS=y")
-    });
+    }
 }

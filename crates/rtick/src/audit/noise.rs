@@ -158,34 +158,27 @@ fn nic_coalescing(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn virtualisation(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let flags = ctx.cpu_flags();
-    let flag = flags.as_ref().is_some_and(|f| f.contains(&"hypervisor"));
-    let hv = ctx.read("/sys/hypervisor/type").filter(|s| !s.is_empty());
-    let dmi: Vec<String> = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
-        .iter()
-        .filter_map(|p| ctx.read(p))
-        .filter(|s| !s.is_empty())
-        .collect();
-    let known_vm = dmi.iter().any(|d| {
-        ["QEMU", "KVM", "VMware", "VirtualBox", "Xen", "Microsoft Corporation", "Amazon EC2", "Google"]
-            .iter()
-            .any(|v| d.contains(v))
-    });
+    use crate::system::{VirtSigns, Virtualization};
+    let signs = VirtSigns::read(ctx.root);
     let ev = format!(
         "CPU hypervisor flag: {}; /sys/hypervisor/type: {}; DMI: {}",
-        if flag { "set" } else { "not set" },
-        hv.as_deref().unwrap_or("absent"),
-        if dmi.is_empty() { "unreadable".to_string() } else { dmi.join(" / ") }
+        match signs.cpu_flag {
+            Some(true) => "set",
+            Some(false) => "not set",
+            None => "unreadable",
+        },
+        signs.hypervisor_type.as_deref().unwrap_or("absent"),
+        if signs.dmi.is_empty() { "unreadable".to_string() } else { signs.dmi.join(" / ") }
     );
-    out.push(if flag || hv.is_some() || known_vm {
-        Finding::new("environment.virtualization", Status::Warn, "this is a virtual machine")
+    out.push(match signs.virtualization() {
+        Virtualization::Guest(_) => Finding::new("environment.virtualization", Status::Warn, "this is a virtual machine")
             .evidence(ev)
             .impact("the host preempts the guest's CPUs at will: latency tails of hundreds of µs come from the host and no guest setting removes them")
-            .remedy("measure on bare metal for real-time figures; in a VM, pin vCPUs on the host and give them isolated host CPUs")
-    } else if flags.is_none() {
-        Finding::unreadable("environment.virtualization", "the CPU flags", &["/proc/cpuinfo"])
-    } else {
-        Finding::new("environment.virtualization", Status::Ok, "bare metal (no hypervisor detected)").evidence(ev)
+            .remedy("measure on bare metal for real-time figures; in a VM, pin vCPUs on the host and give them isolated host CPUs"),
+        Virtualization::Unknown => Finding::unreadable("environment.virtualization", "the CPU flags", &["/proc/cpuinfo"]),
+        Virtualization::BareMetal => {
+            Finding::new("environment.virtualization", Status::Ok, "bare metal (no hypervisor detected)").evidence(ev)
+        }
     });
     out.push(tuned(ctx));
 }

@@ -3,17 +3,22 @@
 
 use super::read::Context;
 use super::{Finding, Status};
+use crate::rt::DmaLatencyLimit;
 
 /// Exit latency above which a C-state shows in wake-up latency (µs).
 pub const CSTATE_WARN_US: u64 = 10;
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let cpus = ctx.cpus().unwrap_or_default();
-    let qos = std::fs::read(ctx.root.path("/dev/cpu_dma_latency"))
-        .ok()
-        .and_then(|b| b.get(..4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]])));
+    let qos = DmaLatencyLimit::read(ctx.root);
+    out.push(cstates(ctx, qos));
+    out.push(pm_qos(qos));
+    out.push(cpufreq(ctx));
+    out.push(turbo(ctx));
+}
 
-    // C-states: the deepest enabled one and its exit latency, per CPU.
+/// The deepest enabled C-state and its exit latency, over every CPU.
+fn cstates(ctx: &Context<'_>, qos: Option<DmaLatencyLimit>) -> Finding {
+    let cpus = ctx.cpus().unwrap_or_default();
     let mut worst: Option<(usize, String, u64)> = None;
     let mut listed = 0;
     for &cpu in &cpus {
@@ -29,8 +34,8 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
     }
     let driver = ctx.read("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_else(|| "none".into());
-    let held = qos.is_some_and(|q| q >= 0 && worst.as_ref().is_some_and(|w| (q as u64) < w.2));
-    out.push(match worst {
+    let held = qos.is_some_and(|q| q.us() >= 0 && worst.as_ref().is_some_and(|w| (q.us() as u64) < w.2));
+    match worst {
         None => Finding::new("power.cstates", Status::Info, format!("no cpuidle states are exposed (driver: {driver})"))
             .evidence("/sys/devices/system/cpu/cpu*/cpuidle: none")
             .impact("idle is handled by the firmware or the hypervisor, out of the kernel's sight"),
@@ -45,56 +50,61 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         Some((cpu, name, lat)) if lat > CSTATE_WARN_US => Finding::new(
             "power.cstates",
             Status::Ok,
-            format!("deep C-state {name} ({lat} µs) is enabled, but a PM QoS request of {} µs keeps the CPUs out of it", qos.unwrap_or(0)),
+            format!("deep C-state {name} ({lat} µs) is enabled, but a PM QoS request of {} µs keeps the CPUs out of it", qos.map_or(0, DmaLatencyLimit::us)),
         )
-        .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: deepest enabled {name}, latency {lat} µs; /dev/cpu_dma_latency {}", qos.unwrap_or(0))),
+        .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: deepest enabled {name}, latency {lat} µs; /dev/cpu_dma_latency {}", qos.map_or(0, DmaLatencyLimit::us))),
         Some((cpu, name, lat)) => Finding::new("power.cstates", Status::Ok, format!("the deepest enabled C-state, {name}, exits in {lat} µs"))
             .evidence(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle: {listed} states listed, driver {driver}")),
-    });
+    }
+}
 
-    out.push(match qos {
+fn pm_qos(qos: Option<DmaLatencyLimit>) -> Finding {
+    match qos {
         None => Finding::unreadable("power.pm_qos", "the PM QoS CPU latency", &["/dev/cpu_dma_latency"])
             .remedy("run as root to read it"),
-        Some(v) if v >= crate::rt::PM_QOS_DEFAULT_US => {
+        Some(v) if v.is_unconstrained() => {
             Finding::new("power.pm_qos", Status::Info, "no PM QoS CPU latency request is held")
-                .evidence(format!("/dev/cpu_dma_latency: {v} µs (the default: no constraint)"))
+                .evidence(format!("/dev/cpu_dma_latency: {} µs (the default: no constraint)", v.us()))
                 .impact("the CPUs may enter any C-state")
                 .remedy("rtick measure --dma-latency 0, or keep /dev/cpu_dma_latency open with 0 written while timing")
         }
-        Some(v) => {
-            Finding::new("power.pm_qos", Status::Ok, format!("a PM QoS request holds CPU wake-up latency at {v} µs"))
-                .evidence(format!("/dev/cpu_dma_latency: {v}"))
-        }
-    });
-
-    // cpufreq: driver, governor and limits of CPU 0 (others usually match).
-    let base = "/sys/devices/system/cpu/cpu0/cpufreq";
-    match ctx.read(&format!("{base}/scaling_governor")) {
-        None => out.push(
-            Finding::new(
-                "power.cpufreq",
-                Status::Info,
-                "no cpufreq: the CPU frequency is not under the kernel's control",
-            )
-            .evidence(format!("{base}: absent")),
-        ),
-        Some(gov) => {
-            let drv = ctx.read(&format!("{base}/scaling_driver")).unwrap_or_default();
-            let (min, max) = (
-                ctx.read(&format!("{base}/scaling_min_freq")).unwrap_or_default(),
-                ctx.read(&format!("{base}/scaling_max_freq")).unwrap_or_default(),
-            );
-            let ev = format!("{base}: driver {drv}, governor {gov}, min {min} kHz, max {max} kHz");
-            out.push(if gov == "performance" {
-                Finding::new("power.cpufreq", Status::Ok, "cpufreq governor: performance").evidence(ev)
-            } else {
-                Finding::new("power.cpufreq", Status::Warn, format!("cpufreq governor: {gov}"))
-                    .evidence(ev)
-                    .impact("the CPU clocks down when idle and needs time to clock up after a wake-up: latency and execution time vary")
-                    .remedy("cpupower frequency-set -g performance (or: echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)")
-            });
-        }
+        Some(v) => Finding::new(
+            "power.pm_qos",
+            Status::Ok,
+            format!("a PM QoS request holds CPU wake-up latency at {} µs", v.us()),
+        )
+        .evidence(format!("/dev/cpu_dma_latency: {}", v.us())),
     }
+}
+
+/// cpufreq: driver, governor and limits of CPU 0 (others usually match).
+fn cpufreq(ctx: &Context<'_>) -> Finding {
+    let base = "/sys/devices/system/cpu/cpu0/cpufreq";
+    let Some(gov) = ctx.read(&format!("{base}/scaling_governor")) else {
+        return Finding::new(
+            "power.cpufreq",
+            Status::Info,
+            "no cpufreq: the CPU frequency is not under the kernel's control",
+        )
+        .evidence(format!("{base}: absent"));
+    };
+    let drv = ctx.read(&format!("{base}/scaling_driver")).unwrap_or_default();
+    let (min, max) = (
+        ctx.read(&format!("{base}/scaling_min_freq")).unwrap_or_default(),
+        ctx.read(&format!("{base}/scaling_max_freq")).unwrap_or_default(),
+    );
+    let ev = format!("{base}: driver {drv}, governor {gov}, min {min} kHz, max {max} kHz");
+    if gov == "performance" {
+        Finding::new("power.cpufreq", Status::Ok, "cpufreq governor: performance").evidence(ev)
+    } else {
+        Finding::new("power.cpufreq", Status::Warn, format!("cpufreq governor: {gov}"))
+            .evidence(ev)
+            .impact("the CPU clocks down when idle and needs time to clock up after a wake-up: latency and execution time vary")
+            .remedy("cpupower frequency-set -g performance (or: echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)")
+    }
+}
+
+fn turbo(ctx: &Context<'_>) -> Finding {
     let boost = ctx
         .read("/sys/devices/system/cpu/cpufreq/boost")
         .map(|v| (v == "1", "/sys/devices/system/cpu/cpufreq/boost"))
@@ -102,7 +112,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             ctx.read("/sys/devices/system/cpu/intel_pstate/no_turbo")
                 .map(|v| (v == "0", "/sys/devices/system/cpu/intel_pstate/no_turbo"))
         });
-    out.push(match boost {
+    match boost {
         None => Finding::new("power.turbo", Status::Info, "turbo/boost: not exposed")
             .evidence("no cpufreq boost or intel_pstate/no_turbo"),
         Some((true, path)) => Finding::new("power.turbo", Status::Info, "turbo/boost is enabled")
@@ -114,5 +124,5 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 "echo 0 > /sys/devices/system/cpu/cpufreq/boost"
             }),
         Some((false, path)) => Finding::new("power.turbo", Status::Ok, "turbo/boost is disabled").evidence(path),
-    });
+    }
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 
 use super::Options;
 use crate::cgroup::{cpu_cgroup, CpuCgroup};
-use crate::system::{parse_cpu_list, SysRoot};
+use crate::system::{boot_param, cpu_flags, parse_cpu_list, PreemptModel, SysRoot};
 
 /// The kernel build configuration (`CONFIG_*`), from /proc/config.gz or
 /// `/boot/config-<release>`.
@@ -60,18 +60,24 @@ pub(crate) struct Context<'a> {
     pub status: Option<String>,
     /// This process's cpu cgroup (its real-time budget).
     pub cpu_cgroup: Option<CpuCgroup>,
+    /// The preemption model.
+    pub preempt: PreemptModel,
 }
 
 impl<'a> Context<'a> {
     pub fn new(root: &'a SysRoot, opts: &'a Options) -> Self {
+        let cmdline = root.read("/proc/cmdline");
+        let config = read_config(root);
+        let preempt = PreemptModel::read(root, cmdline.as_deref(), config.as_ref());
         Context {
             root,
             opts,
-            cmdline: root.read("/proc/cmdline"),
-            config: read_config(root),
+            cmdline,
+            config,
             cpuinfo: root.read("/proc/cpuinfo"),
             status: root.read("/proc/self/status"),
             cpu_cgroup: cpu_cgroup(root),
+            preempt,
         }
     }
 
@@ -81,19 +87,12 @@ impl<'a> Context<'a> {
 
     /// A boot parameter: `Some("")` for a bare flag, `Some(value)`, or `None`.
     pub fn param(&self, name: &str) -> Option<String> {
-        let cmd = self.cmdline.as_deref()?;
-        cmd.split_whitespace().rev().find_map(|w| match w.split_once('=') {
-            Some((k, v)) if k == name => Some(v.to_string()),
-            None if w == name => Some(String::new()),
-            _ => None,
-        })
+        boot_param(self.cmdline.as_deref()?, name).map(str::to_string)
     }
 
     /// The CPU flags of the first processor in /proc/cpuinfo.
     pub fn cpu_flags(&self) -> Option<Vec<&str>> {
-        let info = self.cpuinfo.as_deref()?;
-        let line = info.lines().find(|l| l.starts_with("flags") || l.starts_with("Features"))?;
-        Some(line.split_once(':')?.1.split_whitespace().collect())
+        cpu_flags(self.cpuinfo.as_deref()?)
     }
 
     /// Online CPUs.

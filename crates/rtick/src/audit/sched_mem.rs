@@ -5,21 +5,39 @@ use super::read::Context;
 use super::{Finding, Status};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    out.extend([rt_throttling(ctx), timer_migration(ctx), smt(ctx), numa_balancing(ctx)]);
+    out.extend([memlock(ctx), swap(ctx), thp(ctx), ksm(ctx)]);
+}
+
+fn rt_throttling(ctx: &Context<'_>) -> Finding {
     let rt = ctx.read("/proc/sys/kernel/sched_rt_runtime_us");
     let period = ctx.read("/proc/sys/kernel/sched_rt_period_us");
-    out.push(match (rt.as_deref().and_then(|v| v.parse::<i64>().ok()), period.as_deref().and_then(|v| v.parse::<i64>().ok())) {
-        (None, _) => Finding::unreadable("sched.rt_throttling", "RT throttling", &["/proc/sys/kernel/sched_rt_runtime_us"]),
-        (Some(-1), _) => Finding::new("sched.rt_throttling", Status::Ok, "RT throttling is off").evidence("kernel.sched_rt_runtime_us = -1"),
+    match (rt.as_deref().and_then(|v| v.parse::<i64>().ok()), period.as_deref().and_then(|v| v.parse::<i64>().ok())) {
+        (None, _) => {
+            Finding::unreadable("sched.rt_throttling", "RT throttling", &["/proc/sys/kernel/sched_rt_runtime_us"])
+        }
+        (Some(-1), _) => Finding::new("sched.rt_throttling", Status::Ok, "RT throttling is off")
+            .evidence("kernel.sched_rt_runtime_us = -1"),
         (Some(r), p) => {
             let p = p.unwrap_or(1_000_000);
-            Finding::new("sched.rt_throttling", Status::Warn, format!("RT throttling: real-time threads get {} ms of every {} ms", r / 1000, p / 1000))
-                .evidence(format!("kernel.sched_rt_runtime_us = {r}, kernel.sched_rt_period_us = {p}"))
-                .impact(format!("a SCHED_FIFO/RR thread that spins (spin, hybrid with a large slack) is stopped for {} ms every {} ms", (p - r) / 1000, p / 1000))
-                .remedy("sysctl kernel.sched_rt_runtime_us=-1 (only with a housekeeping CPU left for everything else)")
+            Finding::new(
+                "sched.rt_throttling",
+                Status::Warn,
+                format!("RT throttling: real-time threads get {} ms of every {} ms", r / 1000, p / 1000),
+            )
+            .evidence(format!("kernel.sched_rt_runtime_us = {r}, kernel.sched_rt_period_us = {p}"))
+            .impact(format!(
+                "a SCHED_FIFO/RR thread that spins (spin, hybrid with a large slack) is stopped for {} ms every {} ms",
+                (p - r) / 1000,
+                p / 1000
+            ))
+            .remedy("sysctl kernel.sched_rt_runtime_us=-1 (only with a housekeeping CPU left for everything else)")
         }
-    });
+    }
+}
 
-    out.push(match ctx.read("/proc/sys/kernel/timer_migration").as_deref() {
+fn timer_migration(ctx: &Context<'_>) -> Finding {
+    match ctx.read("/proc/sys/kernel/timer_migration").as_deref() {
         None => Finding::unreadable("sched.timer_migration", "timer migration", &["/proc/sys/kernel/timer_migration"]),
         Some("0") => Finding::new("sched.timer_migration", Status::Ok, "timer migration is off")
             .evidence("kernel.timer_migration = 0"),
@@ -27,9 +45,11 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             .evidence(format!("kernel.timer_migration = {v}"))
             .impact("timers of idle CPUs move to busy ones, which then expire others' timers")
             .remedy("sysctl kernel.timer_migration=0"),
-    });
+    }
+}
 
-    out.push(match ctx.read("/sys/devices/system/cpu/smt/active").as_deref() {
+fn smt(ctx: &Context<'_>) -> Finding {
+    match ctx.read("/sys/devices/system/cpu/smt/active").as_deref() {
         None => Finding::unreadable("sched.smt", "SMT state", &["/sys/devices/system/cpu/smt/active"]),
         Some("1") => Finding::new("sched.smt", Status::Warn, "SMT (hyper-threading) is active")
             .evidence("/sys/devices/system/cpu/smt/active = 1")
@@ -39,9 +59,11 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             .remedy("echo off > /sys/devices/system/cpu/smt/control (or boot with nosmt), or keep the sibling idle"),
         Some(v) => Finding::new("sched.smt", Status::Ok, "SMT is not active")
             .evidence(format!("/sys/devices/system/cpu/smt/active = {v}")),
-    });
+    }
+}
 
-    out.push(match ctx.read("/proc/sys/kernel/numa_balancing").as_deref() {
+fn numa_balancing(ctx: &Context<'_>) -> Finding {
+    match ctx.read("/proc/sys/kernel/numa_balancing").as_deref() {
         None => {
             Finding::new("sched.numa_balancing", Status::Info, "NUMA balancing: not present (single node or not built)")
                 .evidence("/proc/sys/kernel/numa_balancing: absent")
@@ -52,33 +74,35 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             .evidence(format!("kernel.numa_balancing = {v}"))
             .impact("the kernel unmaps pages to sample their use: a timing thread takes page faults at random")
             .remedy("sysctl kernel.numa_balancing=0"),
-    });
-
-    // Memory.
-    match ctx.limit("Max locked memory") {
-        None => out.push(Finding::unreadable("memory.memlock", "RLIMIT_MEMLOCK", &["/proc/self/limits"])),
-        Some(lim) => {
-            let cap = ctx.has_cap(14).unwrap_or(false);
-            let ev = format!(
-                "/proc/self/limits: Max locked memory {}; CAP_IPC_LOCK {}",
-                lim.map_or("unlimited".into(), |b| format!("{b} bytes")),
-                if cap { "held" } else { "not held" }
-            );
-            out.push(if cap || lim.is_none() {
-                Finding::new("memory.memlock", Status::Ok, "memory can be locked (mlockall)").evidence(ev)
-            } else {
-                Finding::new(
-                    "memory.memlock",
-                    Status::Warn,
-                    format!("RLIMIT_MEMLOCK is {} KiB: mlockall of a real program fails", lim.unwrap_or(0) / 1024),
-                )
-                .evidence(ev)
-                .impact("without locked memory, page faults show up as latency")
-                .remedy("ulimit -l unlimited (or memlock in /etc/security/limits.conf), or grant CAP_IPC_LOCK")
-            });
-        }
     }
-    out.push(match ctx.read("/proc/swaps") {
+}
+
+fn memlock(ctx: &Context<'_>) -> Finding {
+    let Some(lim) = ctx.limit("Max locked memory") else {
+        return Finding::unreadable("memory.memlock", "RLIMIT_MEMLOCK", &["/proc/self/limits"]);
+    };
+    let cap = ctx.has_cap(14).unwrap_or(false);
+    let ev = format!(
+        "/proc/self/limits: Max locked memory {}; CAP_IPC_LOCK {}",
+        lim.map_or("unlimited".into(), |b| format!("{b} bytes")),
+        if cap { "held" } else { "not held" }
+    );
+    if cap || lim.is_none() {
+        Finding::new("memory.memlock", Status::Ok, "memory can be locked (mlockall)").evidence(ev)
+    } else {
+        Finding::new(
+            "memory.memlock",
+            Status::Warn,
+            format!("RLIMIT_MEMLOCK is {} KiB: mlockall of a real program fails", lim.unwrap_or(0) / 1024),
+        )
+        .evidence(ev)
+        .impact("without locked memory, page faults show up as latency")
+        .remedy("ulimit -l unlimited (or memlock in /etc/security/limits.conf), or grant CAP_IPC_LOCK")
+    }
+}
+
+fn swap(ctx: &Context<'_>) -> Finding {
+    match ctx.read("/proc/swaps") {
         None => Finding::unreadable("memory.swap", "swap", &["/proc/swaps"]),
         Some(s) => {
             let devs: Vec<&str> = s.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
@@ -91,13 +115,20 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     .remedy("lock memory (rtick does with --mlock), or swapoff -a")
             }
         }
-    });
+    }
+}
+
+fn thp(ctx: &Context<'_>) -> Finding {
     let thp = ctx.read("/sys/kernel/mm/transparent_hugepage/enabled");
     let defrag = ctx.read("/sys/kernel/mm/transparent_hugepage/defrag");
     let sel =
         |s: &Option<String>| s.as_deref().and_then(|v| v.split('[').nth(1)?.split(']').next().map(str::to_string));
-    out.push(match (sel(&thp), sel(&defrag)) {
-        (None, _) => Finding::unreadable("memory.thp", "transparent huge pages", &["/sys/kernel/mm/transparent_hugepage/enabled"]),
+    match (sel(&thp), sel(&defrag)) {
+        (None, _) => Finding::unreadable(
+            "memory.thp",
+            "transparent huge pages",
+            &["/sys/kernel/mm/transparent_hugepage/enabled"],
+        ),
         (Some(e), d) => {
             let d = d.unwrap_or_else(|| "?".into());
             let ev = format!("transparent_hugepage: enabled [{e}], defrag [{d}]");
@@ -107,11 +138,15 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                     .impact("khugepaged and direct compaction stall threads that fault or allocate memory")
                     .remedy("echo madvise > /sys/kernel/mm/transparent_hugepage/enabled; echo defer > /sys/kernel/mm/transparent_hugepage/defrag (or never)")
             } else {
-                Finding::new("memory.thp", Status::Ok, format!("transparent huge pages: enabled {e}, defrag {d}")).evidence(ev)
+                Finding::new("memory.thp", Status::Ok, format!("transparent huge pages: enabled {e}, defrag {d}"))
+                    .evidence(ev)
             }
         }
-    });
-    out.push(match ctx.read("/sys/kernel/mm/ksm/run").as_deref() {
+    }
+}
+
+fn ksm(ctx: &Context<'_>) -> Finding {
+    match ctx.read("/sys/kernel/mm/ksm/run").as_deref() {
         None => Finding::new("memory.ksm", Status::Info, "KSM: not present").evidence("/sys/kernel/mm/ksm/run: absent"),
         Some("1") => Finding::new("memory.ksm", Status::Warn, "KSM page merging is running")
             .evidence("/sys/kernel/mm/ksm/run = 1")
@@ -120,5 +155,5 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         Some(v) => {
             Finding::new("memory.ksm", Status::Ok, "KSM is off").evidence(format!("/sys/kernel/mm/ksm/run = {v}"))
         }
-    });
+    }
 }

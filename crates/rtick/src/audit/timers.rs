@@ -2,6 +2,7 @@
 
 use super::read::Context;
 use super::{Finding, Status};
+use crate::system::{HresActive, TIMER_LIST};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     hres(ctx, out);
@@ -11,49 +12,52 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
 }
 
 fn hres(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    let Some(text) = ctx.read("/proc/timer_list") else {
-        out.push(Finding::unreadable("timers.hres_active", "high-resolution timer state", &["/proc/timer_list"]));
+    let Some(text) = ctx.read(TIMER_LIST) else {
+        out.push(Finding::unreadable("timers.hres_active", "high-resolution timer state", &[TIMER_LIST]));
         return;
     };
-    let (mut cpus, mut active, mut hrtimer_handlers, mut resolution) = (0usize, 0usize, 0usize, None);
-    for line in text.lines().map(str::trim) {
-        if line.starts_with("cpu:") {
-            cpus += 1;
-        } else if let Some(v) = line.strip_prefix(".hres_active") {
-            if v.trim_start_matches([' ', ':', '\t']).trim() == "1" {
-                active += 1;
-            }
-        } else if line.starts_with("event_handler:") && line.ends_with("hrtimer_interrupt") {
-            hrtimer_handlers += 1;
-        } else if let Some(v) = line.strip_prefix(".resolution:") {
-            resolution.get_or_insert(v.trim().to_string());
-        }
-    }
+    out.push(hres_active(&HresActive::parse(&text), &text));
+    out.push(resolution(&text));
+}
+
+fn hres_active(hres: &HresActive, timer_list: &str) -> Finding {
+    const ID: &str = "timers.hres_active";
+    let handlers = timer_list
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("event_handler:") && l.ends_with("hrtimer_interrupt"))
+        .count();
+    let (cpus, active, inactive, unknown) =
+        (hres.cpus().len(), hres.count(Some(true)), hres.count(Some(false)), hres.count(None));
+    let unread = if unknown > 0 { format!(" (unreadable on {unknown})") } else { String::new() };
     let evidence = format!(
-        "/proc/timer_list: .hres_active = 1 on {active} of {cpus} CPUs; event_handler hrtimer_interrupt on {hrtimer_handlers} clock event devices"
+        "{TIMER_LIST}: .hres_active = 1 on {active} of {cpus} CPUs{unread}; event_handler hrtimer_interrupt on {handlers} clock event devices"
     );
     let f = if cpus == 0 {
-        Finding::new("timers.hres_active", Status::Info, "high-resolution timers: no CPU listed in /proc/timer_list")
-    } else if active == cpus {
-        Finding::new("timers.hres_active", Status::Ok, "high-resolution timers are active on every CPU")
+        Finding::new(ID, Status::Info, "high-resolution timers: no CPU listed in /proc/timer_list")
+    } else if inactive > 0 {
+        Finding::new(ID, Status::Fail, format!("high-resolution timers are inactive on {inactive} of {cpus} CPUs"))
+            .impact("sleeps and timers on those CPUs expire only at scheduler ticks: milliseconds late")
+            .remedy("a kernel with CONFIG_HIGH_RES_TIMERS=y; remove highres=off from the boot parameters")
+    } else if unknown > 0 {
+        Finding::new(ID, Status::Info, format!("high-resolution timers: state unreadable on {unknown} of {cpus} CPUs"))
     } else {
-        Finding::new(
-            "timers.hres_active",
-            Status::Fail,
-            format!("high-resolution timers are inactive on {} of {cpus} CPUs", cpus - active),
-        )
-        .impact("sleeps and timers on those CPUs expire only at scheduler ticks: milliseconds late")
-        .remedy("a kernel with CONFIG_HIGH_RES_TIMERS=y; remove highres=off from the boot parameters")
+        Finding::new(ID, Status::Ok, "high-resolution timers are active on every CPU")
     };
-    out.push(f.evidence(evidence));
-    let res = match resolution {
-        Some(r) if r == "1 nsecs" => Finding::new("timers.resolution", Status::Ok, "timer resolution: 1 ns (hrtimers)"),
+    f.evidence(evidence)
+}
+
+/// The resolution of the first clock listed.
+fn resolution(timer_list: &str) -> Finding {
+    let first = timer_list.lines().find_map(|l| l.trim().strip_prefix(".resolution:")).map(str::trim);
+    let f = match first {
+        Some("1 nsecs") => Finding::new("timers.resolution", Status::Ok, "timer resolution: 1 ns (hrtimers)"),
         Some(r) => Finding::new("timers.resolution", Status::Warn, format!("timer resolution: {r}"))
             .impact("timer expiries are rounded to this resolution")
             .remedy("enable high-resolution timers (CONFIG_HIGH_RES_TIMERS=y, no highres=off)"),
         None => Finding::new("timers.resolution", Status::Info, "timer resolution: not listed"),
     };
-    out.push(res.evidence("/proc/timer_list: .resolution of clock 0"));
+    f.evidence("/proc/timer_list: .resolution of clock 0")
 }
 
 fn clocksource(ctx: &Context<'_>, out: &mut Vec<Finding>) {

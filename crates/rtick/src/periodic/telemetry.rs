@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
-use crate::stats::{PERCENTILES, PERCENTILE_LABELS};
+use crate::stats::{percentile, PERCENTILES, PERCENTILE_LABELS};
 
 const SUB_BITS: u32 = 5;
 const SUB: u64 = 1 << SUB_BITS;
@@ -100,29 +100,12 @@ impl Series {
         if n == 0 {
             return SeriesSummary::default();
         }
+        // Negative values first, most negative first; each bucket at its upper edge.
+        let neg_buckets = neg.iter().enumerate().rev().map(|(i, &c)| (-(upper(i) as i64), c));
+        let buckets = neg_buckets.chain(pos.iter().enumerate().map(|(i, &c)| (upper(i) as i64, c)));
         let mut percentiles = [0i64; 6];
         for (out, q) in percentiles.iter_mut().zip(PERCENTILES) {
-            let rank = ((q / 100.0 * n as f64).ceil() as u64).clamp(1, n);
-            let mut seen = 0;
-            let mut value = max;
-            // Negative values first, most negative first.
-            'find: {
-                for (i, &c) in neg.iter().enumerate().rev() {
-                    seen += c;
-                    if c > 0 && seen >= rank {
-                        value = -(upper(i) as i64);
-                        break 'find;
-                    }
-                }
-                for (i, &c) in pos.iter().enumerate() {
-                    seen += c;
-                    if c > 0 && seen >= rank {
-                        value = upper(i) as i64;
-                        break 'find;
-                    }
-                }
-            }
-            *out = value.clamp(min, max);
+            *out = percentile::of_counts(buckets.clone(), q / 100.0).unwrap_or(max).clamp(min, max);
         }
         SeriesSummary {
             count: n,

@@ -2,12 +2,14 @@
 //!
 //! A request holds only while the file stays open. Writing 0 keeps every CPU
 //! out of deep C-states (whose exit latency shows up as wake-up latency).
+//! Reading the device gives the limit in force: [`DmaLatencyLimit`], the one
+//! reading of it (the audit and `rtick measure` both use it).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::path::Path;
+use std::io::Write;
 
 use crate::error::{Error, Result};
+use crate::system::SysRoot;
 
 /// The device.
 pub const DMA_LATENCY_PATH: &str = "/dev/cpu_dma_latency";
@@ -39,15 +41,72 @@ impl DmaLatency {
         self.requested_us
     }
 
-    /// The system's current effective value (µs), read from the device.
-    pub fn current() -> Option<i32> {
-        Self::current_from(Path::new(DMA_LATENCY_PATH))
+    /// The limit in force on the live system (`None`: unreadable).
+    pub fn current() -> Option<DmaLatencyLimit> {
+        DmaLatencyLimit::read(&SysRoot::default())
+    }
+}
+
+/// The CPU wake-up latency limit in force: the smallest request held, or
+/// [`PM_QOS_DEFAULT_US`] when nobody holds one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DmaLatencyLimit {
+    us: i32,
+}
+
+impl DmaLatencyLimit {
+    /// Reads [`DMA_LATENCY_PATH`] under `root`; `None` when it cannot be
+    /// read (it is root-only) or does not hold a value.
+    pub fn read(root: &SysRoot) -> Option<DmaLatencyLimit> {
+        Self::parse(&std::fs::read(root.path(DMA_LATENCY_PATH)).ok()?)
     }
 
-    /// As [`DmaLatency::current`], from another path (for tests and sysroots).
-    pub fn current_from(path: &Path) -> Option<i32> {
-        let mut buf = [0u8; 4];
-        File::open(path).ok()?.read_exact(&mut buf).ok()?;
-        Some(i32::from_ne_bytes(buf))
+    /// The device's content: one native-endian `i32` (the kernel's read
+    /// gives exactly 4 bytes); `None` for anything else.
+    pub fn parse(bytes: &[u8]) -> Option<DmaLatencyLimit> {
+        Some(DmaLatencyLimit { us: i32::from_ne_bytes(bytes.try_into().ok()?) })
+    }
+
+    /// The limit in µs.
+    pub fn us(self) -> i32 {
+        self.us
+    }
+
+    /// Whether no request is held: the kernel's default, every C-state allowed.
+    pub fn is_unconstrained(self) -> bool {
+        self.us >= PM_QOS_DEFAULT_US
+    }
+}
+
+impl From<i32> for DmaLatencyLimit {
+    fn from(us: i32) -> Self {
+        DmaLatencyLimit { us }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn four_native_bytes_or_unknown() {
+        let default = DmaLatencyLimit::parse(&2_000_000_000i32.to_ne_bytes()).unwrap();
+        assert_eq!((default.us(), default.is_unconstrained()), (2_000_000_000, true));
+        let held = DmaLatencyLimit::parse(&0i32.to_ne_bytes()).unwrap();
+        assert_eq!((held.us(), held.is_unconstrained()), (0, false));
+        assert_eq!(DmaLatencyLimit::parse(&55i32.to_ne_bytes()), Some(DmaLatencyLimit::from(55)));
+        assert_eq!(DmaLatencyLimit::parse(b""), None);
+        assert_eq!(DmaLatencyLimit::parse(b"ab"), None, "short");
+        assert_eq!(DmaLatencyLimit::parse(b"0x00000000\n"), None, "text is what one writes, never what one reads");
+    }
+
+    #[test]
+    fn read_under_a_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(d.path());
+        assert_eq!(DmaLatencyLimit::read(&root), None, "missing");
+        std::fs::create_dir(d.path().join("dev")).unwrap();
+        std::fs::write(d.path().join("dev/cpu_dma_latency"), 20i32.to_ne_bytes()).unwrap();
+        assert_eq!(DmaLatencyLimit::read(&root).map(DmaLatencyLimit::us), Some(20));
     }
 }

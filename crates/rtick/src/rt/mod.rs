@@ -9,7 +9,7 @@ mod memory;
 mod policy;
 mod setup;
 
-pub use dma::{DmaLatency, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
+pub use dma::{DmaLatency, DmaLatencyLimit, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
 pub use memory::{prefault_stack, MemoryLock, DEFAULT_HEAP_PREFAULT, DEFAULT_STACK_PREFAULT};
 pub use policy::{probe, Policy, ThreadSetup};
 pub use setup::{DeadlineParams, Setup, SetupGuard};

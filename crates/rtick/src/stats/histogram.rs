@@ -6,6 +6,8 @@
 
 use hdrhistogram::Histogram;
 
+use super::percentile;
+
 /// The largest magnitude tracked: one hour in nanoseconds. Larger values are
 /// recorded as this value (and the exact maximum is kept elsewhere).
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
@@ -64,14 +66,10 @@ impl SignedHistogram {
         self.neg.len()
     }
 
-    /// The value at quantile `q` (0..=1): the smallest recorded value v such
-    /// that at least ⌈q·n⌉ values are ≤ v (to the histogram's precision).
+    /// The value at quantile `q` (0..=1) by nearest rank ([`super::percentile`]),
+    /// to the histogram's precision; 0 when empty.
     pub fn value_at_quantile(&self, q: f64) -> i64 {
-        let n = self.len();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let Some(rank) = percentile::rank(q, self.len()) else { return 0 };
         let neg_n = self.neg.len();
         if rank <= neg_n {
             // The rank-th smallest overall is the (neg_n − rank + 1)-th smallest magnitude
@@ -111,15 +109,12 @@ impl SignedHistogram {
 /// negative side (`low`) the lowest equivalent, so that magnitudes round
 /// toward zero and the signed result rounds the same way as the positive side.
 fn rank_value(h: &Histogram<u64>, rank: u64, low: bool) -> u64 {
-    let mut seen = 0;
-    for v in h.iter_recorded() {
-        seen += v.count_at_value();
-        if seen >= rank {
-            let x = v.value_iterated_to();
-            return if low { h.lowest_equivalent(x) } else { h.highest_equivalent(x) };
-        }
+    let buckets = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value()));
+    match percentile::at_rank(buckets, rank) {
+        Some(x) if low => h.lowest_equivalent(x),
+        Some(x) => h.highest_equivalent(x),
+        None => h.max(),
     }
-    h.max()
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ pub fn calibrate(clock: ClockId) -> Result<Calibration> {
     }
     over.sort_unstable();
     let samples = over.len();
-    let at = |q: f64| Nanos(over[((q * samples as f64).ceil() as usize).clamp(1, samples) - 1]);
+    let at = |q: f64| Nanos(crate::stats::percentile::of_sorted(&over, q).unwrap_or(0));
     let (p50, p99) = (at(0.50), at(0.99));
     Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack: Nanos::ZERO, spins_whole_period: false })
 }
