@@ -42,7 +42,7 @@ impl Outputs {
 }
 
 pub fn run(a: &MeasureArgs) -> Result<()> {
-    let plan = plan(a, &Cpus::detect())?;
+    let plan = plan(a, &Cpus::detect()?)?;
     if let Some(p) = &a.plot {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }

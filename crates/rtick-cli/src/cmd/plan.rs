@@ -36,9 +36,10 @@ pub struct Cpus {
 }
 
 impl Cpus {
-    pub fn detect() -> Cpus {
-        let allowed = rtick::info::allowed_cpus();
-        Cpus { online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)), allowed }
+    /// Reads them; an affinity that cannot be read is an error, not an empty list.
+    pub fn detect() -> rtick::Result<Cpus> {
+        let allowed = rtick::info::allowed_cpus()?;
+        Ok(Cpus { online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)), allowed })
     }
 }
 
@@ -120,28 +121,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         (false, Some(Some(n))) => n,
         (false, None) => 1,
     };
-    let pin: Vec<Vec<usize>> = match (&a.affinity, a.smp) {
-        (Some(Some(set)), _) => {
-            let list = rtick::system::parse_cpu_list(set)
-                .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
-            for &c in &list {
-                if c >= cpus.online {
-                    return Err(usage(format!(
-                        "-a/--affinity: CPU {c} does not exist (this machine has CPUs 0-{})",
-                        cpus.online - 1
-                    )));
-                }
-                if !cpus.allowed.contains(&c) {
-                    return Err(usage(format!(
-                        "-a/--affinity: CPU {c} is not allowed to this process (see taskset -p)"
-                    )));
-                }
-            }
-            (0..threads).map(|i| vec![list[i % list.len()]]).collect()
-        }
-        (Some(None), _) | (None, true) => (0..threads).map(|i| vec![cpus.allowed[i % cpus.allowed.len()]]).collect(),
-        (None, false) => vec![Vec::new(); threads],
-    };
+    let pin = pinning(a, threads, cpus)?;
     let setups =
         pin.into_iter().map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) }).collect();
 
@@ -190,4 +170,79 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         mlock: !a.no_mlock,
         mlock_explicit: a.mlock,
     })
+}
+
+/// The CPU of each thread: -a's CPUs, or with -a alone or -S the allowed
+/// CPUs, in turn; none (anywhere) without either.
+fn pinning(a: &MeasureArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize>>, Usage> {
+    let (option, list) = match (&a.affinity, a.smp) {
+        (Some(Some(set)), _) => ("-a/--affinity", cpu_list(set, cpus)?),
+        (Some(None), _) => ("-a/--affinity", cpus.allowed.clone()),
+        (None, true) => ("-S/--smp", cpus.allowed.clone()),
+        (None, false) => return Ok(vec![Vec::new(); threads]),
+    };
+    if list.is_empty() {
+        return Err(usage(format!("{option}: no CPU is allowed to this process (see taskset -p)")));
+    }
+    // Round-robin by cycling: no division, whatever the list.
+    Ok(list.iter().cycle().take(threads).map(|&c| vec![c]).collect())
+}
+
+/// -a's CPU list, each CPU checked to exist and to be allowed.
+fn cpu_list(set: &str, cpus: &Cpus) -> Result<Vec<usize>, Usage> {
+    let list = rtick::system::parse_cpu_list(set)
+        .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
+    for &c in &list {
+        if c >= cpus.online {
+            let have = match cpus.online {
+                0 => "no online CPU is known".to_string(),
+                n => format!("this machine has CPUs 0-{}", n - 1),
+            };
+            return Err(usage(format!("-a/--affinity: CPU {c} does not exist ({have})")));
+        }
+        if !cpus.allowed.contains(&c) {
+            return Err(usage(format!("-a/--affinity: CPU {c} is not allowed to this process (see taskset -p)")));
+        }
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn args(extra: &[&str]) -> MeasureArgs {
+        let cli = Cli::try_parse_from([&["rtick", "measure"], extra].concat()).expect("valid arguments");
+        match cli.command {
+            Command::Measure(a) => *a,
+            other => panic!("not measure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_allowed_cpu_is_a_usage_error_not_a_division_by_zero() {
+        for cpus in [Cpus { online: 0, allowed: vec![] }, Cpus { online: 4, allowed: vec![] }] {
+            for extra in [&["-S"][..], &["-a"], &["-a", "-t", "3"], &["-t", "-a"], &["-a", "1"]] {
+                let e = plan(&args(extra), &cpus).expect_err("no CPU to pin to");
+                assert!(e.0.starts_with("-a/--affinity: ") || e.0.starts_with("-S/--smp: "), "{extra:?}: {e}");
+                assert_eq!(e.0.lines().count(), 1, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn threads_are_pinned_round_robin() {
+        let cpus = Cpus { online: 4, allowed: vec![1, 2, 3] };
+        let pins = |extra: &[&str]| -> Vec<Vec<usize>> {
+            plan(&args(extra), &cpus).unwrap().cfg.threads.into_iter().map(|t| t.cpus).collect()
+        };
+        assert_eq!(pins(&["-S"]), [vec![1], vec![2], vec![3]]);
+        assert_eq!(pins(&["-a", "3,1", "-t", "5"]), [vec![3], vec![1], vec![3], vec![1], vec![3]]);
+        assert_eq!(pins(&["-t", "2"]), [Vec::<usize>::new(), vec![]]);
+        assert!(plan(&args(&["-a", "0"]), &cpus).unwrap_err().0.contains("not allowed"));
+        assert!(plan(&args(&["-a", "4"]), &cpus).unwrap_err().0.contains("CPUs 0-3"));
+    }
 }
