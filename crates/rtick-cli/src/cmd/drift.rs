@@ -101,17 +101,23 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     if let Some(p) = periods.iter().find(|p| **p < Nanos::from_us(10)) {
         return Err(Usage(format!("--period: {p} is too short to count (at least 10us)")).into());
     }
+    let cases = mechanisms.len() * periods.len();
+    let total = i64::try_from(cases).ok().and_then(|n| a.duration.as_ns().checked_mul(n)).ok_or_else(|| {
+        Usage(format!(
+            "-D/--duration: {cases} cases of {} each last longer than 292 years; give a shorter duration",
+            a.duration
+        ))
+    })?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let stop = crate::stop_flag()?;
     let hz = drift::detect_hz(&SysRoot::default());
-    let cases = mechanisms.len() * periods.len();
     println!(
         "rtick {} drift: {} mechanisms × {} periods, {} each (about {}); {}",
         env!("CARGO_PKG_VERSION"),
         mechanisms.len(),
         periods.len(),
         a.duration,
-        Nanos(a.duration.as_ns() * cases as i64),
+        Nanos(total),
         hz.map_or("HZ unknown".into(), |h| format!(
             "CONFIG_HZ={h} (scheduler tick {})",
             Nanos(1_000_000_000 / h as i64)
