@@ -279,7 +279,11 @@ mod tests {
         for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037] {
             let c = MeasureConfig { loops: Some(loops), ..ok.clone() };
             let e = c.validate().expect_err("loops × interval overflows").to_string();
-            assert!(e.contains(&format!("{loops} loops of 1.000 s last longer than 292 years")) && e.contains("fewer loops"), "{e}");
+            assert!(
+                e.contains(&format!("{loops} loops of 1.000 s last longer than 292 years"))
+                    && e.contains("fewer loops"),
+                "{e}"
+            );
             assert_eq!(c.expected_duration(), None);
             assert!(c.slices().iter().all(|s| s.duration.is_none()));
         }
