@@ -33,3 +33,74 @@ fn products_that_overflow_are_usage_errors() {
     );
     usage_error(&["drift", "-D", "50000d", "-m", "timerfd,absolute-loop"], &["-D/--duration", "292 years"]);
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report").join(name)
+}
+
+/// `rtick report --plot` through a shell that sets the umask first.
+fn report_plot_with_umask(
+    umask: &str,
+    input: &std::path::Path,
+    plot: &std::path::Path,
+    extra: &str,
+) -> std::process::Output {
+    let script = format!("umask {umask}; exec \"$0\" report \"$1\" --plot \"$2\" {extra}");
+    std::process::Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_rtick"), path_str(input), path_str(plot)])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn plots_go_through_the_atomic_writer() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let ct = fixture("cyclictest-hist-classic.txt");
+    let dir = tempfile::tempdir().unwrap();
+    // A new file gets the umask's mode (it was 0600, the temporary file's).
+    for (umask, want) in [("022", 0o644), ("027", 0o640)] {
+        for ext in ["png", "svg"] {
+            let out = dir.path().join(format!("new-{umask}.{ext}"));
+            ok(&report_plot_with_umask(umask, &ct, &out, ""));
+            assert_eq!(mode(&out), want, "{} with umask {umask}", out.display());
+        }
+    }
+    // A symlink is followed: the link stays, its target gets the picture, and
+    // the format is the one the given name asks for.
+    let real = dir.path().join("real.picture");
+    let link = dir.path().join("link.png");
+    std::os::unix::fs::symlink("real.picture", &link).unwrap();
+    ok(&report_plot_with_umask("022", &ct, &link, ""));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert!(std::fs::read(&real).unwrap().starts_with(b"\x89PNG\r\n\x1a\n"));
+    // An existing file keeps its mode.
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o604)).unwrap();
+    ok(&report_plot_with_umask("077", &ct, &link, ""));
+    assert_eq!(mode(&real), 0o604);
+    // A failure leaves the old file as it was and no temporary file behind.
+    let before = std::fs::read(&real).unwrap();
+    let o = report_plot_with_umask("022", &ct, &link, "--plot-kind timeline");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&real).unwrap(), before, "untouched");
+    let o = report_plot_with_umask("022", &ct, &dir.path().join("never.svg"), "--plot-kind timeline");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["link.png", "new-022.png", "new-022.svg", "new-027.png", "new-027.svg", "real.picture"]);
+    // A FIFO is written in place, never replaced.
+    let fifo = dir.path().join("pipe.svg");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    ok(&rtick(&["report", path_str(&ct), "--plot", path_str(&fifo)]));
+    assert!(reader.join().unwrap().starts_with("<svg"));
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+    // An unwritable place is a usage error found before anything is read.
+    let o = rtick(&["report", "/nonexistent-input", "--plot", "/nonexistent-dir/x.png"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--plot: cannot write /nonexistent-dir/x.png"), "{}", stderr(&o));
+}

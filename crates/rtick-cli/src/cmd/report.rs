@@ -33,9 +33,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             return Err(Usage("--buckets: the width must be greater than zero".into()).into());
         }
     }
-    if let Some(p) = &a.plot {
-        plot::check_path("--plot", p).map_err(Usage)?;
-    }
+    let plot_file = plot::PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let hdr = AtomicFile::create_opt("--hdr-log", a.hdr_log.as_deref())?;
     let unit_of_hist = if a.hist_ns { HistUnit::Nanos } else { HistUnit::Micros };
@@ -88,9 +86,9 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             }
         }
     }
-    if let Some(p) = &a.plot {
+    if let (Some(f), Some(p)) = (plot_file, &a.plot) {
         let kind = a.plot_kind.unwrap_or_else(|| plot::default_kind(&inputs));
-        plot::draw_atomic(p, &inputs, kind)?;
+        f.write(&inputs, kind)?;
         println!("plot: {} ({kind:?})", p.display());
     }
     if let Some(f) = json {
