@@ -218,6 +218,10 @@ pub struct MeasureArgs {
     #[arg(long, requires = "breaktrace")]
     pub tracemark: bool,
 
+    /// The tracefs directory --tracemark writes to, or an instance in it (…/instances/NAME) [default: where tracefs is mounted].
+    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
+    pub tracefs: Option<PathBuf>,
+
     /// No live progress line; print only the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,

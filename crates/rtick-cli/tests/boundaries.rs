@@ -104,3 +104,23 @@ fn plots_go_through_the_atomic_writer() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--plot: cannot write /nonexistent-dir/x.png"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_command_line_chooses_the_tracefs() {
+    let fs = tempfile::tempdir().unwrap();
+    std::fs::write(fs.path().join("trace_marker"), "").unwrap();
+    std::fs::write(fs.path().join("tracing_on"), "1\n").unwrap();
+    let run = |tracefs: &std::path::Path| {
+        let args = ["measure", "-m", "mock", "--mock-latencies=1000,9000", "-l", "10", "-b", "5", "--tracemark"];
+        rtick(&[&args[..], &PLAIN, &["--tracefs", path_str(tracefs)]].concat())
+    };
+    ok(&run(fs.path()));
+    let mark = std::fs::read_to_string(fs.path().join("trace_marker")).unwrap();
+    assert_eq!(mark, "rtick: hit latency threshold (9000 > 5000 ns): mock T0 cycle 1\n");
+    // A directory that is not a tracefs: a run-time failure in one line.
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(empty.path());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not a tracefs directory"), "{}", stderr(&o));
+}

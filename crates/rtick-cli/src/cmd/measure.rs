@@ -51,7 +51,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     let mut sys = SystemInfo::read();
     let mut warnings = Vec::new();
     if a.tracemark {
-        let t = TraceMark::open()?;
+        let t = TraceMark::open(a.tracefs.as_deref())?;
         if t.was_on() == Some(false) {
             warnings.push(format!(
                 "tracing is off ({}/tracing_on = 0): the mark will have no trace before it — start one first, e.g. trace-cmd start -e sched_switch -e irq -e timer",

@@ -21,4 +21,4 @@ pub use engine::ThreadResult;
 pub use progress::{Progress, ThreadSnapshot};
 pub use runner::{run, BreakEvent, MeasureReport, Unavailable};
 pub use trace::{trace_rings, TraceConsumer, TraceProducer, TraceRow};
-pub use tracemark::{TraceMark, TRACEFS_ENV};
+pub use tracemark::TraceMark;
