@@ -124,3 +124,55 @@ fn the_command_line_chooses_the_tracefs() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("is not a tracefs directory"), "{}", stderr(&o));
 }
+
+#[test]
+fn named_options_are_parsed_by_clap_and_list_their_values() {
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["--clock", "sundial"],
+            &["invalid value 'sundial' for '--clock <CLOCK>': one of: monotonic, realtime, tai, boottime"],
+        ),
+        (&["--overrun", "panic"], &["invalid value 'panic' for '--overrun <POLICY>': one of: skip, catch-up"]),
+        (
+            &["--policy", "fastest"],
+            &["invalid value 'fastest' for '--policy <POLICY>': one of: other, batch, idle, fifo, rr"],
+        ),
+        (
+            &["--hybrid-slack", "soon"],
+            &["invalid value 'soon' for '--hybrid-slack <auto|TIME>': 'soon' is not a number", "give auto or a time"],
+        ),
+    ];
+    for (args, want) in cases {
+        usage_error(&[&["measure", "-l", "1"], args].concat(), want);
+    }
+    // The library's spellings still work: kernel names, cyclictest's numbers.
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = rtick(&[
+        "measure",
+        "-m",
+        "mock",
+        "--mock-latencies=1000",
+        "-l",
+        "2",
+        "--no-mlock",
+        "-q",
+        "-c",
+        "CLOCK_REALTIME",
+        "--policy",
+        "SCHED_OTHER",
+        "--overrun",
+        "catchup",
+        "--hybrid-slack",
+        "20",
+        "--json",
+        path_str(&j),
+    ]);
+    ok(&o);
+    let c = &json(&j)["config"];
+    assert_eq!(
+        (c["clock"].as_str(), c["policy"].as_str(), c["overrun"].as_str()),
+        (Some("realtime"), Some("SCHED_OTHER"), Some("catch-up")),
+        "{c}"
+    );
+}

@@ -5,10 +5,9 @@
 use rtick::measure::{HistogramSpec, MeasureConfig};
 use rtick::rt::{Policy, ThreadSetup, DEFAULT_STACK_PREFAULT};
 use rtick::wait::HybridSlack;
-use rtick::{ClockId, Mechanism, Nanos, OverrunPolicy};
+use rtick::{Mechanism, Nanos};
 
 use crate::cli::MeasureArgs;
-use crate::units::{parse_time, Plain};
 use crate::Usage;
 
 /// Default priority with the default fifo policy.
@@ -48,6 +47,66 @@ fn usage(msg: impl Into<String>) -> Usage {
 }
 
 pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
+    let mechanisms = mechanisms(a)?;
+    if let HybridSlack::Fixed(v) = a.hybrid_slack {
+        if v >= a.interval {
+            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
+        }
+    }
+    let (policy, priority) = policy(a)?;
+    let setups = pinning(a, thread_count(a, cpus)?, cpus)?
+        .into_iter()
+        .map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) })
+        .collect();
+    let duration = match (a.duration, a.loops) {
+        (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    let unit_ns = if a.nsecs { 1 } else { 1000 };
+    let histogram = a
+        .histogram
+        .as_ref()
+        .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
+    if mechanisms.contains(&Mechanism::Mock) && a.mock_latencies.is_empty() {
+        return Err(usage("-m mock needs --mock-latencies"));
+    }
+    let cfg = MeasureConfig {
+        mechanisms,
+        interval: a.interval,
+        loops: a.loops,
+        duration,
+        threads: setups,
+        clock: a.clock,
+        overrun: a.overrun,
+        hybrid_slack: a.hybrid_slack,
+        breaktrace: a.breaktrace,
+        tracemark: None,
+        histogram,
+        stack_prefault: DEFAULT_STACK_PREFAULT,
+        mock_latencies: a.mock_latencies.clone(),
+        mock_step: match &a.mock_step {
+            None => None,
+            Some(v) => Some(
+                v.split_once(':')
+                    .and_then(|(n, ns)| Some((n.parse().ok()?, ns.parse().ok()?)))
+                    .ok_or_else(|| usage("--mock-step: expected N:NS"))?,
+            ),
+        },
+        interleave: a.compare.then_some(a.slice),
+        rest_after_spinning: None,
+    };
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(Plan {
+        cfg,
+        policy_explicit: a.policy.is_some() || a.priority.is_some(),
+        mlock: !a.no_mlock,
+        mlock_explicit: a.mlock,
+    })
+}
+
+/// The mechanisms named, in order, each once (`all`: every public one).
+fn mechanisms(a: &MeasureArgs) -> Result<Vec<Mechanism>, Usage> {
     let names = match &a.mechanisms {
         Some(n) => n.clone(),
         None if a.compare => vec!["all".to_string()],
@@ -72,30 +131,13 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
             }
         }
     }
-    let clock = ClockId::parse(&a.clock).ok_or_else(|| {
-        usage(format!("-c/--clock: unknown clock '{}'; one of: monotonic, realtime, tai, boottime", a.clock))
-    })?;
-    let overrun = OverrunPolicy::parse(&a.overrun)
-        .ok_or_else(|| usage(format!("--overrun: unknown policy '{}'; one of: skip, catch-up", a.overrun)))?;
-    let hybrid_slack = if a.hybrid_slack.trim() == "auto" {
-        HybridSlack::Auto
-    } else {
-        let v = parse_time(&a.hybrid_slack, Plain::Micros, false)
-            .map_err(|e| usage(format!("--hybrid-slack: {e}; give auto or a time such as 50us")))?;
-        if v >= a.interval {
-            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
-        }
-        HybridSlack::Fixed(v)
-    };
+    Ok(mechanisms)
+}
 
-    let policy =
-        match &a.policy {
-            Some(p) => Some(Policy::parse(p).ok_or_else(|| {
-                usage(format!("--policy: unknown policy '{p}'; one of: other, batch, idle, fifo, rr"))
-            })?),
-            None => None,
-        };
-    let (policy, priority) = match (policy, a.priority) {
+/// The scheduling policy and priority: fifo 90 unless told otherwise; a
+/// priority goes with a real-time policy only.
+fn policy(a: &MeasureArgs) -> Result<(Policy, i32), Usage> {
+    let (policy, priority) = match (a.policy, a.priority) {
         (None, None) => (Policy::Fifo, DEFAULT_PRIORITY),
         (None, Some(p)) => (Policy::Fifo, p),
         (Some(pol), None) => (pol, if pol.is_realtime() { DEFAULT_PRIORITY } else { 0 }),
@@ -109,67 +151,18 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
             "-p/--priority: {policy} takes no priority (got {priority}); use --policy fifo or rr"
         )));
     }
+    Ok((policy, priority))
+}
 
-    let threads = match (a.smp, a.threads) {
-        (true, _) | (false, Some(None)) => cpus.allowed.len().max(1),
-        (false, Some(Some(0))) => {
-            return Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU"))
-        }
-        (false, Some(Some(n))) if n > 1024 => {
-            return Err(usage(format!("-t/--threads: {n} is more than 1024 threads")))
-        }
-        (false, Some(Some(n))) => n,
-        (false, None) => 1,
-    };
-    let pin = pinning(a, threads, cpus)?;
-    let setups =
-        pin.into_iter().map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) }).collect();
-
-    let duration = match (a.duration, a.loops) {
-        (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
-        (None, None) => Some(DEFAULT_DURATION),
-        (d, _) => d,
-    };
-    let unit_ns = if a.nsecs { 1 } else { 1000 };
-    let histogram = a
-        .histogram
-        .as_ref()
-        .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
-    if mechanisms.contains(&Mechanism::Mock) && a.mock_latencies.is_empty() {
-        return Err(usage("-m mock needs --mock-latencies"));
+/// How many measuring threads: -t N, or one per allowed CPU with -t alone or -S.
+fn thread_count(a: &MeasureArgs, cpus: &Cpus) -> Result<usize, Usage> {
+    match (a.smp, a.threads) {
+        (true, _) | (false, Some(None)) => Ok(cpus.allowed.len().max(1)),
+        (false, Some(Some(0))) => Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU")),
+        (false, Some(Some(n))) if n > 1024 => Err(usage(format!("-t/--threads: {n} is more than 1024 threads"))),
+        (false, Some(Some(n))) => Ok(n),
+        (false, None) => Ok(1),
     }
-    let cfg = MeasureConfig {
-        mechanisms,
-        interval: a.interval,
-        loops: a.loops,
-        duration,
-        threads: setups,
-        clock,
-        overrun,
-        hybrid_slack,
-        breaktrace: a.breaktrace,
-        tracemark: None,
-        histogram,
-        stack_prefault: DEFAULT_STACK_PREFAULT,
-        mock_latencies: a.mock_latencies.clone(),
-        mock_step: match &a.mock_step {
-            None => None,
-            Some(v) => Some(
-                v.split_once(':')
-                    .and_then(|(n, ns)| Some((n.parse().ok()?, ns.parse().ok()?)))
-                    .ok_or_else(|| usage("--mock-step: expected N:NS"))?,
-            ),
-        },
-        interleave: a.compare.then_some(a.slice),
-        rest_after_spinning: None,
-    };
-    cfg.validate().map_err(|e| usage(e.to_string()))?;
-    Ok(Plan {
-        cfg,
-        policy_explicit: a.policy.is_some() || a.priority.is_some(),
-        mlock: !a.no_mlock,
-        mlock_explicit: a.mlock,
-    })
 }
 
 /// The CPU of each thread: -a's CPUs, or with -a alone or -S the allowed
