@@ -2,7 +2,7 @@
 //! Pure apart from reading which CPUs exist: every usage error is found here,
 //! before anything is created or changed.
 
-use rtick::measure::{HistogramSpec, MeasureConfig};
+use rtick::measure::{HistogramSpec, MeasureConfig, MAX_HISTOGRAM_BUCKETS};
 use rtick::rt::{Policy, ThreadSetup, DEFAULT_STACK_PREFAULT};
 use rtick::wait::HybridSlack;
 use rtick::{Mechanism, Nanos};
@@ -64,10 +64,10 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         (d, _) => d,
     };
     let unit_ns = if a.nsecs { 1 } else { 1000 };
-    let histogram = a
-        .histogram
-        .as_ref()
-        .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
+    let histogram = a.histogram.as_ref().map(|_| HistogramSpec {
+        buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, MAX_HISTOGRAM_BUCKETS as i64) as usize,
+        unit_ns,
+    });
     if mechanisms.contains(&Mechanism::Mock) && a.mock_latencies.is_empty() {
         return Err(usage("-m mock needs --mock-latencies"));
     }

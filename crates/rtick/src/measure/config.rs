@@ -22,11 +22,15 @@ pub struct HistogramSpec {
 /// The most fixed-width histogram buckets a thread may keep (80 MB of counts).
 pub const MAX_HISTOGRAM_BUCKETS: usize = 10_000_000;
 
-/// How long i64 nanoseconds reach: a run's length must fit.
-const LONGEST: &str = "292 years";
+/// The longest interval, duration or run: half of what i64 nanoseconds
+/// reach, so that a clock's own time (≈ 1.8e18 ns on CLOCK_REALTIME) plus
+/// a run's length still fits in a deadline.
+const MAX_LENGTH: Nanos = Nanos(i64::MAX / 2);
+/// [`MAX_LENGTH`] for people.
+const LONGEST: &str = "146 years";
 
 /// The most slices an interleaved run may be cut into.
-pub const MAX_SLICES: usize = 1_000_000;
+const MAX_SLICES: usize = 1_000_000;
 
 /// A measurement run.
 #[derive(Clone, Debug)]
@@ -149,8 +153,13 @@ impl MeasureConfig {
     /// The products of the run's lengths fit: loops × interval, the length
     /// of all mechanisms together, and the number of interleaved slices.
     fn validate_lengths(&self) -> Result<()> {
+        for (what, length) in [("interval", Some(self.interval)), ("duration", self.duration)] {
+            if length.is_some_and(|l| l > MAX_LENGTH) {
+                return Err(Error::Invalid(format!("the {what} is longer than {LONGEST}: give a shorter one")));
+            }
+        }
         if self.duration.is_none() {
-            if let (Some(l), None) = (self.loops, self.loops_length()) {
+            if let (Some(l), None) = (self.loops, self.loops_length().filter(|l| *l <= MAX_LENGTH)) {
                 return Err(Error::Invalid(format!(
                     "{l} loops of {} last longer than {LONGEST}: give fewer loops or a shorter interval",
                     self.interval
@@ -158,7 +167,7 @@ impl MeasureConfig {
             }
         }
         let Some(per) = self.per_mechanism() else { return Ok(()) };
-        if self.expected_duration().is_none() {
+        if self.expected_duration().is_none_or(|all| all > MAX_LENGTH) {
             return Err(Error::Invalid(format!(
                 "{} mechanisms of {per} each last longer than {LONGEST}: measure fewer mechanisms or for less time",
                 self.mechanisms.len()
@@ -276,21 +285,27 @@ mod tests {
     fn products_that_overflow_are_rejected() {
         let second = Nanos::from_secs(1);
         let ok = MeasureConfig { interval: second, duration: None, ..Default::default() };
-        for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037] {
+        for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037, 4_611_686_019] {
             let c = MeasureConfig { loops: Some(loops), ..ok.clone() };
             let e = c.validate().expect_err("loops × interval overflows").to_string();
             assert!(
-                e.contains(&format!("{loops} loops of 1.000 s last longer than 292 years"))
+                e.contains(&format!("{loops} loops of 1.000 s last longer than 146 years"))
                     && e.contains("fewer loops"),
                 "{e}"
             );
-            assert_eq!(c.expected_duration(), None);
-            assert!(c.slices().iter().all(|s| s.duration.is_none()));
+            assert!(c.expected_duration().is_none_or(|d| d > MAX_LENGTH));
         }
         // The largest loop count that fits is accepted.
-        let fits = MeasureConfig { loops: Some(9_223_372_036), ..ok.clone() };
+        let fits = MeasureConfig { loops: Some(4_611_686_018), ..ok.clone() };
         fits.validate().unwrap();
-        assert_eq!(fits.expected_duration(), Some(Nanos(9_223_372_036_000_000_000)));
+        assert_eq!(fits.expected_duration(), Some(Nanos(4_611_686_018_000_000_000)));
+        // Lengths beyond MAX_LENGTH: a deadline on the clock would overflow.
+        for bad in [
+            MeasureConfig { interval: Nanos(i64::MAX), ..ok.clone() },
+            MeasureConfig { duration: Some(Nanos(i64::MAX)), ..ok.clone() },
+        ] {
+            assert!(bad.validate().unwrap_err().to_string().contains("longer than 146 years"), "{bad:?}");
+        }
         // A duration bounds the run whatever the loop count.
         let bounded = MeasureConfig { loops: Some(u64::MAX), duration: Some(second), ..ok.clone() };
         bounded.validate().unwrap();
@@ -298,11 +313,13 @@ mod tests {
         // Each mechanism fits, all of them together do not.
         let all = MeasureConfig {
             mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
-            duration: Some(Nanos(i64::MAX / 2 + 1)),
+            duration: Some(Nanos(i64::MAX / 4 + 1)),
             ..ok.clone()
         };
         assert!(all.validate().unwrap_err().to_string().contains("2 mechanisms"));
-        assert_eq!(all.expected_duration(), None);
+        let overflow = MeasureConfig { mechanisms: vec![Mechanism::Spin; 3], duration: Some(MAX_LENGTH), ..ok.clone() };
+        assert!(overflow.validate().is_err());
+        assert_eq!(overflow.expected_duration(), None, "3 × MAX_LENGTH does not fit in i64");
         // Too many interleaved slices: an allocation the size of the universe.
         let tiny = MeasureConfig {
             mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],

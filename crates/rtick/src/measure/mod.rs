@@ -16,7 +16,7 @@ pub mod slices;
 mod trace;
 mod tracemark;
 
-pub use config::{HistogramSpec, MeasureConfig};
+pub use config::{HistogramSpec, MeasureConfig, MAX_HISTOGRAM_BUCKETS};
 pub use engine::ThreadResult;
 pub use progress::{Progress, ThreadSnapshot};
 pub use runner::{run, BreakEvent, MeasureReport, Unavailable};
