@@ -150,8 +150,9 @@ impl MeasureConfig {
         self.validate_lengths()
     }
 
-    /// The products of the run's lengths fit: loops × interval, the length
-    /// of all mechanisms together, and the number of interleaved slices.
+    /// Every length is at most [`MAX_LENGTH`] — the interval, the duration,
+    /// loops × interval, all mechanisms together — computed without
+    /// overflowing, and interleaving makes at most [`MAX_SLICES`] slices.
     fn validate_lengths(&self) -> Result<()> {
         for (what, length) in [("interval", Some(self.interval)), ("duration", self.duration)] {
             if length.is_some_and(|l| l > MAX_LENGTH) {
