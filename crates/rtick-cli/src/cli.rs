@@ -2,8 +2,11 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use rtick::Nanos;
+use rtick::rt::Policy;
+use rtick::wait::HybridSlack;
+use rtick::{ClockId, Nanos, OverrunPolicy};
 
 use crate::units;
 
@@ -178,13 +181,13 @@ pub struct MeasureArgs {
     #[arg(short, long, value_name = "PRIO", allow_negative_numbers = true)]
     pub priority: Option<i32>,
 
-    /// Scheduling policy: other, batch, idle, fifo, rr [default: fifo, falling back to other without privilege].
-    #[arg(long, value_name = "POLICY")]
-    pub policy: Option<String>,
+    /// Scheduling policy [default: fifo, falling back to other without privilege].
+    #[arg(long, value_name = "POLICY", value_parser = Named::new(Policy::ALL.map(Policy::name), Policy::parse))]
+    pub policy: Option<Policy>,
 
-    /// Clock of the deadlines: monotonic, realtime, tai, boottime.
-    #[arg(short, long, value_name = "CLOCK", default_value = "monotonic")]
-    pub clock: String,
+    /// Clock of the deadlines.
+    #[arg(short, long, value_name = "CLOCK", default_value = "monotonic", value_parser = Named::new(ClockId::ALL.map(ClockId::name), ClockId::parse))]
+    pub clock: ClockId,
 
     /// Lock memory with mlockall and prefault it (the default).
     #[arg(long, overrides_with = "no_mlock")]
@@ -202,13 +205,13 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "NS", default_value = "1", allow_negative_numbers = true, value_parser = units::timer_slack)]
     pub timer_slack: Nanos,
 
-    /// After an overrun: skip to the next future deadline, or catch-up.
-    #[arg(long, value_name = "POLICY", default_value = "skip")]
-    pub overrun: String,
+    /// After an overrun: skip to the next future deadline, or catch up on every missed one.
+    #[arg(long, value_name = "POLICY", default_value = "skip", value_parser = Named::new(OVERRUN_POLICIES.map(OverrunPolicy::name), OverrunPolicy::parse))]
+    pub overrun: OverrunPolicy,
 
     /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
-    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true)]
-    pub hybrid_slack: String,
+    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true, value_parser = units::hybrid_slack)]
+    pub hybrid_slack: HybridSlack,
 
     /// Stop when a latency exceeds this [plain number: µs]; reports the cycle and value.
     #[arg(short, long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
@@ -217,6 +220,10 @@ pub struct MeasureArgs {
     /// With -b: write a line into the kernel trace (trace_marker) at the break and stop tracing (tracing_on = 0), as cyclictest --tracemark does, so the trace ends at the spike.
     #[arg(long, requires = "breaktrace")]
     pub tracemark: bool,
+
+    /// The tracefs directory --tracemark writes to, or an instance in it (…/instances/NAME) [default: where tracefs is mounted].
+    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
+    pub tracefs: Option<PathBuf>,
 
     /// No live progress line; print only the summary at the end.
     #[arg(short, long)]
@@ -254,4 +261,44 @@ pub struct MeasureArgs {
     #[cfg(feature = "mock")]
     #[command(flatten)]
     pub mock: crate::mock::MockArgs,
+}
+
+/// The overrun policies `rtick measure` offers (`fail` is for applications:
+/// a measurement records overruns rather than stopping at one).
+const OVERRUN_POLICIES: [OverrunPolicy; 2] = [OverrunPolicy::Skip, OverrunPolicy::CatchUp];
+
+/// A clap value parser for a name the library parses (`ClockId::parse`, …):
+/// the value is typed at the edge, `--help` lists the names, and a bad value
+/// is clap's one-line error naming the option and listing them.
+#[derive(Clone, Debug)]
+pub struct Named<T> {
+    names: Vec<&'static str>,
+    parse: fn(&str) -> Option<T>,
+}
+
+impl<T> Named<T> {
+    pub fn new(names: impl IntoIterator<Item = &'static str>, parse: fn(&str) -> Option<T>) -> Self {
+        Named { names: names.into_iter().collect(), parse }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for Named<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        // clap's own errors for a parse function: one line, option named
+        // (its possible-values error puts the list on a second line).
+        let (parse, names) = (self.parse, self.names.join(", "));
+        let by_name = move |s: &str| parse(s).ok_or_else(|| format!("one of: {names}"));
+        by_name.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.names.iter().map(|n| PossibleValue::new(*n))))
+    }
 }

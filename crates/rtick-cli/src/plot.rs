@@ -7,6 +7,7 @@
 //! - `timeline`: latency over time from a trace, overruns marked (seed 004's chart);
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Once;
 
@@ -15,7 +16,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
+use crate::export::atomic::AtomicFile;
 use crate::report::{analysis, Input, Series};
+use crate::Usage;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
@@ -59,27 +62,56 @@ fn label(input: &Input, s: &Series, many_inputs: bool) -> String {
     }
 }
 
-/// Draws `kind` of `inputs` into `path` (.png or .svg).
-pub fn draw(path: &Path, inputs: &[Input], kind: PlotKind) -> Result<()> {
+/// The picture formats, by file extension.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Format {
+    Png,
+    Svg,
+}
+
+impl Format {
+    fn of(path: &Path) -> Option<Format> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "png" => Some(Format::Png),
+            "svg" => Some(Format::Svg),
+            _ => None,
+        }
+    }
+}
+
+/// Draws `kind` of `inputs` in memory, as the bytes of a `format` file.
+fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
     font();
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let many = inputs.len() > 1;
     let series: Vec<(String, &Series)> =
         inputs.iter().flat_map(|i| i.series.iter().map(move |s| (label(i, s, many), s))).collect();
-    match ext.as_deref() {
-        Some("png") => {
-            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            render(&root, &series, kind)?;
-            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+    match format {
+        Format::Png => {
+            let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+                render(&root, &series, kind)?;
+                root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
+            }
+            let mut png = Vec::new();
+            let mut enc = png::Encoder::new(&mut png, SIZE.0, SIZE.1);
+            enc.set_color(png::ColorType::Rgb);
+            enc.set_depth(png::BitDepth::Eight);
+            let mut w = enc.write_header().context("encoding the PNG")?;
+            w.write_image_data(&rgb).context("encoding the PNG")?;
+            w.finish().context("encoding the PNG")?;
+            Ok(png)
         }
-        Some("svg") => {
-            let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            render(&root, &series, kind)?;
-            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+                render(&root, &series, kind)?;
+                root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
+            }
+            Ok(svg.into_bytes())
         }
-        _ => bail!("--plot: {} must end in .png or .svg", path.display()),
     }
-    Ok(())
 }
 
 fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)], kind: PlotKind) -> Result<()>
@@ -340,25 +372,43 @@ where
 
 /// Checks a --plot path before anything runs.
 pub fn check_path(option: &str, path: &Path) -> Result<(), String> {
-    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-        Some("png") | Some("svg") => Ok(()),
-        _ => Err(format!("{option}: {} must end in .png or .svg", path.display())),
+    format_of(option, path).map(|_| ())
+}
+
+fn format_of(option: &str, path: &Path) -> Result<Format, String> {
+    Format::of(path).ok_or_else(|| format!("{option}: {} must end in .png or .svg", path.display()))
+}
+
+/// A --plot output: its file, created (as a temporary file) before anything
+/// runs as every other output is, and the format its name asks for — the
+/// name given, not a symlink's target.
+#[derive(Debug)]
+pub struct PlotFile {
+    file: AtomicFile,
+    format: Format,
+}
+
+impl PlotFile {
+    /// Checks the name and creates the file; the error names the option.
+    pub fn create(option: &str, path: &Path) -> Result<PlotFile, Usage> {
+        let format = format_of(option, path).map_err(Usage)?;
+        Ok(PlotFile { file: AtomicFile::create(option, path).map_err(Usage)?, format })
+    }
+
+    /// [`PlotFile::create`] for an optional path.
+    pub fn create_opt(option: &str, path: Option<&Path>) -> Result<Option<PlotFile>, Usage> {
+        path.map(|p| PlotFile::create(option, p)).transpose()
+    }
+
+    /// Draws and commits: the picture appears whole or not at all.
+    pub fn write(self, inputs: &[Input], kind: PlotKind) -> Result<()> {
+        let bytes = draw(self.format, inputs, kind)?;
+        self.file.file().write_all(&bytes).context("writing the plot")?;
+        self.file.commit()
     }
 }
 
-/// Draws into a temporary file beside `dest` and renames it into place.
+/// Draws into `dest` through the atomic writer.
 pub fn draw_atomic(dest: &Path, inputs: &[Input], kind: PlotKind) -> Result<()> {
-    let ext = dest.extension().and_then(|e| e.to_str()).unwrap_or("png").to_string();
-    let dir = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".rtick-plot.")
-        .suffix(&format!(".{ext}"))
-        .tempfile_in(dir)
-        .with_context(|| format!("--plot: cannot write {}", dest.display()))?;
-    draw(tmp.path(), inputs, kind)?;
-    tmp.persist(dest).map_err(|e| e.error).with_context(|| format!("renaming into {}", dest.display()))?;
-    Ok(())
+    PlotFile::create("--plot", dest)?.write(inputs, kind)
 }

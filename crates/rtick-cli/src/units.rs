@@ -4,6 +4,7 @@
 //! seconds for durations); a unit may always be given: `500us`, `1.5ms`,
 //! `10s`, `2m`, `1h`, and for intervals a rate: `20kHz`.
 
+use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
 /// What a plain number means.
@@ -96,6 +97,16 @@ pub fn timer_slack(s: &str) -> Result<Nanos, String> {
     positive_time(s, Plain::Nanos, false)
 }
 
+/// clap value parser: hybrid's slack, `auto` or a time (plain µs).
+pub fn hybrid_slack(s: &str) -> Result<HybridSlack, String> {
+    if s.trim() == "auto" {
+        return Ok(HybridSlack::Auto);
+    }
+    parse_time(s, Plain::Micros, false)
+        .map(HybridSlack::Fixed)
+        .map_err(|e| format!("{e}; give auto or a time such as 50us"))
+}
+
 /// clap value parser: loops (> 0).
 pub fn loops(s: &str) -> Result<u64, String> {
     match s.trim().replace('_', "").parse::<u64>() {
@@ -148,5 +159,15 @@ mod tests {
         assert!(loops("0").is_err());
         assert!(loops("1.5").is_err());
         assert!(dma_latency("1.5us").is_err());
+    }
+
+    #[test]
+    fn hybrid_slack_is_auto_or_a_time() {
+        assert_eq!(hybrid_slack("auto"), Ok(HybridSlack::Auto));
+        assert_eq!(hybrid_slack("50"), Ok(HybridSlack::Fixed(Nanos::from_us(50))));
+        assert_eq!(hybrid_slack("0"), Ok(HybridSlack::Fixed(Nanos::ZERO)));
+        for bad in ["soon", "-5us", "Auto"] {
+            assert!(hybrid_slack(bad).unwrap_err().contains("give auto or a time"), "{bad}");
+        }
     }
 }

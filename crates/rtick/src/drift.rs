@@ -179,16 +179,8 @@ fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<Dr
     }
     let set = SigSet::of(&[signo]);
     signal::drain(&set);
-    let busy = AtomicBool::new(case.mechanism.cpu_time());
-    std::thread::scope(|s| {
-        // CPU-time timers advance only while the process runs: keep it busy.
-        if busy.load(Ordering::Relaxed) {
-            s.spawn(|| {
-                while busy.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            });
-        }
+    // CPU-time timers advance only while the process runs: keep it busy.
+    while_busy(case.mechanism.cpu_time(), || {
         let (wall0, cpu0) = (mono(), sched::process_cpu_time());
         set_itimer(which, case.period, case.period).map_err(|e| Error::sys("setitimer", e, ""))?;
         let mut ticks = 0u64;
@@ -199,7 +191,6 @@ fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<Dr
         }
         let (wall1, cpu1) = (mono(), sched::process_cpu_time());
         set_itimer(which, Nanos::ZERO, Nanos::ZERO).map_err(|e| Error::sys("setitimer", e, ""))?;
-        busy.store(false, Ordering::Relaxed);
         signal::drain(&set);
         let elapsed = match case.mechanism {
             DriftMechanism::ItimerVirtual => cpu1.0 - cpu0.0,
@@ -207,6 +198,30 @@ fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<Dr
             _ => wall1 - wall0,
         };
         Ok(DriftResult::new(case.mechanism, case.period, ticks, elapsed, case.mechanism.cpu_time(), 0))
+    })
+}
+
+/// Runs `count` while, when `busy`, a second thread spins to keep the
+/// process on the CPU. The spinner stops on every way out of `count` — an
+/// error returned early or a panic too — or the scope would wait for it forever.
+fn while_busy<T>(busy: bool, count: impl FnOnce() -> T) -> T {
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Relaxed);
+        }
+    }
+    let spinning = AtomicBool::new(busy);
+    std::thread::scope(|s| {
+        let _stop = StopOnDrop(&spinning);
+        if busy {
+            s.spawn(|| {
+                while spinning.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        count()
     })
 }
 
@@ -346,6 +361,30 @@ mod tests {
         assert_eq!(r.expected_ticks, 1000.0);
         assert!((r.error_percent + 25.0).abs() < 1e-9);
         assert!((r.error_ppm + 250_000.0).abs() < 1e-6);
+    }
+
+    /// Runs `f` on a thread of its own; `None` when it has not returned
+    /// within `limit` (it would otherwise hang the test).
+    fn within<T: Send + 'static>(limit: std::time::Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(limit).ok()
+    }
+
+    #[test]
+    fn a_failing_count_stops_the_busy_thread_and_returns_its_error() {
+        let limit = std::time::Duration::from_secs(20);
+        let got = within(limit, || while_busy(true, || Err::<(), _>(Error::Invalid("setitimer refused".into()))));
+        let err = got.expect("while_busy hung after an early error: the spinner was never told to stop");
+        assert_eq!(err.unwrap_err().to_string(), "setitimer refused");
+        // A panic in the measurement propagates instead of hanging too.
+        let got = within(limit, || {
+            std::panic::catch_unwind(|| while_busy(true, || -> u32 { panic!("measurement panicked") }))
+        });
+        assert!(got.expect("while_busy hung after a panic").is_err());
+        assert_eq!(within(limit, || while_busy(true, || 7)), Some(7));
     }
 
     #[test]

@@ -31,6 +31,15 @@ pub enum Error {
         /// Deadlines skipped.
         missed: u64,
     },
+    /// A measuring thread panicked: a bug in rtick (please report it with
+    /// the message).
+    #[error("measuring thread {thread} panicked: {message}")]
+    Panicked {
+        /// The thread's index.
+        thread: usize,
+        /// The panic's message.
+        message: String,
+    },
     /// A mechanism cannot run on this system or in this configuration.
     #[error("{mechanism} is unavailable: {reason}")]
     Unavailable {

@@ -97,9 +97,19 @@ pub mod info {
     pub fn online_cpus() -> usize {
         crate::sys::sched::online_cpus()
     }
-    /// CPUs the calling thread may run on.
-    pub fn allowed_cpus() -> Vec<usize> {
-        crate::sys::sched::affinity().unwrap_or_default()
+    /// CPUs the calling thread may run on. A failed read is an error, never
+    /// an empty list: callers divide work among these CPUs.
+    pub fn allowed_cpus() -> crate::Result<Vec<usize>> {
+        crate::sys::sched::affinity().map_err(|e| {
+            // The only way it fails for the calling thread: the kernel's CPU
+            // mask is larger than the fixed 1024-CPU set libc gives us.
+            let fix = if e.raw_os_error() == Some(libc::EINVAL) {
+                "this kernel allows more than 1024 CPUs (CPU_SETSIZE); boot with nr_cpus=1024 or fewer"
+            } else {
+                ""
+            };
+            crate::Error::sys("sched_getaffinity", e, fix)
+        })
     }
     /// For command-line programs: let a closed output pipe end the process
     /// quietly, as C tools do, instead of a panic in `println!`.

@@ -155,6 +155,26 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// Writes CPUs as the kernel writes a CPU list (`0-3,8,10-11`): what
+/// [`parse_cpu_list`] reads, and what a user can paste into a kernel
+/// parameter or a setting such as `IRQBALANCE_BANNED_CPULIST`.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut cpus = cpus.to_vec();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let first = cpus[i];
+        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
+            i += 1;
+        }
+        out.push(if cpus[i] == first { first.to_string() } else { format!("{first}-{}", cpus[i]) });
+        i += 1;
+    }
+    out.join(",")
+}
+
 /// Points standard output at standard error and returns the original
 /// standard output: for `--json -`, so that the JSON alone goes down a pipe
 /// while the report for people still reaches the terminal.
@@ -191,6 +211,18 @@ mod tests {
         assert_eq!(cpu_flags("Features\t: fp asimd\n"), Some(vec!["fp", "asimd"]));
         assert_eq!(cpu_flags("processor\t: 0\n"), None);
         assert_eq!(cpu_flags("flags without a colon"), None);
+    }
+
+    #[test]
+    fn cpu_lists_are_written_as_the_kernel_writes_them() {
+        assert_eq!(format_cpu_list(&[2, 3]), "2-3");
+        assert_eq!(format_cpu_list(&[11, 0, 1, 2, 3, 8, 10, 3]), "0-3,8,10-11");
+        assert_eq!(format_cpu_list(&[1, 3]), "1,3");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[]), "");
+        for list in ["0-3,8,10-11", "7", "0,2,4-5"] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(list).unwrap()), list);
+        }
     }
 
     #[test]

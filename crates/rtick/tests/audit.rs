@@ -291,6 +291,21 @@ fn rt_evidence_names_where_it_was_read() {
 }
 
 #[test]
+fn irqbalance_remedy_is_a_cpu_list_to_paste() {
+    let remedy = |isolated: &[u8]| {
+        let dir = variant(&[("/proc/733/comm", b"irqbalance\n"), ("/sys/devices/system/cpu/isolated", isolated)]);
+        let f = audit(dir.path());
+        let x = f.into_iter().find(|x| x.id == "noise.irqbalance").unwrap();
+        assert_eq!(x.status, Status::Warn, "{x:?}");
+        x.remedy
+    };
+    let r = remedy(b"2-3\n");
+    assert!(r.contains("IRQBALANCE_BANNED_CPULIST=2-3 in /etc/default/irqbalance"), "{r}");
+    let r = remedy(b"1,3\n");
+    assert!(r.contains("IRQBALANCE_BANNED_CPULIST=1,3 in "), "{r}");
+}
+
+#[test]
 fn this_machine_invariants() {
     let f = run(&SysRoot::default(), &Options { run_commands: true });
     well_formed(&f);

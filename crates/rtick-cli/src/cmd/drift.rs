@@ -1,6 +1,6 @@
 //! `rtick drift`: systematic error of periodic timers.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use rtick::drift::{self, DriftCase, DriftMechanism, DriftResult};
@@ -80,20 +80,7 @@ fn print_row(r: &DriftJson) {
 }
 
 pub fn run(a: &DriftArgs) -> Result<()> {
-    let mechanisms: Vec<DriftMechanism> = match &a.mechanisms {
-        None => DriftMechanism::ALL.to_vec(),
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                DriftMechanism::parse(n.trim()).ok_or_else(|| {
-                    Usage(format!(
-                        "-m/--mechanism: unknown periodic mechanism '{n}'; one of: {}",
-                        DriftMechanism::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let mechanisms = mechanisms(a)?;
     let periods: Vec<Nanos> = match &a.periods {
         Some(p) => p.clone(),
         None => DEFAULT_PERIODS_US.iter().map(|&us| Nanos::from_us(us)).collect(),
@@ -101,17 +88,23 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     if let Some(p) = periods.iter().find(|p| **p < Nanos::from_us(10)) {
         return Err(Usage(format!("--period: {p} is too short to count (at least 10us)")).into());
     }
+    let cases = mechanisms.len() * periods.len();
+    let total = i64::try_from(cases).ok().and_then(|n| a.duration.as_ns().checked_mul(n)).ok_or_else(|| {
+        Usage(format!(
+            "-D/--duration: {cases} cases of {} each last longer than 292 years; give a shorter duration",
+            a.duration
+        ))
+    })?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let stop = crate::stop_flag()?;
     let hz = drift::detect_hz(&SysRoot::default());
-    let cases = mechanisms.len() * periods.len();
     println!(
         "rtick {} drift: {} mechanisms × {} periods, {} each (about {}); {}",
         env!("CARGO_PKG_VERSION"),
         mechanisms.len(),
         periods.len(),
         a.duration,
-        Nanos(a.duration.as_ns() * cases as i64),
+        Nanos(total),
         hz.map_or("HZ unknown".into(), |h| format!(
             "CONFIG_HZ={h} (scheduler tick {})",
             Nanos(1_000_000_000 / h as i64)
@@ -121,6 +114,44 @@ pub fn run(a: &DriftArgs) -> Result<()> {
         "\n{:<16}{:>11}{:>9}{:>11}  {:>12}{:>12}{:>12}  overruns",
         "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm"
     );
+    let file = run_cases(a, &mechanisms, &periods, hz, &stop);
+    println!();
+    print_explanations(&file.results);
+    if file.interrupted {
+        println!("interrupted: results so far");
+    }
+    if let Some(f) = json {
+        f.write_json(&file)?;
+        f.commit()?;
+    }
+    Ok(())
+}
+
+/// The mechanisms named with -m, or all of them.
+fn mechanisms(a: &DriftArgs) -> Result<Vec<DriftMechanism>, Usage> {
+    let Some(names) = &a.mechanisms else { return Ok(DriftMechanism::ALL.to_vec()) };
+    names
+        .iter()
+        .map(|n| {
+            DriftMechanism::parse(n.trim()).ok_or_else(|| {
+                Usage(format!(
+                    "-m/--mechanism: unknown periodic mechanism '{n}'; one of: {}",
+                    DriftMechanism::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Measures every mechanism at every period, printing each row as it
+/// comes, until done or `stop` is set.
+fn run_cases(
+    a: &DriftArgs,
+    mechanisms: &[DriftMechanism],
+    periods: &[Nanos],
+    hz: Option<u32>,
+    stop: &AtomicBool,
+) -> DriftFile {
     let mut file = DriftFile {
         rtick_version: env!("CARGO_PKG_VERSION").into(),
         hz,
@@ -128,11 +159,11 @@ pub fn run(a: &DriftArgs) -> Result<()> {
         results: Vec::new(),
         unavailable: Vec::new(),
     };
-    'outer: for &m in &mechanisms {
-        for &p in &periods {
+    for &m in mechanisms {
+        for &p in periods {
             if stop.load(Ordering::Relaxed) {
                 file.interrupted = true;
-                break 'outer;
+                return file;
             }
             match drift::run_case(&DriftCase { mechanism: m, period: p, duration: a.duration, work: a.work }) {
                 Ok(r) => {
@@ -152,21 +183,17 @@ pub fn run(a: &DriftArgs) -> Result<()> {
             }
         }
     }
-    println!();
+    file
+}
+
+/// Each mechanism's explanation, once per distinct text.
+fn print_explanations(results: &[DriftJson]) {
     let mut seen: Vec<(&str, &str)> = Vec::new();
-    for r in &file.results {
+    for r in results {
         let key = (r.mechanism.as_str(), r.explanation.as_str());
         if !seen.contains(&key) {
             println!("{}: {}", r.mechanism, r.explanation);
             seen.push(key);
         }
     }
-    if file.interrupted {
-        println!("interrupted: results so far");
-    }
-    if let Some(f) = json {
-        f.write_json(&file)?;
-        f.commit()?;
-    }
-    Ok(())
 }

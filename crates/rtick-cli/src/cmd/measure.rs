@@ -42,7 +42,7 @@ impl Outputs {
 }
 
 pub fn run(a: &MeasureArgs) -> Result<()> {
-    let plan = plan(a, &Cpus::detect())?;
+    let plan = plan(a, &Cpus::detect()?)?;
     if let Some(p) = &a.plot {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }
@@ -51,7 +51,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     let sys = SystemInfo::read();
     let mut warnings = Vec::new();
     if a.tracemark {
-        cfg.tracemark = Some(std::sync::Arc::new(open_tracemark(&mut warnings)?));
+        cfg.tracemark = Some(std::sync::Arc::new(open_tracemark(a.tracefs.as_deref(), &mut warnings)?));
     }
     let findings =
         rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
@@ -111,8 +111,8 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
 }
 
 /// Opens the kernel trace for --tracemark, with a warning when tracing is off.
-fn open_tracemark(warnings: &mut Vec<String>) -> Result<TraceMark> {
-    let t = TraceMark::open()?;
+fn open_tracemark(tracefs: Option<&std::path::Path>, warnings: &mut Vec<String>) -> Result<TraceMark> {
+    let t = TraceMark::open(tracefs)?;
     if t.was_on() == Some(false) {
         warnings.push(format!(
             "tracing is off ({}/tracing_on = 0): the mark will have no trace before it — start one first, e.g. trace-cmd start -e sched_switch -e irq -e timer",

@@ -2,13 +2,12 @@
 //! Pure apart from reading which CPUs exist: every usage error is found here,
 //! before anything is created or changed.
 
-use rtick::measure::{HistogramSpec, MeasureConfig};
+use rtick::measure::{HistogramSpec, MeasureConfig, MAX_HISTOGRAM_BUCKETS};
 use rtick::rt::{Policy, ThreadSetup, DEFAULT_STACK_PREFAULT};
 use rtick::wait::HybridSlack;
-use rtick::{ClockId, Mechanism, Nanos, OverrunPolicy};
+use rtick::{Mechanism, Nanos};
 
 use crate::cli::MeasureArgs;
-use crate::units::{parse_time, Plain};
 use crate::Usage;
 
 /// Default priority with the default fifo policy.
@@ -36,9 +35,10 @@ pub struct Cpus {
 }
 
 impl Cpus {
-    pub fn detect() -> Cpus {
-        let allowed = rtick::info::allowed_cpus();
-        Cpus { online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)), allowed }
+    /// Reads them; an affinity that cannot be read is an error, not an empty list.
+    pub fn detect() -> rtick::Result<Cpus> {
+        let allowed = rtick::info::allowed_cpus()?;
+        Ok(Cpus { online: rtick::info::online_cpus().max(allowed.iter().max().map_or(0, |m| m + 1)), allowed })
     }
 }
 
@@ -47,6 +47,63 @@ fn usage(msg: impl Into<String>) -> Usage {
 }
 
 pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
+    let mechanisms = mechanisms(a)?;
+    if let HybridSlack::Fixed(v) = a.hybrid_slack {
+        if v >= a.interval {
+            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
+        }
+    }
+    let (policy, priority) = policy(a)?;
+    let setups = pinning(a, thread_count(a, cpus)?, cpus)?
+        .into_iter()
+        .map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) })
+        .collect();
+    let duration = match (a.duration, a.loops) {
+        (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    let unit_ns = if a.nsecs { 1 } else { 1000 };
+    let histogram = a.histogram.as_ref().map(|_| HistogramSpec {
+        buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, MAX_HISTOGRAM_BUCKETS as i64) as usize,
+        unit_ns,
+    });
+    #[cfg(feature = "mock")]
+    let mock = crate::mock::script(&a.mock, &mechanisms)?;
+    #[allow(unused_mut)]
+    let mut cfg = MeasureConfig {
+        mechanisms,
+        interval: a.interval,
+        loops: a.loops,
+        duration,
+        threads: setups,
+        clock: a.clock,
+        overrun: a.overrun,
+        hybrid_slack: a.hybrid_slack,
+        breaktrace: a.breaktrace,
+        tracemark: None,
+        histogram,
+        stack_prefault: DEFAULT_STACK_PREFAULT,
+        interleave: a.compare.then_some(a.slice),
+        rest_after_spinning: None,
+        // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
+        ..Default::default()
+    };
+    #[cfg(feature = "mock")]
+    {
+        cfg.mock = mock;
+    }
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(Plan {
+        cfg,
+        policy_explicit: a.policy.is_some() || a.priority.is_some(),
+        mlock: !a.no_mlock,
+        mlock_explicit: a.mlock,
+    })
+}
+
+/// The mechanisms named, in order, each once (`all`: every public one).
+fn mechanisms(a: &MeasureArgs) -> Result<Vec<Mechanism>, Usage> {
     let names = match &a.mechanisms {
         Some(n) => n.clone(),
         None if a.compare => vec!["all".to_string()],
@@ -71,30 +128,13 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
             }
         }
     }
-    let clock = ClockId::parse(&a.clock).ok_or_else(|| {
-        usage(format!("-c/--clock: unknown clock '{}'; one of: monotonic, realtime, tai, boottime", a.clock))
-    })?;
-    let overrun = OverrunPolicy::parse(&a.overrun)
-        .ok_or_else(|| usage(format!("--overrun: unknown policy '{}'; one of: skip, catch-up", a.overrun)))?;
-    let hybrid_slack = if a.hybrid_slack.trim() == "auto" {
-        HybridSlack::Auto
-    } else {
-        let v = parse_time(&a.hybrid_slack, Plain::Micros, false)
-            .map_err(|e| usage(format!("--hybrid-slack: {e}; give auto or a time such as 50us")))?;
-        if v >= a.interval {
-            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
-        }
-        HybridSlack::Fixed(v)
-    };
+    Ok(mechanisms)
+}
 
-    let policy =
-        match &a.policy {
-            Some(p) => Some(Policy::parse(p).ok_or_else(|| {
-                usage(format!("--policy: unknown policy '{p}'; one of: other, batch, idle, fifo, rr"))
-            })?),
-            None => None,
-        };
-    let (policy, priority) = match (policy, a.priority) {
+/// The scheduling policy and priority: fifo 90 unless told otherwise; a
+/// priority goes with a real-time policy only.
+fn policy(a: &MeasureArgs) -> Result<(Policy, i32), Usage> {
+    let (policy, priority) = match (a.policy, a.priority) {
         (None, None) => (Policy::Fifo, DEFAULT_PRIORITY),
         (None, Some(p)) => (Policy::Fifo, p),
         (Some(pol), None) => (pol, if pol.is_realtime() { DEFAULT_PRIORITY } else { 0 }),
@@ -108,83 +148,91 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
             "-p/--priority: {policy} takes no priority (got {priority}); use --policy fifo or rr"
         )));
     }
+    Ok((policy, priority))
+}
 
-    let threads = match (a.smp, a.threads) {
-        (true, _) | (false, Some(None)) => cpus.allowed.len().max(1),
-        (false, Some(Some(0))) => {
-            return Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU"))
-        }
-        (false, Some(Some(n))) if n > 1024 => {
-            return Err(usage(format!("-t/--threads: {n} is more than 1024 threads")))
-        }
-        (false, Some(Some(n))) => n,
-        (false, None) => 1,
-    };
-    let pin: Vec<Vec<usize>> = match (&a.affinity, a.smp) {
-        (Some(Some(set)), _) => {
-            let list = rtick::system::parse_cpu_list(set)
-                .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
-            for &c in &list {
-                if c >= cpus.online {
-                    return Err(usage(format!(
-                        "-a/--affinity: CPU {c} does not exist (this machine has CPUs 0-{})",
-                        cpus.online - 1
-                    )));
-                }
-                if !cpus.allowed.contains(&c) {
-                    return Err(usage(format!(
-                        "-a/--affinity: CPU {c} is not allowed to this process (see taskset -p)"
-                    )));
-                }
-            }
-            (0..threads).map(|i| vec![list[i % list.len()]]).collect()
-        }
-        (Some(None), _) | (None, true) => (0..threads).map(|i| vec![cpus.allowed[i % cpus.allowed.len()]]).collect(),
-        (None, false) => vec![Vec::new(); threads],
-    };
-    let setups =
-        pin.into_iter().map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) }).collect();
-
-    let duration = match (a.duration, a.loops) {
-        (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
-        (None, None) => Some(DEFAULT_DURATION),
-        (d, _) => d,
-    };
-    let unit_ns = if a.nsecs { 1 } else { 1000 };
-    let histogram = a
-        .histogram
-        .as_ref()
-        .map(|_| HistogramSpec { buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, 10_000_000) as usize, unit_ns });
-    #[cfg(feature = "mock")]
-    let mock = crate::mock::script(&a.mock, &mechanisms)?;
-    #[allow(unused_mut)]
-    let mut cfg = MeasureConfig {
-        mechanisms,
-        interval: a.interval,
-        loops: a.loops,
-        duration,
-        threads: setups,
-        clock,
-        overrun,
-        hybrid_slack,
-        breaktrace: a.breaktrace,
-        tracemark: None,
-        histogram,
-        stack_prefault: DEFAULT_STACK_PREFAULT,
-        interleave: a.compare.then_some(a.slice),
-        rest_after_spinning: None,
-        // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
-        ..Default::default()
-    };
-    #[cfg(feature = "mock")]
-    {
-        cfg.mock = mock;
+/// How many measuring threads: -t N, or one per allowed CPU with -t alone or -S.
+fn thread_count(a: &MeasureArgs, cpus: &Cpus) -> Result<usize, Usage> {
+    match (a.smp, a.threads) {
+        (true, _) | (false, Some(None)) => Ok(cpus.allowed.len().max(1)),
+        (false, Some(Some(0))) => Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU")),
+        (false, Some(Some(n))) if n > 1024 => Err(usage(format!("-t/--threads: {n} is more than 1024 threads"))),
+        (false, Some(Some(n))) => Ok(n),
+        (false, None) => Ok(1),
     }
-    cfg.validate().map_err(|e| usage(e.to_string()))?;
-    Ok(Plan {
-        cfg,
-        policy_explicit: a.policy.is_some() || a.priority.is_some(),
-        mlock: !a.no_mlock,
-        mlock_explicit: a.mlock,
-    })
+}
+
+/// The CPU of each thread: -a's CPUs, or with -a alone or -S the allowed
+/// CPUs, in turn; none (anywhere) without either.
+fn pinning(a: &MeasureArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize>>, Usage> {
+    let (option, list) = match (&a.affinity, a.smp) {
+        (Some(Some(set)), _) => ("-a/--affinity", cpu_list(set, cpus)?),
+        (Some(None), _) => ("-a/--affinity", cpus.allowed.clone()),
+        (None, true) => ("-S/--smp", cpus.allowed.clone()),
+        (None, false) => return Ok(vec![Vec::new(); threads]),
+    };
+    if list.is_empty() {
+        return Err(usage(format!("{option}: no CPU is allowed to this process (see taskset -p)")));
+    }
+    // Round-robin by cycling: no division, whatever the list.
+    Ok(list.iter().cycle().take(threads).map(|&c| vec![c]).collect())
+}
+
+/// -a's CPU list, each CPU checked to exist and to be allowed.
+fn cpu_list(set: &str, cpus: &Cpus) -> Result<Vec<usize>, Usage> {
+    let list = rtick::system::parse_cpu_list(set)
+        .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
+    for &c in &list {
+        if c >= cpus.online {
+            let have = match cpus.online {
+                0 => "no online CPU is known".to_string(),
+                n => format!("this machine has CPUs 0-{}", n - 1),
+            };
+            return Err(usage(format!("-a/--affinity: CPU {c} does not exist ({have})")));
+        }
+        if !cpus.allowed.contains(&c) {
+            return Err(usage(format!("-a/--affinity: CPU {c} is not allowed to this process (see taskset -p)")));
+        }
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn args(extra: &[&str]) -> MeasureArgs {
+        let cli = Cli::try_parse_from([&["rtick", "measure"], extra].concat()).expect("valid arguments");
+        match cli.command {
+            Command::Measure(a) => *a,
+            other => panic!("not measure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_allowed_cpu_is_a_usage_error_not_a_division_by_zero() {
+        for cpus in [Cpus { online: 0, allowed: vec![] }, Cpus { online: 4, allowed: vec![] }] {
+            for extra in [&["-S"][..], &["-a"], &["-a", "-t", "3"], &["-t", "-a"], &["-a", "1"]] {
+                let e = plan(&args(extra), &cpus).expect_err("no CPU to pin to");
+                assert!(e.0.starts_with("-a/--affinity: ") || e.0.starts_with("-S/--smp: "), "{extra:?}: {e}");
+                assert_eq!(e.0.lines().count(), 1, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn threads_are_pinned_round_robin() {
+        let cpus = Cpus { online: 4, allowed: vec![1, 2, 3] };
+        let pins = |extra: &[&str]| -> Vec<Vec<usize>> {
+            plan(&args(extra), &cpus).unwrap().cfg.threads.into_iter().map(|t| t.cpus).collect()
+        };
+        assert_eq!(pins(&["-S"]), [vec![1], vec![2], vec![3]]);
+        assert_eq!(pins(&["-a", "3,1", "-t", "5"]), [vec![3], vec![1], vec![3], vec![1], vec![3]]);
+        assert_eq!(pins(&["-t", "2"]), [Vec::<usize>::new(), vec![]]);
+        assert!(plan(&args(&["-a", "0"]), &cpus).unwrap_err().0.contains("not allowed"));
+        assert!(plan(&args(&["-a", "4"]), &cpus).unwrap_err().0.contains("CPUs 0-3"));
+    }
 }

@@ -33,9 +33,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             return Err(Usage("--buckets: the width must be greater than zero".into()).into());
         }
     }
-    if let Some(p) = &a.plot {
-        plot::check_path("--plot", p).map_err(Usage)?;
-    }
+    let plot_file = plot::PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let hdr = AtomicFile::create_opt("--hdr-log", a.hdr_log.as_deref())?;
     let unit_of_hist = if a.hist_ns { HistUnit::Nanos } else { HistUnit::Micros };
@@ -57,61 +55,15 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         println!();
     }
     if let Some(width) = a.buckets {
-        for input in &inputs {
-            for s in &input.series {
-                let Some(d) = &s.dist else {
-                    println!(
-                        "== {}: {} T{}: no distribution to bucket (cyclictest JSON needs -h)\n",
-                        input.name(),
-                        s.result.mechanism,
-                        s.result.thread
-                    );
-                    continue;
-                };
-                if width.as_ns() < d.resolution_ns {
-                    return Err(Usage(format!(
-                        "--buckets: {width} is finer than {}'s {} buckets",
-                        input.name(),
-                        rtick::Nanos(d.resolution_ns)
-                    ))
-                    .into());
-                }
-                let rows = analysis::buckets(d, width.as_ns());
-                let total: u64 = rows.iter().map(|r| r.1).sum();
-                println!("== {}: {} T{}, buckets of {width}", input.name(), s.result.mechanism, s.result.thread);
-                println!("{:>14}  {:>10}  {:>12}", format!("bucket ({})", unit(a.nsecs)), "count", "rate");
-                for (b, c) in rows {
-                    let b = b.map_or("overflow".to_string(), |b| fmt_latency(b, a.nsecs));
-                    println!("{b:>14}  {c:>10}  {:>12.6e}", c as f64 / total.max(1) as f64);
-                }
-                println!();
-            }
-        }
+        print_buckets(&inputs, width, a.nsecs)?;
     }
-    if let Some(p) = &a.plot {
+    if let (Some(f), Some(p)) = (plot_file, &a.plot) {
         let kind = a.plot_kind.unwrap_or_else(|| plot::default_kind(&inputs));
-        plot::draw_atomic(p, &inputs, kind)?;
+        f.write(&inputs, kind)?;
         println!("plot: {} ({kind:?})", p.display());
     }
     if let Some(f) = json {
-        let file = ReportFile {
-            rtick_version: env!("CARGO_PKG_VERSION").into(),
-            schema_version: crate::export::json::SCHEMA_VERSION,
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            inputs: inputs
-                .iter()
-                .map(|i| InputJson { file: i.path.display().to_string(), kind: i.kind.name().into() })
-                .collect(),
-            results: inputs
-                .iter()
-                .flat_map(|i| {
-                    i.series
-                        .iter()
-                        .map(move |s| ResultJson { source: Some(i.path.display().to_string()), ..s.result.clone() })
-                })
-                .collect(),
-        };
-        f.write_json(&file)?;
+        f.write_json(&report_file(&inputs))?;
         f.commit()?;
     }
     if let Some(f) = hdr {
@@ -122,6 +74,62 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         f.commit()?;
     }
     Ok(())
+}
+
+/// Seed 001's distribution table of every series, in buckets of `width`.
+fn print_buckets(inputs: &[Input], width: rtick::Nanos, nsecs: bool) -> Result<()> {
+    for input in inputs {
+        for s in &input.series {
+            let Some(d) = &s.dist else {
+                println!(
+                    "== {}: {} T{}: no distribution to bucket (cyclictest JSON needs -h)\n",
+                    input.name(),
+                    s.result.mechanism,
+                    s.result.thread
+                );
+                continue;
+            };
+            if width.as_ns() < d.resolution_ns {
+                return Err(Usage(format!(
+                    "--buckets: {width} is finer than {}'s {} buckets",
+                    input.name(),
+                    rtick::Nanos(d.resolution_ns)
+                ))
+                .into());
+            }
+            let rows = analysis::buckets(d, width.as_ns());
+            let total: u64 = rows.iter().map(|r| r.1).sum();
+            println!("== {}: {} T{}, buckets of {width}", input.name(), s.result.mechanism, s.result.thread);
+            println!("{:>14}  {:>10}  {:>12}", format!("bucket ({})", unit(nsecs)), "count", "rate");
+            for (b, c) in rows {
+                let b = b.map_or("overflow".to_string(), |b| fmt_latency(b, nsecs));
+                println!("{b:>14}  {c:>10}  {:>12.6e}", c as f64 / total.max(1) as f64);
+            }
+            println!();
+        }
+    }
+    Ok(())
+}
+
+/// `report --json`: every input's rows, each with its source.
+fn report_file(inputs: &[Input]) -> ReportFile {
+    ReportFile {
+        rtick_version: env!("CARGO_PKG_VERSION").into(),
+        schema_version: crate::export::json::SCHEMA_VERSION,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        inputs: inputs
+            .iter()
+            .map(|i| InputJson { file: i.path.display().to_string(), kind: i.kind.name().into() })
+            .collect(),
+        results: inputs
+            .iter()
+            .flat_map(|i| {
+                i.series
+                    .iter()
+                    .map(move |s| ResultJson { source: Some(i.path.display().to_string()), ..s.result.clone() })
+            })
+            .collect(),
+    }
 }
 
 /// Side by side, with ratios against the first input's matching series

@@ -21,6 +21,11 @@ fn summary_line(text: &str, label: &str) -> Option<Vec<i64>> {
         .map(|rest| rest.split_whitespace().filter_map(|v| v.parse().ok()).collect())
 }
 
+/// `v` units in ns; `None` when it does not fit (a damaged file).
+fn in_ns(v: i64, unit_ns: i64) -> Option<i64> {
+    v.checked_mul(unit_ns)
+}
+
 pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String> {
     let u: i64 = if unit == HistUnit::Nanos { 1 } else { 1000 };
     let mut cols: Vec<Vec<(i64, u64)>> = Vec::new();
@@ -35,6 +40,7 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
             return Err(bad("a bucket without counts"));
         }
         let bucket: i64 = f[0].parse().map_err(|_| bad(&format!("'{}' is not a bucket number", f[0])))?;
+        let bucket = in_ns(bucket, u).ok_or_else(|| bad(&format!("bucket {bucket} is too large")))?;
         if cols.is_empty() {
             cols = vec![Vec::new(); f.len() - 1];
         } else if cols.len() != f.len() - 1 {
@@ -43,7 +49,7 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
         for (c, v) in cols.iter_mut().zip(&f[1..]) {
             let n: u64 = v.parse().map_err(|_| bad(&format!("'{v}' is not a count")))?;
             if n > 0 {
-                c.push((bucket * u, n));
+                c.push((bucket, n));
             }
         }
     }
@@ -75,12 +81,17 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
         w.sort_unstable();
         let overflow = overflows.as_ref().map_or(0, |o| o[t].max(0) as u64);
         let dist = Dist { weighted: w, overflow, resolution_ns: u };
-        let min = mins.as_ref().map_or_else(|| dist.weighted.first().map_or(0, |x| x.0), |m| m[t] * u);
-        let max = maxs.as_ref().map_or_else(|| dist.weighted.last().map_or(0, |x| x.0), |m| m[t] * u);
+        let summary = |v: &Option<Vec<i64>>, label: &str| -> Result<Option<i64>, String> {
+            v.as_ref()
+                .map(|v| in_ns(v[t], u).ok_or(format!(" thread {t}: '{label}' {} is too large", v[t])))
+                .transpose()
+        };
+        let min = summary(&mins, "# Min Latencies:")?.unwrap_or_else(|| dist.weighted.first().map_or(0, |x| x.0));
+        let max = summary(&maxs, "# Max Latencies:")?.unwrap_or_else(|| dist.weighted.last().map_or(0, |x| x.0));
         let n: u64 = dist.weighted.iter().map(|x| x.1).sum();
         let mean = avgs.as_ref().map_or_else(
             || dist.weighted.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / n.max(1) as f64,
-            |a| (a[t] * u) as f64,
+            |a| a[t] as f64 * u as f64,
         );
         let r = row("cyclictest", t, None, &dist, min, max, mean);
         out.push(Series { result: r, dist: Some(dist), timeline: None });
@@ -102,12 +113,17 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
     for (i, t) in keys {
         let num = |key: &str| t.get(key).and_then(|x| x.as_f64()).ok_or(format!("thread {i}: no number \"{key}\""));
         let (cycles, min, max, avg) = (num("cycles")?, num("min")?, num("max")?, num("avg")?);
+        let ns = |key: &str, v: f64| {
+            // `as` saturates a float; the product must fit too.
+            in_ns(v as i64, u).ok_or(format!("thread {i}: \"{key}\" {v} is too large for a latency"))
+        };
+        let (min_ns, max_ns) = (ns("min", min)?, ns("max", max)?);
         let mut w: Vec<(i64, u64)> = Vec::new();
         if let Some(h) = t.get("histogram").and_then(|h| h.as_object()) {
             for (b, c) in h {
                 let b: i64 = b.parse().map_err(|_| format!("thread {i}: histogram bucket '{b}' is not a number"))?;
                 let c = c.as_u64().ok_or(format!("thread {i}: histogram count of bucket {b} is not a number"))?;
-                w.push((b * u, c));
+                w.push((in_ns(b, u).ok_or(format!("thread {i}: histogram bucket {b} is too large"))?, c));
             }
         }
         w.sort_unstable();
@@ -119,8 +135,8 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
             i,
             t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize),
             &dist,
-            (min as i64) * u,
-            (max as i64) * u,
+            min_ns,
+            max_ns,
             avg * u as f64,
         );
         r.count = cycles as u64;
@@ -130,4 +146,31 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
         out.push(Series { result: r, dist: has_hist.then_some(dist), timeline: None });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_too_large_for_ns_are_errors_not_overflows() {
+        // 9223372036854776 µs is just over i64::MAX ns.
+        let e = from_histogram("000001 5\n9223372036854776 1\n", HistUnit::Micros).unwrap_err();
+        assert!(e.contains("2: bucket 9223372036854776 is too large"), "{e}");
+        let e = from_histogram("000001 5\n# Max Latencies: 9223372036854776\n", HistUnit::Micros).unwrap_err();
+        assert!(e.contains("'# Max Latencies:' 9223372036854776 is too large"), "{e}");
+        // The same numbers fit in ns buckets.
+        assert!(from_histogram("000001 5\n9223372036854776 1\n", HistUnit::Nanos).is_ok());
+        let json = |min: &str, bucket: &str| {
+            serde_json::from_str::<serde_json::Value>(&format!(
+                r#"{{"thread": {{"0": {{"cycles": 5, "min": {min}, "max": 9, "avg": 3, "histogram": {{"{bucket}": 5}}}}}}}}"#
+            ))
+            .unwrap()
+        };
+        assert!(from_json(&json("1", "1")).is_ok());
+        let e = from_json(&json("1e300", "1")).unwrap_err();
+        assert!(e.contains("\"min\"") && e.contains("too large"), "{e}");
+        let e = from_json(&json("1", "9223372036854776")).unwrap_err();
+        assert!(e.contains("bucket 9223372036854776 is too large"), "{e}");
+    }
 }

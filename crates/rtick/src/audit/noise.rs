@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::read::Context;
 use super::{Finding, Status};
-use crate::system::parse_cpu_list;
+use crate::system::{format_cpu_list, parse_cpu_list};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let isolated = ctx.isolated();
@@ -28,7 +28,8 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
             .evidence("/proc/*/comm: irqbalance")
             .impact("it moves interrupts around; without IRQBALANCE_BANNED_CPULIST it may put them on isolated CPUs")
             .remedy(format!(
-                "systemctl stop irqbalance, or set IRQBALANCE_BANNED_CPULIST={isolated:?} in /etc/default/irqbalance"
+                "systemctl stop irqbalance, or set IRQBALANCE_BANNED_CPULIST={} in /etc/default/irqbalance",
+                format_cpu_list(&isolated)
             )),
         (true, true) => Finding::new("noise.irqbalance", Status::Info, "irqbalance is running")
             .evidence("/proc/*/comm: irqbalance")

@@ -19,6 +19,19 @@ pub struct HistogramSpec {
     pub unit_ns: i64,
 }
 
+/// The most fixed-width histogram buckets a thread may keep (80 MB of counts).
+pub const MAX_HISTOGRAM_BUCKETS: usize = 10_000_000;
+
+/// The longest interval, duration or run: half of what i64 nanoseconds
+/// reach, so that a clock's own time (≈ 1.8e18 ns on CLOCK_REALTIME) plus
+/// a run's length still fits in a deadline.
+const MAX_LENGTH: Nanos = Nanos(i64::MAX / 2);
+/// [`MAX_LENGTH`] for people.
+const LONGEST: &str = "146 years";
+
+/// The most slices an interleaved run may be cut into.
+const MAX_SLICES: usize = 1_000_000;
+
 /// A measurement run.
 #[derive(Clone, Debug)]
 pub struct MeasureConfig {
@@ -127,19 +140,85 @@ impl MeasureConfig {
             if h.buckets == 0 || h.unit_ns <= 0 {
                 return Err(Error::Invalid("the histogram needs at least one bucket".into()));
             }
+            if h.buckets > MAX_HISTOGRAM_BUCKETS {
+                return Err(Error::Invalid(format!(
+                    "{} histogram buckets are more than {MAX_HISTOGRAM_BUCKETS}: give a shorter range or wider buckets",
+                    h.buckets
+                )));
+            }
+        }
+        self.validate_lengths()
+    }
+
+    /// Every length is at most [`MAX_LENGTH`] — the interval, the duration,
+    /// loops × interval, all mechanisms together — computed without
+    /// overflowing, and interleaving makes at most [`MAX_SLICES`] slices.
+    fn validate_lengths(&self) -> Result<()> {
+        for (what, length) in [("interval", Some(self.interval)), ("duration", self.duration)] {
+            if length.is_some_and(|l| l > MAX_LENGTH) {
+                return Err(Error::Invalid(format!("the {what} is longer than {LONGEST}: give a shorter one")));
+            }
+        }
+        if self.duration.is_none() {
+            if let (Some(l), None) = (self.loops, self.loops_length().filter(|l| *l <= MAX_LENGTH)) {
+                return Err(Error::Invalid(format!(
+                    "{l} loops of {} last longer than {LONGEST}: give fewer loops or a shorter interval",
+                    self.interval
+                )));
+            }
+        }
+        let Some(per) = self.per_mechanism() else { return Ok(()) };
+        if self.expected_duration().is_none_or(|all| all > MAX_LENGTH) {
+            return Err(Error::Invalid(format!(
+                "{} mechanisms of {per} each last longer than {LONGEST}: measure fewer mechanisms or for less time",
+                self.mechanisms.len()
+            )));
+        }
+        if let (Some(slice), Some(total)) = (self.interleave, self.interleaved_total()) {
+            // Both are positive here (checked above); a slice of zero is one round.
+            let (total, len) = (total.as_ns().unsigned_abs(), slice.as_ns().max(0).unsigned_abs());
+            let rounds = if len > 0 { total.div_ceil(len) } else { 1 };
+            let slices = usize::try_from(rounds).ok().and_then(|r| r.checked_mul(self.mechanisms.len()));
+            if slices.is_none_or(|n| n > MAX_SLICES) {
+                return Err(Error::Invalid(format!(
+                    "interleaving {} of {} mechanisms in slices of {slice} makes more than {MAX_SLICES} slices: give longer slices or a shorter duration",
+                    Nanos(total as i64),
+                    self.mechanisms.len()
+                )));
+            }
         }
         Ok(())
     }
 
-    /// Wall time the run is expected to take (all mechanisms), when bounded by a duration.
+    /// loops × interval; `None` without loops or when it overflows.
+    fn loops_length(&self) -> Option<Nanos> {
+        let loops = i64::try_from(self.loops?).ok()?;
+        self.interval.as_ns().checked_mul(loops).map(Nanos)
+    }
+
+    /// How long each mechanism is measured: the duration, or loops ×
+    /// interval when shorter (a product too large for i64 is longer than any
+    /// duration); `None` when nothing bounds it or loops × interval overflows
+    /// without a duration.
+    fn per_mechanism(&self) -> Option<Nanos> {
+        match (self.duration, self.loops_length()) {
+            (Some(d), Some(l)) => Some(d.min(l)),
+            (Some(d), None) => Some(d),
+            (None, l) => l,
+        }
+    }
+
+    /// What each mechanism gets in all its interleaved slices together.
+    fn interleaved_total(&self) -> Option<Nanos> {
+        self.duration.or_else(|| self.loops_length())
+    }
+
+    /// Wall time the run is expected to take (all mechanisms), when bounded
+    /// by a duration; `None` also when it does not fit in i64 (which
+    /// [`MeasureConfig::validate`] rejects).
     pub fn expected_duration(&self) -> Option<Nanos> {
-        let per = match (self.duration, self.loops) {
-            (Some(d), Some(l)) => d.min(self.interval * l as i64),
-            (Some(d), None) => d,
-            (None, Some(l)) => self.interval * l as i64,
-            (None, None) => return None,
-        };
-        Some(per * self.mechanisms.len() as i64)
+        let mechanisms = i64::try_from(self.mechanisms.len()).ok()?;
+        self.per_mechanism()?.as_ns().checked_mul(mechanisms).map(Nanos)
     }
 
     /// The slices the run is made of.
@@ -151,11 +230,8 @@ impl MeasureConfig {
         match self.interleave {
             None => super::slices::sequential(self.mechanisms.len(), self.duration, rest),
             Some(slice) => {
-                let total = match (self.duration, self.loops) {
-                    (Some(d), _) => d,
-                    (None, Some(l)) => self.interval * l as i64,
-                    (None, None) => Nanos::ZERO,
-                };
+                // Unbounded, or too long to count (validate rejects both): no slices.
+                let total = self.interleaved_total().unwrap_or(Nanos::ZERO);
                 super::slices::interleaved(self.mechanisms.len(), total, slice, rest)
             }
         }
@@ -201,5 +277,61 @@ mod tests {
         assert_eq!(c.expected_duration(), Some(Nanos::from_ms(100)));
         let c = MeasureConfig { mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid], ..Default::default() };
         assert_eq!(c.expected_duration(), Some(Nanos::from_secs(20)));
+        let c = MeasureConfig { loops: Some(3), duration: Some(Nanos::from_secs(1)), ..Default::default() };
+        assert_eq!(c.expected_duration(), Some(Nanos::from_ms(3)), "the loops end it first");
+    }
+
+    #[test]
+    fn products_that_overflow_are_rejected() {
+        let second = Nanos::from_secs(1);
+        let ok = MeasureConfig { interval: second, duration: None, ..Default::default() };
+        for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037, 4_611_686_019] {
+            let c = MeasureConfig { loops: Some(loops), ..ok.clone() };
+            let e = c.validate().expect_err("loops × interval overflows").to_string();
+            assert!(
+                e.contains(&format!("{loops} loops of 1.000 s last longer than 146 years"))
+                    && e.contains("fewer loops"),
+                "{e}"
+            );
+            assert!(c.expected_duration().is_none_or(|d| d > MAX_LENGTH));
+        }
+        // The largest loop count that fits is accepted.
+        let fits = MeasureConfig { loops: Some(4_611_686_018), ..ok.clone() };
+        fits.validate().unwrap();
+        assert_eq!(fits.expected_duration(), Some(Nanos(4_611_686_018_000_000_000)));
+        // Lengths beyond MAX_LENGTH: a deadline on the clock would overflow.
+        for bad in [
+            MeasureConfig { interval: Nanos(i64::MAX), ..ok.clone() },
+            MeasureConfig { duration: Some(Nanos(i64::MAX)), ..ok.clone() },
+        ] {
+            assert!(bad.validate().unwrap_err().to_string().contains("longer than 146 years"), "{bad:?}");
+        }
+        // A duration bounds the run whatever the loop count.
+        let bounded = MeasureConfig { loops: Some(u64::MAX), duration: Some(second), ..ok.clone() };
+        bounded.validate().unwrap();
+        assert_eq!(bounded.expected_duration(), Some(second));
+        // Each mechanism fits, all of them together do not.
+        let all = MeasureConfig {
+            mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
+            duration: Some(Nanos(i64::MAX / 4 + 1)),
+            ..ok.clone()
+        };
+        assert!(all.validate().unwrap_err().to_string().contains("2 mechanisms"));
+        let overflow = MeasureConfig { mechanisms: vec![Mechanism::Spin; 3], duration: Some(MAX_LENGTH), ..ok.clone() };
+        assert!(overflow.validate().is_err());
+        assert_eq!(overflow.expected_duration(), None, "3 × MAX_LENGTH does not fit in i64");
+        // Too many interleaved slices: an allocation the size of the universe.
+        let tiny = MeasureConfig {
+            mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
+            duration: Some(Nanos::from_secs(3600)),
+            interleave: Some(Nanos(1)),
+            ..ok.clone()
+        };
+        assert!(tiny.validate().unwrap_err().to_string().contains("longer slices"));
+        let fine = MeasureConfig { interleave: Some(Nanos::from_ms(10)), ..tiny };
+        fine.validate().unwrap();
+        assert_eq!(fine.slices().len(), 2 * 360_000);
+        let huge = MeasureConfig { histogram: Some(HistogramSpec { buckets: usize::MAX, unit_ns: 1 }), ..ok };
+        assert!(huge.validate().unwrap_err().to_string().contains("histogram buckets"));
     }
 }

@@ -16,9 +16,9 @@ pub mod slices;
 mod trace;
 mod tracemark;
 
-pub use config::{HistogramSpec, MeasureConfig};
+pub use config::{HistogramSpec, MeasureConfig, MAX_HISTOGRAM_BUCKETS};
 pub use engine::ThreadResult;
 pub use progress::{Progress, ThreadSnapshot};
 pub use runner::{run, BreakEvent, MeasureReport, Unavailable};
 pub use trace::{trace_rings, TraceConsumer, TraceProducer, TraceRow};
-pub use tracemark::{TraceMark, TRACEFS_ENV};
+pub use tracemark::TraceMark;

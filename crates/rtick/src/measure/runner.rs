@@ -2,11 +2,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Barrier;
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use super::config::MeasureConfig;
 use super::engine::{run_thread, Gate, SlotOutcome, ThreadCtx, ThreadResult};
 use super::progress::{Progress, ThreadProgress};
+use super::slices::Slice;
 use super::trace::TraceProducer;
 use super::TraceMark;
 use crate::error::{Error, Result};
@@ -115,99 +117,150 @@ pub fn run(
     cfg: &MeasureConfig,
     stop: &AtomicBool,
     traces: Option<&mut [TraceProducer]>,
-    mut observe: impl FnMut(&Progress<'_>),
+    observe: impl FnMut(&Progress<'_>),
 ) -> Result<MeasureReport> {
     cfg.validate()?;
-    if let Some(t) = traces.as_deref() {
-        if t.len() != cfg.threads.len() {
-            return Err(Error::Invalid("one trace ring per thread is needed".into()));
-        }
-    }
+    let mut rings = trace_rings_per_thread(traces, cfg.threads.len())?;
     crate::wait::block_timer_signals()?;
-    let brk = BreakSlot::default();
     let started = Instant::now();
-    let slices = cfg.slices();
     let n = cfg.threads.len();
-    let progress: Vec<ThreadProgress> = (0..n).map(|_| ThreadProgress::new()).collect();
-    let gate = Gate::default();
-    let between = Barrier::new(n);
-    let mut rings: Vec<Option<&mut TraceProducer>> = match traces {
-        Some(t) => t.iter_mut().map(Some).collect(),
-        None => (0..n).map(|_| None).collect(),
+    let shared = Shared {
+        slices: cfg.slices(),
+        progress: (0..n).map(|_| ThreadProgress::new()).collect(),
+        gate: Gate::default(),
+        between: Barrier::new(n),
+        brk: BreakSlot::default(),
     };
-
-    let outcomes: Vec<std::thread::Result<Result<Option<Vec<SlotOutcome>>>>> = std::thread::scope(|s| {
-        let mut handles = Vec::new();
-        let mut spawn_error = None;
-        for (i, setup) in cfg.threads.iter().enumerate() {
-            let ctx = ThreadCtx {
-                index: i,
-                setup,
-                cfg,
-                slices: &slices,
-                progress: &progress[i],
-                stop,
-                gate: &gate,
-                between: &between,
-                brk: &brk,
-                trace: rings[i].take(),
-            };
-            match std::thread::Builder::new().name(format!("rtick-t{i}")).spawn_scoped(s, move || run_thread(ctx)) {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    spawn_error = Some(Error::sys("pthread_create", e, "check RLIMIT_NPROC and memory"));
-                    break;
-                }
-            }
-        }
+    let outcomes = std::thread::scope(|s| {
+        let (handles, spawn_error) = spawn_threads(s, cfg, stop, &shared, &mut rings);
         if spawn_error.is_some() {
-            gate.abort.store(true, Release);
+            shared.gate.abort.store(true, Release);
         }
-        // Open the gate once every thread is ready (or one has failed).
-        while gate.ready.load(Acquire) < handles.len() && !gate.abort.load(Acquire) {
-            std::thread::sleep(Duration::from_micros(500));
-        }
-        gate.open.store(true, Release);
-        let t0 = Instant::now();
-        let mut next_report = t0;
-        let mut snaps = vec![Default::default(); handles.len()];
-        while !handles.iter().all(|h| h.is_finished()) {
-            if Instant::now() >= next_report && !handles.is_empty() {
-                for (s, p) in snaps.iter_mut().zip(&progress) {
-                    *s = p.snapshot();
-                }
-                let mi = progress[0].mechanism();
-                observe(&Progress {
-                    mechanism: cfg.mechanisms[mi],
-                    mechanism_index: mi,
-                    mechanisms: cfg.mechanisms.len(),
-                    elapsed: Nanos::from_std(t0.elapsed()),
-                    threads: &snaps,
-                });
-                next_report += PROGRESS_EVERY;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let mut out: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        if let Some(e) = spawn_error {
-            out.push(Ok(Err(e)));
-        }
+        watch(cfg, &shared, &handles, observe);
+        let mut out: Vec<_> = handles.into_iter().enumerate().map(|(i, h)| thread_outcome(i, h.join())).collect();
+        out.extend(spawn_error.map(Err));
         out
     });
+    let per_thread = outcomes.into_iter().filter_map(Result::transpose).collect::<Result<Vec<_>>>()?;
+    let (results, unavailable) = regroup(cfg.mechanisms.len(), per_thread);
+    let breaktrace = shared.brk.event();
+    Ok(MeasureReport {
+        interrupted: stop.load(Relaxed) && breaktrace.is_none(),
+        breaktrace,
+        results,
+        unavailable,
+        elapsed: Nanos::from_std(started.elapsed()),
+    })
+}
 
-    let mut per_thread = Vec::new();
-    for o in outcomes {
-        match o {
-            Ok(Ok(Some(slots))) => per_thread.push(slots),
-            Ok(Ok(None)) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(Error::Invalid("a measuring thread panicked".into())),
+/// What the measuring threads share with each other and the runner.
+struct Shared {
+    slices: Vec<Slice>,
+    progress: Vec<ThreadProgress>,
+    gate: Gate,
+    between: Barrier,
+    brk: BreakSlot,
+}
+
+/// One optional trace ring per thread.
+fn trace_rings_per_thread(
+    traces: Option<&mut [TraceProducer]>,
+    threads: usize,
+) -> Result<Vec<Option<&mut TraceProducer>>> {
+    match traces {
+        Some(t) if t.len() != threads => Err(Error::Invalid("one trace ring per thread is needed".into())),
+        Some(t) => Ok(t.iter_mut().map(Some).collect()),
+        None => Ok((0..threads).map(|_| None).collect()),
+    }
+}
+
+type ThreadOutcome = Result<Option<Vec<SlotOutcome>>>;
+
+/// Starts one measuring thread per setup; stops at the first that cannot be
+/// created, returning the threads started and that error.
+fn spawn_threads<'scope, 'env>(
+    s: &'scope Scope<'scope, 'env>,
+    cfg: &'env MeasureConfig,
+    stop: &'env AtomicBool,
+    shared: &'env Shared,
+    rings: &mut [Option<&'env mut TraceProducer>],
+) -> (Vec<ScopedJoinHandle<'scope, ThreadOutcome>>, Option<Error>) {
+    let mut handles = Vec::new();
+    for (i, setup) in cfg.threads.iter().enumerate() {
+        let ctx = ThreadCtx {
+            index: i,
+            setup,
+            cfg,
+            slices: &shared.slices,
+            progress: &shared.progress[i],
+            stop,
+            gate: &shared.gate,
+            between: &shared.between,
+            brk: &shared.brk,
+            trace: rings[i].take(),
+        };
+        match std::thread::Builder::new().name(format!("rtick-t{i}")).spawn_scoped(s, move || run_thread(ctx)) {
+            Ok(h) => handles.push(h),
+            Err(e) => return (handles, Some(Error::sys("pthread_create", e, "check RLIMIT_NPROC and memory"))),
         }
     }
-    // Regroup: mechanisms in run order, threads in index order.
+    (handles, None)
+}
+
+/// Opens the start gate once every thread is ready (or the start was
+/// aborted), then calls `observe` with progress snapshots until every
+/// thread has finished.
+fn watch(
+    cfg: &MeasureConfig,
+    shared: &Shared,
+    handles: &[ScopedJoinHandle<'_, ThreadOutcome>],
+    mut observe: impl FnMut(&Progress<'_>),
+) {
+    let gate = &shared.gate;
+    while gate.ready.load(Acquire) < handles.len() && !gate.abort.load(Acquire) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    gate.open.store(true, Release);
+    let t0 = Instant::now();
+    let mut next_report = t0;
+    let mut snaps = vec![Default::default(); handles.len()];
+    while !handles.iter().all(|h| h.is_finished()) {
+        if Instant::now() >= next_report && !handles.is_empty() {
+            for (s, p) in snaps.iter_mut().zip(&shared.progress) {
+                *s = p.snapshot();
+            }
+            let mi = shared.progress[0].mechanism();
+            observe(&Progress {
+                mechanism: cfg.mechanisms[mi],
+                mechanism_index: mi,
+                mechanisms: cfg.mechanisms.len(),
+                elapsed: Nanos::from_std(t0.elapsed()),
+                threads: &snaps,
+            });
+            next_report += PROGRESS_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A joined thread's outcome; a panic becomes an error that keeps its message.
+fn thread_outcome<T>(index: usize, joined: std::thread::Result<Result<T>>) -> Result<T> {
+    joined.unwrap_or_else(|payload| {
+        let message = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+            (Some(s), _) => s.to_string(),
+            (None, Some(s)) => s.clone(),
+            (None, None) => "(a panic payload that is not text)".into(),
+        };
+        Err(Error::Panicked { thread: index, message })
+    })
+}
+
+/// Results with mechanisms in run order, threads in index order; each
+/// unavailable mechanism once.
+fn regroup(mechanisms: usize, mut per_thread: Vec<Vec<SlotOutcome>>) -> (Vec<ThreadResult>, Vec<Unavailable>) {
     let mut results = Vec::new();
     let mut unavailable: Vec<Unavailable> = Vec::new();
-    for m in 0..cfg.mechanisms.len() {
+    for m in 0..mechanisms {
         for slots in per_thread.iter_mut() {
             match std::mem::replace(&mut slots[m], SlotOutcome::NotReached) {
                 SlotOutcome::Measured(r) => results.push(*r),
@@ -220,12 +273,26 @@ pub fn run(
             }
         }
     }
-    let breaktrace = brk.event();
-    Ok(MeasureReport {
-        interrupted: stop.load(Relaxed) && breaktrace.is_none(),
-        breaktrace,
-        results,
-        unavailable,
-        elapsed: Nanos::from_std(started.elapsed()),
-    })
+    (results, unavailable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_thread_is_an_error_with_its_message() {
+        let joined = |f: fn() -> Result<u8>| std::thread::spawn(f).join();
+        let e =
+            thread_outcome(3, joined(|| panic!("index out of bounds: the len is 2 but the index is 7"))).unwrap_err();
+        assert!(matches!(e, Error::Panicked { thread: 3, .. }), "{e:?}");
+        assert_eq!(e.to_string(), "measuring thread 3 panicked: index out of bounds: the len is 2 but the index is 7");
+        let e = thread_outcome(0, joined(|| panic!("slot {} of {}", 5, 4))).unwrap_err();
+        assert_eq!(e.to_string(), "measuring thread 0 panicked: slot 5 of 4", "a formatted message is a String");
+        let e = thread_outcome(1, joined(|| std::panic::panic_any(42u32))).unwrap_err();
+        assert!(e.to_string().starts_with("measuring thread 1 panicked: "), "{e}");
+        // What a thread returns passes through.
+        assert_eq!(thread_outcome(0, joined(|| Ok(7))).unwrap(), 7);
+        assert!(matches!(thread_outcome(0, joined(|| Err(Error::Invalid("x".into())))), Err(Error::Invalid(_))));
+    }
 }

@@ -12,10 +12,6 @@ use crate::error::{Error, Result};
 use crate::time::Nanos;
 use crate::wait::Mechanism;
 
-/// Environment variable naming the tracefs directory to use instead of the
-/// one mounted (tests point it at plain files).
-pub const TRACEFS_ENV: &str = "RTICK_TRACEFS";
-
 /// Open `trace_marker` and `tracing_on` of the tracefs instance.
 #[derive(Debug)]
 pub struct TraceMark {
@@ -26,11 +22,12 @@ pub struct TraceMark {
 }
 
 impl TraceMark {
-    /// Opens the files in `$RTICK_TRACEFS`, else in the tracefs found in
-    /// /proc/mounts (or debugfs's `tracing`). Nothing is mounted or written.
-    pub fn open() -> Result<TraceMark> {
-        let dir = match std::env::var_os(TRACEFS_ENV) {
-            Some(d) => PathBuf::from(d),
+    /// Opens the files in `dir` (a tracefs directory, or an instance in
+    /// one), or when `None` in the tracefs found in /proc/mounts (or
+    /// debugfs's `tracing`). Nothing is mounted or written.
+    pub fn open(dir: Option<&Path>) -> Result<TraceMark> {
+        let dir = match dir {
+            Some(d) => d.to_path_buf(),
             None => find_tracefs().ok_or_else(|| {
                 Error::sys(
                     "finding tracefs in /proc/mounts",
@@ -115,14 +112,19 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("trace_marker"), "").unwrap();
         std::fs::write(d.path().join("tracing_on"), "1\n").unwrap();
-        std::env::set_var(TRACEFS_ENV, d.path());
-        let t = TraceMark::open();
-        std::env::remove_var(TRACEFS_ENV);
-        let t = t.unwrap();
+        let t = TraceMark::open(Some(d.path())).unwrap();
         assert_eq!(t.was_on(), Some(true));
         assert!(t.hit(Mechanism::ClockNanosleep, 1, 42, Nanos(123_456), Nanos::from_us(100)));
         let mark = std::fs::read_to_string(d.path().join("trace_marker")).unwrap();
         assert_eq!(mark, "rtick: hit latency threshold (123456 > 100000 ns): clock_nanosleep T1 cycle 42\n");
         assert!(std::fs::read_to_string(d.path().join("tracing_on")).unwrap().starts_with('0'));
+    }
+
+    #[test]
+    fn a_directory_without_the_files_is_a_one_line_error() {
+        let d = tempfile::tempdir().unwrap();
+        let e = TraceMark::open(Some(d.path())).unwrap_err().to_string();
+        assert!(e.contains("trace_marker") && e.contains("is not a tracefs directory"), "{e}");
+        assert_eq!(e.lines().count(), 1);
     }
 }
