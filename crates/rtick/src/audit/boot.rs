@@ -2,7 +2,7 @@
 
 use super::read::{strip_isolcpus_flags, Context};
 use super::{Finding, Status};
-use crate::system::parse_cpu_list;
+use crate::system::{format_cpu_list, parse_cpu_list};
 
 const PARAMS: &[&str] = &[
     "isolcpus",
@@ -21,10 +21,6 @@ const PARAMS: &[&str] = &[
     "nosmt",
     "mitigations",
 ];
-
-fn list(v: &str) -> String {
-    v.to_string()
-}
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(cmdline) = &ctx.cmdline else {
@@ -94,7 +90,7 @@ fn isolcpus(ctx: &Context<'_>, sets: &CpuSets) -> Finding {
             .remedy("leave at least CPU 0 out of isolcpus= and nohz_full=")
     } else {
         Finding::new("boot.isolcpus", Status::Ok, format!("isolated CPUs: {iso:?}"))
-            .evidence(format!("isolcpus={}", list(&ctx.param("isolcpus").unwrap_or_default())))
+            .evidence(format!("isolcpus={}", ctx.param("isolcpus").unwrap_or_default()))
     }
 }
 
@@ -103,7 +99,12 @@ fn nohz_full(sets: &CpuSets) -> Finding {
     let not_isolated: Vec<usize> = nohz_full.iter().copied().filter(|c| !iso.contains(c)).collect();
     let no_cbs: Vec<usize> = nohz_full.iter().copied().filter(|c| !rcu_nocbs.contains(c)).collect();
     let housekeeping_missing = !cpus.is_empty() && cpus.iter().all(|c| nohz_full.contains(c));
-    let ev = format!("nohz_full={:?} isolcpus={:?} rcu_nocbs={:?}", nohz_full, iso, rcu_nocbs);
+    let ev = format!(
+        "nohz_full={} isolcpus={} rcu_nocbs={}",
+        format_cpu_list(nohz_full),
+        format_cpu_list(iso),
+        format_cpu_list(rcu_nocbs)
+    );
     if housekeeping_missing {
         Finding::new("boot.nohz_full", Status::Fail, "nohz_full covers every CPU: no housekeeping CPU keeps the tick")
             .evidence(ev)

@@ -95,5 +95,5 @@ fn cpus_allowed(ctx: &Context<'_>) -> Finding {
 }
 
 fn list(cpus: &[usize]) -> String {
-    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+    crate::system::format_cpu_list(cpus)
 }

@@ -56,10 +56,10 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         }
         hits.sort_by_key(|h| h.parse::<u32>().unwrap_or(0));
         out.push(if hits.is_empty() {
-            Finding::new("noise.irq_affinity", Status::Ok, "no IRQ may run on the isolated CPUs").evidence(format!("/proc/irq/*/smp_affinity_list vs isolated {isolated:?}"))
+            Finding::new("noise.irq_affinity", Status::Ok, "no IRQ may run on the isolated CPUs").evidence(format!("/proc/irq/*/smp_affinity_list vs isolated {}", format_cpu_list(&isolated)))
         } else {
             Finding::new("noise.irq_affinity", Status::Warn, format!("{} IRQs may run on isolated CPUs", hits.len()))
-                .evidence(format!("/proc/irq/{{{}}}/smp_affinity_list include {isolated:?}", hits.join(",")))
+                .evidence(format!("/proc/irq/{{{}}}/smp_affinity_list include {}", hits.join(","), format_cpu_list(&isolated)))
                 .impact("their handlers interrupt the timing thread")
                 .remedy("boot with irqaffinity=<housekeeping CPUs> and isolcpus=managed_irq,…; or write housekeeping CPUs to each /proc/irq/N/smp_affinity_list")
         });

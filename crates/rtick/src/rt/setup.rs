@@ -89,7 +89,7 @@ impl Setup {
                 .validate()?;
         }
         if let Some(cpus) = &self.cpus {
-            let allowed = sched::affinity().unwrap_or_default();
+            let allowed = crate::info::allowed_cpus()?;
             if cpus.is_empty() {
                 return Err(Error::Invalid("an affinity needs at least one CPU".into()));
             }
