@@ -5,6 +5,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "../../../rtick/tests/support/skip.rs"]
+mod skip;
+#[allow(unused_imports)]
+pub use skip::{kernel_lacks, skip};
+
 pub fn rtick(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtick")).args(args).output().expect("rtick runs")
 }
@@ -52,4 +57,12 @@ pub const PLAIN: [&str; 4] = ["--policy", "other", "--no-mlock", "-q"];
 
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// Whether this test runs with effective user id 0 (the `Uid:` line of
+/// `/proc/self/status`: real, effective, saved, filesystem).
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).expect("a Uid: line");
+    uid.split_whitespace().nth(1) == Some("0")
 }
