@@ -30,9 +30,16 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("json file exists")).expect("valid JSON")
 }
 
-/// Trace rows as (thread, mechanism, cycle, planned, actual, latency).
-pub fn trace(path: &Path) -> Vec<(u64, String, u64, i64, i64, i64)> {
-    let text = std::fs::read_to_string(path).expect("trace file exists");
+/// A trace row: (thread, mechanism, cycle, planned, actual, latency).
+pub type TraceRow = (u64, String, u64, i64, i64, i64);
+
+/// The rows of a trace file.
+pub fn trace(path: &Path) -> Vec<TraceRow> {
+    trace_rows(&std::fs::read_to_string(path).expect("trace file exists"))
+}
+
+/// The rows of a trace's text, after checking its header.
+pub fn trace_rows(text: &str) -> Vec<TraceRow> {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("thread,mechanism,cycle,planned_ns,actual_ns,latency_ns"));
     lines
