@@ -41,7 +41,18 @@ fn clocks_json_and_invariants() {
     let cc = &j["cross_cpu"];
     let n = rtick::info::allowed_cpus().len();
     assert_eq!(cc["pairs_tested"].as_u64().unwrap() as usize, n * (n - 1));
-    assert!(cc["max_backwards_ns"].as_f64().unwrap() >= 0.0);
+    let backwards_ns = cc["max_backwards_ns"].as_f64().unwrap();
+    match cc["clock"].as_str().unwrap() {
+        // The TSC in ticks, and in ns at the calibrated frequency.
+        "rdtsc" => {
+            let ticks = cc["max_backwards_ticks"].as_i64().unwrap() as f64;
+            let hz = j["tsc"]["frequency_hz"].as_f64().unwrap();
+            assert!((backwards_ns - ticks * 1e9 / hz).abs() < 1e-6, "{cc}");
+        }
+        // The kernel keeps CLOCK_MONOTONIC_RAW monotonic across CPUs.
+        "CLOCK_MONOTONIC_RAW" => assert_eq!((backwards_ns, cc["max_backwards_ticks"].is_null()), (0.0, true), "{cc}"),
+        other => panic!("cross-CPU check on {other}"),
+    }
     assert!(j["tsc"]["present"].is_boolean());
     if j["tsc"]["present"] == true {
         assert!(j["tsc"]["frequency_hz"].as_f64().unwrap() > 1e8);
