@@ -15,9 +15,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// What the reader threads report while rtick runs.
+#[derive(Debug)]
 enum Seen {
     Header,
     TraceRows,
+    /// stdout closed: rtick has exited.
+    Exited,
 }
 
 /// Longest wait for a readiness event: a hang guard only, far beyond what
@@ -68,6 +71,7 @@ fn interrupt_with(signal: &str) {
                 text.push_str(&line);
                 text.push('\n');
             }
+            let _ = tx.send(Seen::Exited);
             text
         })
     };
@@ -76,9 +80,10 @@ fn interrupt_with(signal: &str) {
         match events.recv_timeout(GUARD) {
             Ok(Seen::Header) => header = true,
             Ok(Seen::TraceRows) => rows = true,
-            Err(e) => {
+            ended => {
                 let _ = child.kill();
-                panic!("rtick never got to measuring (header {header}, trace rows {rows}): {e}");
+                let o = child.wait_with_output().unwrap();
+                panic!("rtick never got to measuring (header {header}, trace rows {rows}, {ended:?}): {}", stderr(&o));
             }
         }
     }
