@@ -41,7 +41,18 @@ fn clocks_json_and_invariants() {
     let cc = &j["cross_cpu"];
     let n = rtick::info::allowed_cpus().unwrap().len();
     assert_eq!(cc["pairs_tested"].as_u64().unwrap() as usize, n * (n - 1));
-    assert!(cc["max_backwards_ns"].as_f64().unwrap() >= 0.0);
+    let backwards_ns = cc["max_backwards_ns"].as_f64().unwrap();
+    match cc["clock"].as_str().unwrap() {
+        // The TSC in ticks, and in ns at the calibrated frequency.
+        "rdtsc" => {
+            let ticks = cc["max_backwards_ticks"].as_i64().unwrap() as f64;
+            let hz = j["tsc"]["frequency_hz"].as_f64().unwrap();
+            assert!((backwards_ns - ticks * 1e9 / hz).abs() < 1e-6, "{cc}");
+        }
+        // The kernel keeps CLOCK_MONOTONIC_RAW monotonic across CPUs.
+        "CLOCK_MONOTONIC_RAW" => assert_eq!((backwards_ns, cc["max_backwards_ticks"].is_null()), (0.0, true), "{cc}"),
+        other => panic!("cross-CPU check on {other}"),
+    }
     assert!(j["tsc"]["present"].is_boolean());
     if j["tsc"]["present"] == true {
         assert!(j["tsc"]["frequency_hz"].as_f64().unwrap() > 1e8);
@@ -65,21 +76,28 @@ fn drift_json_and_invariants() {
         let (ticks, expected) = (r["ticks"].as_u64().unwrap() as f64, r["expected_ticks"].as_f64().unwrap());
         let (period, elapsed) = (r["period_ns"].as_i64().unwrap() as f64, r["elapsed_ns"].as_i64().unwrap() as f64);
         let mech = r["mechanism"].as_str().unwrap();
-        // No mechanism delivers more ticks than the time covered allows (plus the one in flight).
-        assert!(ticks <= (elapsed / period).floor() + 1.0, "{r}");
+        let cpu_time = mech.starts_with("itimer-v") || mech == "itimer-prof";
+        assert_eq!(r["time_base"], if cpu_time { "cpu" } else { "wall" });
+        // No wall-clock timer delivers more ticks than the time covered
+        // allows (plus the one in flight). CPU-time timers get no such
+        // bound: the kernel charges their time a whole scheduler tick at a
+        // time to the thread a tick interrupts, which on a loaded machine
+        // strays by ticks from the precise CPU time measured as `elapsed`.
+        if !cpu_time {
+            assert!(ticks <= (elapsed / period).floor() + 1.0, "{r}");
+        }
         // The error is what the counts say, in sign and size.
         let err = (ticks - elapsed / period) / (elapsed / period) * 100.0;
         assert!((r["error_percent"].as_f64().unwrap() - err).abs() < 0.05, "{r}");
         assert!((r["error_ppm"].as_f64().unwrap() - err * 1e4).abs() < 500.0, "{r}");
         assert!((expected - elapsed / period).abs() < 0.1, "{r}");
         assert!(!r["explanation"].as_str().unwrap().is_empty());
-        assert_eq!(r["time_base"], if mech.starts_with("itimer-v") || mech == "itimer-prof" { "cpu" } else { "wall" });
-        // CPU-time timers fire at most once per scheduler tick: a structural bound, given HZ.
-        if let (Some(hz), "cpu") = (hz, r["time_base"].as_str().unwrap()) {
-            let tick = 1e9 / hz as f64;
-            if period < tick {
-                assert!(ticks <= elapsed / tick + 2.0, "{r}");
-                assert!(r["error_percent"].as_f64().unwrap() < 0.0);
+        // CPU-time timers fire at most once per scheduler tick: with a
+        // period of half a tick or less they lose ticks, whatever the
+        // accounting's noise (it would take twice the CPU time to hide).
+        if let (Some(hz), true) = (hz, cpu_time) {
+            if period <= 1e9 / hz as f64 / 2.0 {
+                assert!(r["error_percent"].as_f64().unwrap() < 0.0, "{r}");
             }
         }
     }

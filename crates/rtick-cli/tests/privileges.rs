@@ -1,17 +1,18 @@
 //! Privilege paths, made real by dropping capabilities with setpriv and
 //! zeroing RLIMIT_RTPRIO / RLIMIT_MEMLOCK with prlimit (root only; skips
-//! otherwise): the default falls back and says so, an explicit request
-//! fails with the fix on one line.
+//! otherwise, and fails instead under CI, which runs as root): the default
+//! falls back and says so, an explicit request fails with the fix on one line.
 
 mod common;
 use common::*;
 
 use std::process::{Command, Output};
 
+/// Runs rtick without CAP_SYS_NICE / CAP_IPC_LOCK and with no real-time or
+/// lockable-memory allowance; `None` (after `skip`) where that cannot be done.
 fn unprivileged(args: &[&str]) -> Option<Output> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root to drop privileges with setpriv");
+    if !is_root() {
+        skip("needs root to drop privileges with setpriv", false);
         return None;
     }
     let o = Command::new("prlimit")
@@ -28,8 +29,12 @@ fn unprivileged(args: &[&str]) -> Option<Output> {
         .output();
     match o {
         Ok(o) if !stderr(&o).contains("prlimit:") && !stderr(&o).contains("setpriv:") => Some(o),
-        _ => {
-            eprintln!("SKIPPED: prlimit/setpriv unavailable");
+        Ok(o) => {
+            skip(&format!("prlimit/setpriv cannot drop privileges here: {}", stderr(&o).trim()), false);
+            None
+        }
+        Err(e) => {
+            skip(&format!("prlimit is not installed (util-linux; scripts/setup installs it): {e}"), false);
             None
         }
     }
@@ -79,25 +84,33 @@ struct BudgetlessCgroup {
 
 impl BudgetlessCgroup {
     fn create() -> Option<BudgetlessCgroup> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIPPED: needs root to create a cgroup");
+        if !is_root() {
+            skip("needs root to create a cgroup", false);
             return None;
         }
-        let cg = rtick::cgroup::cpu_cgroup(&rtick::system::SysRoot::default())?;
+        let Some(cg) = rtick::cgroup::cpu_cgroup(&rtick::system::SysRoot::default()) else {
+            skip("no cpu cgroup controller found in /proc/self/cgroup and /proc/self/mountinfo", false);
+            return None;
+        };
         if cg.rt_runtime_us.is_none() {
-            eprintln!("SKIPPED: no RT group scheduling here (no cpu.rt_runtime_us)");
+            // cgroup v2, or a kernel without CONFIG_RT_GROUP_SCHED: no budgets to lack.
+            skip("no RT group scheduling here (no cpu.rt_runtime_us)", true);
             return None;
         }
         let dir = std::path::PathBuf::from(&cg.dir).join(format!("rtick-test-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
+        if let Err(e) = std::fs::create_dir(&dir) {
+            skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
+            return None;
+        }
         let this = BudgetlessCgroup { dir, tasks: if cg.v2 { "cgroup.procs" } else { "tasks" } };
-        let budget = std::fs::read_to_string(this.dir.join("cpu.rt_runtime_us")).unwrap_or_default();
-        (budget.trim() == "0").then_some(this)
+        // The kernel starts every child cgroup with no real-time budget.
+        let budget = std::fs::read_to_string(this.dir.join("cpu.rt_runtime_us")).unwrap();
+        assert_eq!(budget.trim(), "0", "a new cgroup's cpu.rt_runtime_us");
+        Some(this)
     }
 
-    /// Runs rtick with `args` inside the cgroup; `None` when the shell
-    /// cannot move itself there (exit 77).
+    /// Runs rtick with `args` inside the cgroup; `None` (after `skip`) when
+    /// the shell cannot move itself there (exit 77).
     fn run(&self, args: &[&str]) -> Option<Output> {
         let o = Command::new("sh")
             .arg("-c")
@@ -107,7 +120,7 @@ impl BudgetlessCgroup {
             .output()
             .unwrap();
         if o.status.code() == Some(77) {
-            eprintln!("SKIPPED: cannot move a process into {}: {}", self.dir.display(), stderr(&o));
+            skip(&format!("cannot move a process into {}: {}", self.dir.display(), stderr(&o)), false);
             return None;
         }
         Some(o)
@@ -132,7 +145,7 @@ fn cgroup_without_rt_budget_is_named_as_the_cause() {
     assert!(!err.contains("CAP_SYS_NICE"), "root already has it: {err}");
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("a.json");
-    let a = cg.run(&["audit", "--json", path_str(&j)]).unwrap();
+    let Some(a) = cg.run(&["audit", "--json", path_str(&j)]) else { return };
     let j = json(&j);
     let finding = j["findings"].as_array().and_then(|f| f.iter().find(|x| x["id"] == "sched.rt_group").cloned());
     assert_eq!(finding.as_ref().map(|f| f["status"].clone()), Some("fail".into()), "{}", stdout(&a));

@@ -106,7 +106,15 @@ fn cyclictest_json_and_ns_buckets() {
     let rows = r["results"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["count"], 1500);
-    assert!(rows[0]["percentiles_ns"]["50"].as_i64().unwrap() >= rows[0]["min_ns"].as_i64().unwrap());
+    // Nearest rank over thread 0's histogram (µs: count), worked by hand:
+    // 2: 810 holds rank 750 (p50); 3: 383, 4: 140, 5: 41 reach 1374 ≥ 1350
+    // (p90); … 13: 24, 14: 17 reach 1485 (p99); 33 µs is rank 1499 (p99.9).
+    let p = &rows[0]["percentiles_ns"];
+    assert_eq!(
+        (p["50"].as_i64(), p["90"].as_i64(), p["99"].as_i64(), p["99.9"].as_i64()),
+        (Some(2000), Some(5000), Some(14_000), Some(33_000))
+    );
+    assert_eq!((rows[0]["min_ns"].as_i64(), rows[0]["max_ns"].as_i64()), (Some(2000), Some(38_000)));
     assert!(rows[2]["percentiles_ns"].is_null(), "no -h, no percentiles");
     assert_eq!(rows[2]["count"], 1000);
     let (n, _) = report_json(&[path_str(&fixture("cyclictest-hist-ns.txt")), "--hist-ns"]);

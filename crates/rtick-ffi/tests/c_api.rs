@@ -4,6 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "../../rtick/tests/support/skip.rs"]
+mod skip;
+use skip::skip;
+
 fn target_dir() -> PathBuf {
     // target/<profile>/deps/<this test> → target/<profile>
     std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
@@ -53,8 +57,8 @@ fn c_example_builds_with_werror_and_runs() {
 
 #[test]
 fn pkg_config_install_builds_the_example() {
-    if Command::new("pkg-config").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: pkg-config is not installed (scripts/setup installs it)");
+    if let Err(e) = Command::new("pkg-config").arg("--version").output() {
+        skip(&format!("pkg-config is not installed (scripts/setup installs it): {e}"), false);
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -160,11 +160,19 @@ mod tests {
 
     #[test]
     fn timespec_round_trip_including_negative() {
-        for ns in [0, 1, 999_999_999, 1_000_000_000, 12_345_678_901, -1, -1_500_000_000] {
-            let t = Time(ns);
-            let ts = t.to_timespec();
-            assert!((0..NS_PER_SEC).contains(&{ ts.tv_nsec }));
-            assert_eq!(Time::from_timespec(&ts), t);
+        // (ns, tv_sec, tv_nsec): tv_nsec is in [0, 1 s) and tv_sec floors, as the kernel wants.
+        for (ns, sec, nsec) in [
+            (0, 0, 0),
+            (1, 0, 1),
+            (999_999_999, 0, 999_999_999),
+            (1_000_000_000, 1, 0),
+            (12_345_678_901, 12, 345_678_901),
+            (-1, -1, 999_999_999),
+            (-1_500_000_000, -2, 500_000_000),
+        ] {
+            let ts = Time(ns).to_timespec();
+            assert_eq!((ts.tv_sec, ts.tv_nsec), (sec, nsec), "{ns}");
+            assert_eq!(Time::from_timespec(&ts), Time(ns));
         }
     }
 

@@ -9,6 +9,10 @@ use rtick::wait::{HybridSlack, KINDS};
 use rtick::{Error, Nanos};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
+#[path = "support/skip.rs"]
+mod skip;
+use skip::{kernel_lacks, skip};
+
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
@@ -30,7 +34,7 @@ fn wait_allocates_nothing() {
         let mut lp = match built {
             Ok(lp) => lp,
             Err(Error::Unavailable { reason, .. }) => {
-                eprintln!("SKIPPED {}: {reason}", k.name);
+                skip(&format!("{}: {reason}", k.name), kernel_lacks(k.name));
                 continue;
             }
             Err(e) => panic!("{}: {e}", k.name),

@@ -5,6 +5,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "../../../rtick/tests/support/skip.rs"]
+mod skip;
+#[allow(unused_imports)]
+pub use skip::{kernel_lacks, skip};
+
 pub fn rtick(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtick")).args(args).output().expect("rtick runs")
 }
@@ -25,9 +30,16 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("json file exists")).expect("valid JSON")
 }
 
-/// Trace rows as (thread, mechanism, cycle, planned, actual, latency).
-pub fn trace(path: &Path) -> Vec<(u64, String, u64, i64, i64, i64)> {
-    let text = std::fs::read_to_string(path).expect("trace file exists");
+/// A trace row: (thread, mechanism, cycle, planned, actual, latency).
+pub type TraceRow = (u64, String, u64, i64, i64, i64);
+
+/// The rows of a trace file.
+pub fn trace(path: &Path) -> Vec<TraceRow> {
+    trace_rows(&std::fs::read_to_string(path).expect("trace file exists"))
+}
+
+/// The rows of a trace's text, after checking its header.
+pub fn trace_rows(text: &str) -> Vec<TraceRow> {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("thread,mechanism,cycle,planned_ns,actual_ns,latency_ns"));
     lines
@@ -52,4 +64,12 @@ pub const PLAIN: [&str; 4] = ["--policy", "other", "--no-mlock", "-q"];
 
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// Whether this test runs with effective user id 0 (the `Uid:` line of
+/// `/proc/self/status`: real, effective, saved, filesystem).
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).expect("a Uid: line");
+    uid.split_whitespace().nth(1) == Some("0")
 }

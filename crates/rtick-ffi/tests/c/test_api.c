@@ -1,9 +1,11 @@
 /* The C API from C: every entry point, bad input included. Exit 0 when all
  * checks pass; prints the first failure otherwise. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "rtick.h"
@@ -60,7 +62,11 @@ int main(void) {
     CHECK(rtick_mechanism_from_name(NULL, &m) == RTICK_ERR_INVALID);
     CHECK(rtick_now_ns(RTICK_CLOCK_MONOTONIC) > 0 && rtick_now_ns(77) == -1);
 
-    /* Real-time setup: invalid values change nothing; a valid one is restored. */
+    /* Real-time setup: invalid values change nothing; a valid one is restored
+     * (as the kernel reports the thread's policy and timer slack). */
+    int policy_before = sched_getscheduler(0);
+    int slack_before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    CHECK(policy_before >= 0 && slack_before > 1);
     rtick_rt_config rt;
     CHECK(rtick_rt_config_init(&rt) == RTICK_OK);
     rtick_rt_guard *g = NULL;
@@ -69,11 +75,14 @@ int main(void) {
     CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID && g == NULL);
     rt.policy = RTICK_POLICY_UNCHANGED;
     rt.n_cpus = 1; /* cpus NULL */
-    CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID);
-    rt.n_cpus = 0;
     rt.timer_slack_ns = 1;
+    CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID);
+    CHECK(sched_getscheduler(0) == policy_before && prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == slack_before);
+    rt.n_cpus = 0;
     CHECK(rtick_rt_apply(&rt, &g) == RTICK_OK && g != NULL);
+    CHECK(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == 1);
     rtick_rt_restore(g);
+    CHECK(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == slack_before);
 
     /* A real loop: ticks on the grid, period change, shift. It catches up
      * after an overrun, so a stall of a loaded machine leaves the grid exact. */

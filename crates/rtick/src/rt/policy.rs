@@ -178,12 +178,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for p in Policy::ALL {
-            assert_eq!(Policy::parse(p.name()), Some(p));
-            assert_eq!(Policy::parse(p.kernel_name()), Some(p));
-            assert_eq!(Policy::from_raw(p.raw()), Some(p));
+    fn names_and_kernel_numbers() {
+        // The numbers are the kernel's ABI (include/uapi/linux/sched.h).
+        let table = [
+            (Policy::Other, "other", "SCHED_OTHER", 0),
+            (Policy::Fifo, "fifo", "SCHED_FIFO", 1),
+            (Policy::Rr, "rr", "SCHED_RR", 2),
+            (Policy::Batch, "batch", "SCHED_BATCH", 3),
+            (Policy::Idle, "idle", "SCHED_IDLE", 5),
+        ];
+        for (p, name, kernel, raw) in table {
+            assert_eq!((p.name(), p.kernel_name(), p.raw()), (name, kernel, raw));
+            assert_eq!(
+                (Policy::parse(name), Policy::parse(kernel), Policy::from_raw(raw)),
+                (Some(p), Some(p), Some(p))
+            );
         }
+        assert_eq!(Policy::ALL.len(), table.len());
+        assert_eq!(Policy::parse("normal"), Some(Policy::Other));
+        assert_eq!((Policy::parse("deadline"), Policy::from_raw(6)), (None, None), "SCHED_DEADLINE is no Policy");
     }
 
     #[test]
@@ -198,8 +211,25 @@ mod tests {
         assert!(o.validate().is_err());
     }
 
+    /// The calling thread's (policy, real-time priority), read from the
+    /// kernel's own account: fields 41 and 40 of /proc/thread-self/stat.
+    fn this_thread_policy() -> (i32, i32) {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields from 3 on follow the parenthesised command name.
+        let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        (f[41 - 3].parse().unwrap(), f[40 - 3].parse().unwrap())
+    }
+
     #[test]
-    fn probe_other_always_works() {
-        probe(&ThreadSetup::default()).unwrap();
+    fn probe_other_always_works_and_changes_nothing_here() {
+        std::thread::spawn(|| {
+            let before = this_thread_policy();
+            probe(&ThreadSetup::default()).unwrap();
+            // Whether or not this process may use SCHED_FIFO, the probe's thread tries it, not this one.
+            let _ = probe(&ThreadSetup { policy: Policy::Fifo, priority: 10, ..Default::default() });
+            assert_eq!(this_thread_policy(), before);
+        })
+        .join()
+        .unwrap();
     }
 }

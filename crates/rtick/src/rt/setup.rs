@@ -206,6 +206,12 @@ mod tests {
 
     #[test]
     fn invalid_values_change_nothing() {
+        std::thread::spawn(invalid_values_change_nothing_here).join().unwrap();
+    }
+
+    fn invalid_values_change_nothing_here() {
+        let state = || (deadline::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap());
+        let before = state();
         for s in [
             Setup::new().policy(Policy::Fifo, 0),
             Setup::new().policy(Policy::Rr, 100),
@@ -216,6 +222,7 @@ mod tests {
             Setup::new().deadline(DeadlineParams { runtime: Nanos(10), deadline: Nanos(5), period: Nanos(20) }),
         ] {
             assert!(s.apply().is_err(), "{s:?}");
+            assert_eq!(state(), before, "{s:?}");
         }
     }
 }
