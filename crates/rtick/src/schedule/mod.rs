@@ -141,10 +141,11 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip() {
-        for p in [OverrunPolicy::Skip, OverrunPolicy::CatchUp] {
-            assert_eq!(OverrunPolicy::parse(p.name()), Some(p));
-        }
+    fn command_line_names() {
+        assert_eq!((OverrunPolicy::Skip.name(), OverrunPolicy::CatchUp.name()), ("skip", "catch-up"));
+        assert_eq!(OverrunPolicy::parse("skip"), Some(OverrunPolicy::Skip));
+        assert_eq!(OverrunPolicy::parse("catch-up"), Some(OverrunPolicy::CatchUp));
+        assert_eq!(OverrunPolicy::parse("catchup"), Some(OverrunPolicy::CatchUp));
         assert_eq!(OverrunPolicy::parse("drop"), None);
     }
 }

@@ -285,7 +285,6 @@ mod tests {
     fn the_auto_slack_follows_the_armed_interval() {
         let mut h = Hybrid::new(ClockId::Monotonic, HybridSlack::Auto).unwrap();
         let cal = h.calibration.unwrap();
-        assert!(cal.overshoot_p99 >= cal.overshoot_p50);
         assert_eq!(cal.samples, CALIBRATION_SAMPLES);
         let now = h.now();
         h.arm(now, Nanos::from_ms(10)).unwrap();
