@@ -87,7 +87,7 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
 
     let spec = CostSpec { batches: a.batches, reads: a.reads };
     let syscall = clocks::syscall_cost(spec);
-    let figs = clocks::measure_all(spec, syscall, hz, all_flags.contains(&"rdtscp"));
+    let figs = clocks::measure_all(spec, syscall, hz);
     let cpus = rtick::info::allowed_cpus();
     #[cfg(target_arch = "x86_64")]
     let (cross, cross_clock): (CrossCpu, &str) = if has_tsc {

@@ -115,12 +115,12 @@ mod tests {
 
     #[test]
     fn futex_and_condvar_time_out_at_the_deadline() {
-        let c = libc::CLOCK_MONOTONIC;
+        let c = crate::clock::PosixClock::Monotonic;
         let w = AtomicU32::new(0);
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         wait_bitset_until(&w, 0, d, false).unwrap();
         assert!(super::super::clock::now(c) >= d);
-        let mut cv = ClockCondvar::new(c).unwrap();
+        let mut cv = ClockCondvar::new(c.raw()).unwrap();
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         cv.wait_until(d).unwrap();
         assert!(super::super::clock::now(c) >= d);

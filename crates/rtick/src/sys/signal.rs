@@ -10,6 +10,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
+use crate::clock::PosixClock;
 
 /// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.
 pub fn timer_signal() -> libc::c_int {
@@ -24,7 +25,7 @@ pub fn handler_signal() -> libc::c_int {
 /// What the asynchronous handler saw last: the clock reading it took on
 /// entry, the timer overrun it was told about, and how many times it ran.
 /// Atomics are async-signal-safe; the handler does nothing else.
-pub static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
+static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
 /// Clock reading (ns) at the handler's entry.
 pub static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
 /// `si_overrun` of the last signal.
@@ -33,8 +34,11 @@ pub static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
 pub static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    let t = super::clock::now(HANDLER_CLOCK.load(Ordering::Relaxed));
-    HANDLER_TIME.store(t.as_ns(), Ordering::Relaxed);
+    // A checked read: clock_gettime is async-signal-safe, and the id came
+    // from a PosixClock, so it does not fail.
+    if let Ok(t) = super::clock::read(HANDLER_CLOCK.load(Ordering::Relaxed)) {
+        HANDLER_TIME.store(t.as_ns(), Ordering::Relaxed);
+    }
     if !info.is_null() {
         // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
         // TimerSigInfo overlays its first fields (see its comment).
@@ -58,8 +62,8 @@ impl std::fmt::Debug for HandlerGuard {
 }
 
 /// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock` on entry.
-pub fn install_timer_handler(signo: libc::c_int, clock: libc::clockid_t) -> io::Result<HandlerGuard> {
-    HANDLER_CLOCK.store(clock, Ordering::Relaxed);
+pub fn install_timer_handler(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
+    HANDLER_CLOCK.store(clock.raw(), Ordering::Relaxed);
     // SAFETY: sigaction is plain data; all-zero is a valid starting value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
     sa.sa_sigaction = timer_handler as *const () as usize;

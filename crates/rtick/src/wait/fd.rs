@@ -31,7 +31,7 @@ impl TimerfdWait {
         let epoll = if with_epoll {
             let ep =
                 Epoll::new().map_err(|e| Error::sys("epoll_create1", e, "check the open-file limit (ulimit -n)"))?;
-            ep.add(std::os::fd::AsRawFd::as_raw_fd(&tfd)).map_err(|e| Error::sys("epoll_ctl(ADD)", e, ""))?;
+            ep.add(std::os::fd::AsFd::as_fd(&tfd)).map_err(|e| Error::sys("epoll_ctl(ADD)", e, ""))?;
             Some(ep)
         } else {
             None

@@ -27,7 +27,8 @@ impl HandlerTimerWait {
     pub(super) fn new(clock: ClockId) -> Result<Self> {
         let signo = signal::handler_signal();
         super::signal::ensure_blocked(signo, "posix-timer-handler")?;
-        let handler = signal::install_timer_handler(signo, clock.raw()).map_err(|e| Error::sys("sigaction", e, ""))?;
+        let handler =
+            signal::install_timer_handler(signo, clock.posix()).map_err(|e| Error::sys("sigaction", e, ""))?;
         let timer = PosixTimer::create(clock.raw(), Notify::Process { signo })
             .map_err(|e| Error::sys("timer_create(SIGEV_SIGNAL)", e, "check RLIMIT_SIGPENDING (ulimit -i)"))?;
         Ok(HandlerTimerWait { clock, signo, timer, _handler: handler, interval: Nanos::ZERO, seen: 0 })

@@ -54,7 +54,7 @@ pub trait Waiter: Send {
     /// waiter's own clock (CLOCK_REALTIME, CLOCK_TAI) shows as a jump in the
     /// offset between the two.
     fn reference_now(&self) -> Time {
-        crate::sys::clock::now(libc::CLOCK_MONOTONIC)
+        ClockId::Monotonic.now()
     }
 
     /// Stops whatever `arm` started and drops pending expirations, so that
