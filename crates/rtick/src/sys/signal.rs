@@ -7,10 +7,11 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
 use crate::clock::PosixClock;
+use crate::time::Time;
 
 /// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.
 pub fn timer_signal() -> libc::c_int {
@@ -24,14 +25,19 @@ pub fn handler_signal() -> libc::c_int {
 
 /// What the asynchronous handler saw last: the clock reading it took on
 /// entry, the timer overrun it was told about, and how many times it ran.
-/// Atomics are async-signal-safe; the handler does nothing else.
+/// Atomics are async-signal-safe; the handler does nothing else. A signal
+/// handler can reach no data but statics, so there is one set per process,
+/// read only through the [`HandlerGuard`] that [`HANDLER_IN_USE`] grants once.
 static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
 /// Clock reading (ns) at the handler's entry.
-pub static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
+static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
 /// `si_overrun` of the last signal.
-pub static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
+static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
 /// Times the handler ran.
-pub static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+/// Whether a [`HandlerGuard`] is alive: a second one would share the
+/// statics above and each would see the other's signals.
+static HANDLER_IN_USE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // A checked read: clock_gettime is async-signal-safe, and the id came
@@ -47,7 +53,9 @@ extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx:
     HANDLER_RUNS.fetch_add(1, Ordering::Release);
 }
 
-/// The previous disposition of a signal, restored on drop.
+/// rtick's timer handler, installed: the one per process (see
+/// [`install_timer_handler`]). Reads what the handler saw; restores the
+/// signal's previous disposition on drop, after which another may be installed.
 pub struct HandlerGuard {
     signo: libc::c_int,
     old: libc::sigaction,
@@ -59,8 +67,17 @@ impl std::fmt::Debug for HandlerGuard {
     }
 }
 
-/// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock` on entry.
+/// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock`
+/// on entry. One per process: while a [`HandlerGuard`] lives, another
+/// install fails with [`io::ErrorKind::ResourceBusy`].
 pub fn install_timer_handler(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
+    if HANDLER_IN_USE.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return Err(io::Error::new(io::ErrorKind::ResourceBusy, "rtick's timer signal handler is already installed"));
+    }
+    install(signo, clock).inspect_err(|_| HANDLER_IN_USE.store(false, Ordering::Release))
+}
+
+fn install(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
     HANDLER_CLOCK.store(clock.raw(), Ordering::Relaxed);
     // SAFETY: sigaction is plain data; all-zero is a valid starting value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -77,10 +94,31 @@ pub fn install_timer_handler(signo: libc::c_int, clock: PosixClock) -> io::Resul
     Ok(HandlerGuard { signo, old: unsafe { old.assume_init() } })
 }
 
+impl HandlerGuard {
+    /// Times the handler ran (since the process started).
+    #[inline]
+    pub fn runs(&self) -> u64 {
+        HANDLER_RUNS.load(Ordering::Acquire)
+    }
+
+    /// The clock reading the handler took on its last entry.
+    #[inline]
+    pub fn last_entry(&self) -> Time {
+        Time(HANDLER_TIME.load(Ordering::Relaxed))
+    }
+
+    /// The `si_overrun` of the last signal the handler ran for.
+    #[inline]
+    pub fn last_overrun(&self) -> u32 {
+        HANDLER_OVERRUN.load(Ordering::Relaxed)
+    }
+}
+
 impl Drop for HandlerGuard {
     fn drop(&mut self) {
         // SAFETY: restores the disposition saved when the handler was installed.
         unsafe { libc::sigaction(self.signo, &self.old, std::ptr::null_mut()) };
+        HANDLER_IN_USE.store(false, Ordering::Release);
     }
 }
 
