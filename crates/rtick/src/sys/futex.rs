@@ -39,7 +39,8 @@ pub fn wait_bitset_until(word: &AtomicU32, expected: u32, deadline: Time, realti
 }
 
 /// A mutex and a condition variable whose timed waits use `clock`. The
-/// pthread objects live in boxes so they never move.
+/// pthread objects live in boxes so they never move. `Send` by its fields
+/// (a condition variable nobody waits on is bound to no thread), not `Sync`.
 pub struct ClockCondvar {
     mutex: Box<UnsafeCell<libc::pthread_mutex_t>>,
     cond: Box<UnsafeCell<libc::pthread_cond_t>>,
@@ -50,9 +51,6 @@ impl std::fmt::Debug for ClockCondvar {
         f.write_str("ClockCondvar")
     }
 }
-
-// SAFETY: the pthread objects are owned here and only used through &mut self.
-unsafe impl Send for ClockCondvar {}
 
 impl ClockCondvar {
     /// A condition variable whose timeouts are on `clock` (MONOTONIC or REALTIME).

@@ -8,6 +8,7 @@ use crate::time::{Nanos, Time};
 
 /// A periodic absolute timerfd. Each `read` returns the expirations since
 /// the last one, so the kernel's grid (and what it skipped) is known exactly.
+/// Bound to no thread, but like every waiter used in the thread that built it.
 pub(super) struct TimerfdWait {
     clock: ClockId,
     tfd: TimerFd,

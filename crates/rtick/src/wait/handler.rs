@@ -13,6 +13,9 @@ use crate::sys::signal::{self, HandlerGuard, SigSet};
 use crate::sys::timer::{Notify, PosixTimer};
 use crate::time::{Nanos, Time};
 
+/// The timer, the installed handler, and what the handler last recorded.
+/// `!Send` (it holds a POSIX timer): used in the thread that built it, the
+/// one that waits in `sigsuspend`.
 pub(super) struct HandlerTimerWait {
     clock: ClockId,
     signo: libc::c_int,

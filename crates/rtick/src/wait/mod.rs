@@ -40,7 +40,7 @@ pub struct Wake {
 
 /// A way to wait. Implementations make no allocation and take no lock in
 /// [`Waiter::wait`], and no system call but the wait itself and clock reads.
-pub trait Waiter: Send {
+pub trait Waiter {
     /// Reads the clock this waiter measures against.
     fn now(&self) -> Time;
 

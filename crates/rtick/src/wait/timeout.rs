@@ -19,6 +19,8 @@ pub(super) enum Call {
     StdSleep,
 }
 
+/// A relative-timeout call aimed at each deadline. Bound to no thread, but
+/// like every waiter used in the thread that built it.
 pub(super) struct TimeoutWait {
     clock: ClockId,
     call: Call,
