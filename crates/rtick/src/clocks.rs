@@ -162,7 +162,7 @@ pub fn measure_all(spec: CostSpec, syscall: Cost, tsc_hz: Option<f64>) -> Vec<Cl
 
 /// The cost of a `clock_gettime(CLOCK_MONOTONIC)` forced through the kernel.
 pub fn syscall_cost(spec: CostSpec) -> Cost {
-    cost_of(spec, || tsc::syscall_now(PosixClock::Monotonic).as_ns())
+    cost_of(spec, || clock::syscall_now(PosixClock::Monotonic).as_ns())
 }
 
 /// Calibrates the TSC frequency against CLOCK_MONOTONIC_RAW over `span`.

@@ -1,4 +1,6 @@
-//! Clock reads (vDSO `clock_gettime`) and sleeps (`clock_nanosleep`, `nanosleep`).
+//! The `clock_*` calls: reads (vDSO `clock_gettime`, and the same forced
+//! through the system call), `clock_getres`, and sleeps on a clock
+//! (`clock_nanosleep`).
 //!
 //! `clock_nanosleep` *returns* its error code instead of setting errno. On
 //! EINTR an absolute sleep is repeated with the same deadline and a relative
@@ -23,6 +25,19 @@ pub fn now(clock: PosixClock) -> Time {
         Ok(t) => t,
         Err(e) => read_failed("clock_gettime", clock, e),
     }
+}
+
+/// `clock_gettime` through the system call instead of the vDSO: the cost a
+/// read would have if the vDSO could not serve it. Checked as [`now`].
+#[inline]
+pub fn syscall_now(clock: PosixClock) -> Time {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: raw clock_gettime(clock, &ts); ts is a valid out pointer.
+    let ret = unsafe { libc::syscall(libc::SYS_clock_gettime, clock.raw(), &mut ts as *mut libc::timespec) };
+    if ret != 0 {
+        read_failed("clock_gettime syscall", clock, super::last_error());
+    }
+    Time::from_timespec(&ts)
 }
 
 /// Reads `clock`, reporting a clock the kernel lacks as an error.

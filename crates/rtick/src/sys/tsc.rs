@@ -1,7 +1,4 @@
-//! The x86-64 time-stamp counter, and a clock read forced through the kernel.
-
-use crate::clock::PosixClock;
-use crate::time::Time;
+//! The x86-64 time-stamp counter.
 
 /// `rdtsc`, on x86-64.
 #[cfg(target_arch = "x86_64")]
@@ -60,19 +57,6 @@ impl Rdtscp {
         // a valid out pointer (it receives IA32_TSC_AUX, the CPU id).
         unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
     }
-}
-
-/// `clock_gettime` through the system call instead of the vDSO: the cost a
-/// read would have if the vDSO could not serve it. Checked as [`super::clock::now`].
-#[inline]
-pub fn syscall_now(clock: PosixClock) -> Time {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: raw clock_gettime(clock, &ts); ts is a valid out pointer.
-    let ret = unsafe { libc::syscall(libc::SYS_clock_gettime, clock.raw(), &mut ts as *mut libc::timespec) };
-    if ret != 0 {
-        super::clock::read_failed("clock_gettime syscall", clock, super::last_error());
-    }
-    Time::from_timespec(&ts)
 }
 
 #[cfg(test)]

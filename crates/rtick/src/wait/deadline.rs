@@ -44,7 +44,7 @@ fn unavailable(e: std::io::Error) -> Error {
 
 impl DeadlineWait {
     pub(super) fn new(clock: ClockId, interval: Nanos) -> Result<Self> {
-        let restore = deadline::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?;
+        let restore = sched::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?;
         // A budget of 5 % of the period (at least 20 µs): ample for recording a wake-up.
         let runtime = Nanos((interval.as_ns() / 20).max(20_000)).min(interval);
         // Try it now, so that a system that refuses it reports "unavailable".
@@ -70,12 +70,12 @@ impl Waiter for DeadlineWait {
         deadline::set_deadline(self.runtime, interval).map_err(unavailable)?;
         // Find the grid: the earliest phase (modulo the period, so a skipped
         // period does not matter) over the first periods.
-        deadline::yield_now();
+        sched::yield_now();
         let t0 = self.clock.now();
         let mut earliest = Nanos::ZERO;
         let mut last = t0;
         for _ in 0..ANCHOR_PERIODS {
-            deadline::yield_now();
+            sched::yield_now();
             last = self.clock.now();
             let phase = (last - t0).as_ns().rem_euclid(interval.as_ns());
             let phase = if phase > interval.as_ns() / 2 { phase - interval.as_ns() } else { phase };
@@ -93,7 +93,7 @@ impl Waiter for DeadlineWait {
 
     #[inline]
     fn wait(&mut self, _deadline: Time) -> Result<Wake> {
-        deadline::yield_now();
+        sched::yield_now();
         let actual = self.clock.now();
         let planned = self.next;
         // The next period boundary after this wake-up: periods slept through are skipped.
