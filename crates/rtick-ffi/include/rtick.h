@@ -25,6 +25,9 @@ enum rtick_status
   RTICK_ERR_OVERRUN = -4,
   // Missing privilege (CAP_SYS_NICE, CAP_IPC_LOCK, root).
   RTICK_ERR_PERMISSION = -5,
+  // Called from a thread other than the one that created the loop or rt
+  // guard (they are bound to it); nothing was done.
+  RTICK_ERR_THREAD = -6,
   // A bug in rtick (a panic caught at the boundary).
   RTICK_ERR_PANIC = -99,
 };
@@ -33,25 +36,6 @@ enum rtick_status
 typedef enum rtick_status rtick_status;
 #else
 typedef int32_t rtick_status;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-// The clock of the deadlines.
-enum rtick_clock
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : int32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-  RTICK_CLOCK_MONOTONIC = 0,
-  RTICK_CLOCK_REALTIME = 1,
-  RTICK_CLOCK_TAI = 2,
-  RTICK_CLOCK_BOOTTIME = 3,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum rtick_clock rtick_clock;
-#else
-typedef int32_t rtick_clock;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -85,6 +69,25 @@ enum rtick_mechanism
 typedef enum rtick_mechanism rtick_mechanism;
 #else
 typedef int32_t rtick_mechanism;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// The clock of the deadlines.
+enum rtick_clock
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  RTICK_CLOCK_MONOTONIC = 0,
+  RTICK_CLOCK_REALTIME = 1,
+  RTICK_CLOCK_TAI = 2,
+  RTICK_CLOCK_BOOTTIME = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum rtick_clock rtick_clock;
+#else
+typedef int32_t rtick_clock;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -152,10 +155,12 @@ typedef int32_t rtick_policy;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-// A periodic loop (opaque).
+// A periodic loop (opaque). Bound to the thread that created it: every
+// rtick_periodic_* call on it from another thread returns RTICK_ERR_THREAD.
 typedef struct rtick_periodic rtick_periodic;
 
-// A real-time setup in force (opaque); rtick_rt_restore undoes it.
+// A real-time setup in force (opaque); rtick_rt_restore undoes it, in the
+// thread that applied it.
 typedef struct rtick_rt_guard rtick_rt_guard;
 
 // A handle on a loop's telemetry, usable from any thread (opaque).
@@ -264,8 +269,9 @@ const char *rtick_last_error_message(void);
 // posix-timer-handler.
 rtick_status rtick_block_timer_signals(void);
 
-// The current time of `clock` in nanoseconds (vDSO read), or -1 for an unknown clock.
-int64_t rtick_now_ns(rtick_clock clock);
+// Reads `clock` (an rtick_clock) into `*out_ns`, in nanoseconds (vDSO read).
+// An unknown clock is RTICK_ERR_INVALID.
+rtick_status rtick_now_ns(int32_t clock, int64_t *out_ns);
 
 // Fills `cfg` with the defaults: 1 ms, clock_nanosleep, CLOCK_MONOTONIC,
 // skip, start now, hybrid slack auto, sync kp 0.1 ki 0.01 max step 5 µs.
@@ -273,7 +279,10 @@ rtick_status rtick_periodic_config_init(struct rtick_periodic_config *cfg);
 
 // Creates a loop in the calling thread (which will run it): applies `rt`
 // (may be NULL; undone by rtick_periodic_free), builds the wait mechanism
-// and arms the first deadline. On success `*out` owns the loop.
+// and arms the first deadline. On success `*out` owns the loop. The loop is
+// bound to this thread: call every rtick_periodic_* function on it, free
+// included, from here (another thread gets RTICK_ERR_THREAD); other threads
+// read its telemetry through rtick_periodic_telemetry_handle.
 rtick_status rtick_periodic_create(const struct rtick_periodic_config *cfg,
                                    const struct rtick_rt_config *rt,
                                    struct rtick_periodic **out);
@@ -295,11 +304,13 @@ rtick_status rtick_periodic_sync(struct rtick_periodic *p,
                                  int64_t reference_ns,
                                  int64_t *correction_ns);
 
-// The loop's telemetry, from the thread that runs it.
+// The loop's telemetry, from the thread that runs it (others: RTICK_ERR_THREAD;
+// they use a telemetry handle).
 rtick_status rtick_periodic_telemetry(const struct rtick_periodic *p, struct rtick_telemetry *out);
 
 // A handle on the loop's telemetry that other threads may read while the
 // loop runs (free it with rtick_telemetry_handle_free; it outlives the loop).
+// Made in the loop's thread; the handle itself may go to any thread.
 rtick_status rtick_periodic_telemetry_handle(const struct rtick_periodic *p,
                                              struct rtick_telemetry_handle **out);
 
@@ -310,8 +321,10 @@ rtick_status rtick_telemetry_snapshot(const struct rtick_telemetry_handle *h,
 // Frees a telemetry handle (NULL is ignored).
 void rtick_telemetry_handle_free(struct rtick_telemetry_handle *h);
 
-// Frees the loop, disarms its timer and undoes its real-time setup (NULL is ignored).
-void rtick_periodic_free(struct rtick_periodic *p);
+// Frees the loop, disarms its timer and undoes its real-time setup (NULL is
+// ignored). From a thread other than the loop's: RTICK_ERR_THREAD, and the
+// loop is not freed (its setup is that thread's to undo).
+rtick_status rtick_periodic_free(struct rtick_periodic *p);
 
 // Looks a mechanism up by its command-line name ("clock_nanosleep", "hybrid", …).
 rtick_status rtick_mechanism_from_name(const char *name, int32_t *out);
@@ -323,8 +336,10 @@ rtick_status rtick_rt_config_init(struct rtick_rt_config *cfg);
 // cpu_dma_latency). On failure nothing stays changed.
 rtick_status rtick_rt_apply(const struct rtick_rt_config *cfg, struct rtick_rt_guard **out);
 
-// Undoes a setup (call it in the thread that applied it; NULL is ignored).
-void rtick_rt_restore(struct rtick_rt_guard *g);
+// Undoes a setup and frees the guard (NULL is ignored). From a thread other
+// than the one that applied it: RTICK_ERR_THREAD, and nothing is undone
+// (it would change that other thread).
+rtick_status rtick_rt_restore(struct rtick_rt_guard *g);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -8,12 +8,17 @@ use rtick_core::wait::HybridSlack;
 use rtick_core::{Mechanism, Nanos, Time};
 
 use crate::types::*;
-use crate::{guard, invalid, status_of};
+use crate::{guard, invalid, status_of, Owner};
 
-/// A periodic loop (opaque).
+/// A periodic loop (opaque). Bound to the thread that created it: every
+/// rtick_periodic_* call on it from another thread returns RTICK_ERR_THREAD.
 #[derive(Debug)]
 pub struct rtick_periodic {
     inner: Periodic,
+    /// The creating thread: the Rust loop is not `Send` (its timer signals
+    /// that thread, its real-time setup is that thread's), which C cannot be
+    /// told, so each call checks.
+    owner: Owner,
 }
 
 /// A handle on a loop's telemetry, usable from any thread (opaque).
@@ -49,7 +54,10 @@ pub extern "C" fn rtick_periodic_config_init(cfg: *mut rtick_periodic_config) ->
 
 /// Creates a loop in the calling thread (which will run it): applies `rt`
 /// (may be NULL; undone by rtick_periodic_free), builds the wait mechanism
-/// and arms the first deadline. On success `*out` owns the loop.
+/// and arms the first deadline. On success `*out` owns the loop. The loop is
+/// bound to this thread: call every rtick_periodic_* function on it, free
+/// included, from here (another thread gets RTICK_ERR_THREAD); other threads
+/// read its telemetry through rtick_periodic_telemetry_handle.
 #[no_mangle]
 pub extern "C" fn rtick_periodic_create(
     cfg: *const rtick_periodic_config,
@@ -96,7 +104,7 @@ pub extern "C" fn rtick_periodic_create(
             b = b.setup(crate::rt::setup_of(rt)?);
         }
         let inner = b.build().map_err(|e| status_of(&e))?;
-        *out = Box::into_raw(Box::new(rtick_periodic { inner }));
+        *out = Box::into_raw(Box::new(rtick_periodic { inner, owner: Owner::current() }));
         Ok(())
     })
 }
@@ -109,6 +117,7 @@ pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_t
     guard(|| {
         // SAFETY: checked for NULL; p comes from rtick_periodic_create.
         let p = unsafe { p.as_mut() }.ok_or_else(|| invalid("rtick_periodic_wait: loop is NULL"))?;
+        p.owner.check("rtick_periodic_wait", "loop")?;
         let t = p.inner.wait().map_err(|e| status_of(&e))?;
         // SAFETY: checked for NULL; the caller passes a writable struct.
         if let Some(out) = unsafe { tick.as_mut() } {
@@ -133,6 +142,7 @@ fn with_loop(
     guard(|| {
         // SAFETY: checked for NULL; p comes from rtick_periodic_create.
         let p = unsafe { p.as_mut() }.ok_or_else(|| invalid(&format!("{what}: loop is NULL")))?;
+        p.owner.check(what, "loop")?;
         f(&mut p.inner)
     })
 }
@@ -167,7 +177,8 @@ pub extern "C" fn rtick_periodic_sync(
     })
 }
 
-/// The loop's telemetry, from the thread that runs it.
+/// The loop's telemetry, from the thread that runs it (others: RTICK_ERR_THREAD;
+/// they use a telemetry handle).
 #[no_mangle]
 pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut rtick_telemetry) -> rtick_status {
     guard(|| {
@@ -175,6 +186,7 @@ pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut r
         let (p, out) = unsafe { (p.as_ref(), out.as_mut()) };
         let p = p.ok_or_else(|| invalid("rtick_periodic_telemetry: loop is NULL"))?;
         let out = out.ok_or_else(|| invalid("rtick_periodic_telemetry: out is NULL"))?;
+        p.owner.check("rtick_periodic_telemetry", "loop")?;
         *out = telemetry_of(&p.inner.telemetry().snapshot());
         Ok(())
     })
@@ -182,6 +194,7 @@ pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut r
 
 /// A handle on the loop's telemetry that other threads may read while the
 /// loop runs (free it with rtick_telemetry_handle_free; it outlives the loop).
+/// Made in the loop's thread; the handle itself may go to any thread.
 #[no_mangle]
 pub extern "C" fn rtick_periodic_telemetry_handle(
     p: *const rtick_periodic,
@@ -192,6 +205,7 @@ pub extern "C" fn rtick_periodic_telemetry_handle(
         let (p, out) = unsafe { (p.as_ref(), out.as_mut()) };
         let p = p.ok_or_else(|| invalid("rtick_periodic_telemetry_handle: loop is NULL"))?;
         let out = out.ok_or_else(|| invalid("rtick_periodic_telemetry_handle: out is NULL"))?;
+        p.owner.check("rtick_periodic_telemetry_handle", "loop")?;
         *out = Box::into_raw(Box::new(rtick_telemetry_handle { inner: p.inner.telemetry() }));
         Ok(())
     })
@@ -222,13 +236,19 @@ pub extern "C" fn rtick_telemetry_handle_free(h: *mut rtick_telemetry_handle) {
     }
 }
 
-/// Frees the loop, disarms its timer and undoes its real-time setup (NULL is ignored).
+/// Frees the loop, disarms its timer and undoes its real-time setup (NULL is
+/// ignored). From a thread other than the loop's: RTICK_ERR_THREAD, and the
+/// loop is not freed (its setup is that thread's to undo).
 #[no_mangle]
-pub extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) {
-    if !p.is_null() {
-        // SAFETY: p comes from rtick_periodic_create and is freed once.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(p) })));
-    }
+pub extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) -> rtick_status {
+    guard(|| {
+        // SAFETY: checked for NULL; p comes from rtick_periodic_create and is not freed yet.
+        let Some(lp) = (unsafe { p.as_ref() }) else { return Ok(()) };
+        lp.owner.check("rtick_periodic_free", "loop")?;
+        // SAFETY: p comes from rtick_periodic_create and is freed once, here.
+        drop(unsafe { Box::from_raw(p) });
+        Ok(())
+    })
 }
 
 /// Looks a mechanism up by its command-line name ("clock_nanosleep", "hybrid", …).

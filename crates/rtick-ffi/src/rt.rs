@@ -4,12 +4,15 @@ use rtick_core::rt::{Policy, Setup, SetupGuard};
 use rtick_core::Nanos;
 
 use crate::types::*;
-use crate::{guard, invalid, status_of};
+use crate::{guard, invalid, status_of, Owner};
 
-/// A real-time setup in force (opaque); rtick_rt_restore undoes it.
+/// A real-time setup in force (opaque); rtick_rt_restore undoes it, in the
+/// thread that applied it.
 #[derive(Debug)]
 pub struct rtick_rt_guard {
     _inner: SetupGuard,
+    /// The thread whose policy, affinity and slack the guard restores.
+    owner: Owner,
 }
 
 /// Fills `cfg` with "change nothing".
@@ -78,16 +81,22 @@ pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rti
         let out = out.ok_or_else(|| invalid("rtick_rt_apply: out is NULL"))?;
         *out = std::ptr::null_mut();
         let g = setup_of(cfg)?.apply().map_err(|e| status_of(&e))?;
-        *out = Box::into_raw(Box::new(rtick_rt_guard { _inner: g }));
+        *out = Box::into_raw(Box::new(rtick_rt_guard { _inner: g, owner: Owner::current() }));
         Ok(())
     })
 }
 
-/// Undoes a setup (call it in the thread that applied it; NULL is ignored).
+/// Undoes a setup and frees the guard (NULL is ignored). From a thread other
+/// than the one that applied it: RTICK_ERR_THREAD, and nothing is undone
+/// (it would change that other thread).
 #[no_mangle]
-pub extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) {
-    if !g.is_null() {
-        // SAFETY: g comes from rtick_rt_apply and is freed once.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(g) })));
-    }
+pub extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) -> rtick_status {
+    guard(|| {
+        // SAFETY: checked for NULL; g comes from rtick_rt_apply and is not freed yet.
+        let Some(gd) = (unsafe { g.as_ref() }) else { return Ok(()) };
+        gd.owner.check("rtick_rt_restore", "rt guard")?;
+        // SAFETY: g comes from rtick_rt_apply and is freed once, here.
+        drop(unsafe { Box::from_raw(g) });
+        Ok(())
+    })
 }

@@ -18,6 +18,9 @@ pub enum rtick_status {
     RTICK_ERR_OVERRUN = -4,
     /// Missing privilege (CAP_SYS_NICE, CAP_IPC_LOCK, root).
     RTICK_ERR_PERMISSION = -5,
+    /// Called from a thread other than the one that created the loop or rt
+    /// guard (they are bound to it); nothing was done.
+    RTICK_ERR_THREAD = -6,
     /// A bug in rtick (a panic caught at the boundary).
     RTICK_ERR_PANIC = -99,
 }
@@ -190,10 +193,6 @@ pub struct rtick_rt_config {
     pub dma_latency_us: i32,
     /// The thread's timer slack in ns; 0 leaves it.
     pub timer_slack_ns: i64,
-}
-
-pub(crate) fn clock_of(c: rtick_clock) -> Option<ClockId> {
-    clock_from_i32(c as i32)
 }
 
 pub(crate) fn clock_from_i32(c: i32) -> Option<ClockId> {

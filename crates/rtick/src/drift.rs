@@ -163,7 +163,7 @@ pub fn run_case(case: &DriftCase) -> Result<DriftResult> {
 }
 
 fn mono() -> Time {
-    clock::now(libc::CLOCK_MONOTONIC)
+    crate::ClockId::Monotonic.now()
 }
 
 fn spin_for(d: Nanos) {

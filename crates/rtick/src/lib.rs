@@ -41,7 +41,7 @@
 //! - [`system`]: what the system says about its timers;
 //! - [`audit`]: everything on the machine that stands between a thread and
 //!   precise wake-ups, with evidence and remedy;
-//! - [`clocks`] and [`drift`]: what reading time costs; how periodic timers err.
+//! - [`clock_survey`] and [`drift`]: what reading time costs; how periodic timers err.
 //!
 //! All times are signed integer nanoseconds ([`Nanos`], [`Time`]).
 //!
@@ -62,7 +62,7 @@
 pub mod audit;
 pub mod cgroup;
 pub mod clock;
-pub mod clocks;
+pub mod clock_survey;
 pub mod drift;
 pub mod error;
 pub mod measure;

@@ -1,7 +1,7 @@
 //! `rtick clocks`: what reading each clock costs here.
 
 use anyhow::Result;
-use rtick::clocks::{self, ClockFigures, CostSpec, CrossCpu};
+use rtick::clock_survey::{self, ClockFigures, CostSpec, CrossCpu};
 use rtick::system::SysRoot;
 use rtick::Nanos;
 use serde::{Deserialize, Serialize};
@@ -81,23 +81,23 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
     let has_tsc = cfg!(target_arch = "x86_64") && all_flags.contains(&"tsc");
     let invariant = all_flags.contains(&"constant_tsc") && all_flags.contains(&"nonstop_tsc");
     #[cfg(target_arch = "x86_64")]
-    let hz = has_tsc.then(|| clocks::tsc_frequency(Nanos::from_ms(200)));
+    let hz = has_tsc.then(|| clock_survey::tsc_frequency(Nanos::from_ms(200)));
     #[cfg(not(target_arch = "x86_64"))]
     let hz: Option<f64> = None;
 
     let spec = CostSpec { batches: a.batches, reads: a.reads };
-    let syscall = clocks::syscall_cost(spec);
-    let figs = clocks::measure_all(spec, syscall, hz, all_flags.contains(&"rdtscp"));
+    let syscall = clock_survey::syscall_cost(spec);
+    let figs = clock_survey::measure_all(spec, syscall, hz);
     let cpus = rtick::info::allowed_cpus()?;
     #[cfg(target_arch = "x86_64")]
     let (cross, cross_clock): (CrossCpu, &str) = if has_tsc {
-        (clocks::cross_cpu(&cpus, a.rounds, clocks::read_tsc), "rdtsc")
+        (clock_survey::cross_cpu(&cpus, a.rounds, clock_survey::read_tsc), "rdtsc")
     } else {
-        (clocks::cross_cpu(&cpus, a.rounds, clocks::read_monotonic_raw), "CLOCK_MONOTONIC_RAW")
+        (clock_survey::cross_cpu(&cpus, a.rounds, clock_survey::read_monotonic_raw), "CLOCK_MONOTONIC_RAW")
     };
     #[cfg(not(target_arch = "x86_64"))]
     let (cross, cross_clock): (CrossCpu, &str) =
-        (clocks::cross_cpu(&cpus, a.rounds, clocks::read_monotonic_raw), "CLOCK_MONOTONIC_RAW");
+        (clock_survey::cross_cpu(&cpus, a.rounds, clock_survey::read_monotonic_raw), "CLOCK_MONOTONIC_RAW");
     let backwards_ns = match (cross_clock, hz) {
         ("rdtsc", Some(h)) => cross.max_backwards as f64 * 1e9 / h,
         _ => cross.max_backwards as f64,

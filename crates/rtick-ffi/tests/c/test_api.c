@@ -32,6 +32,32 @@ static void *reader(void *arg) {
     return NULL;
 }
 
+/* A loop and an rt guard used from a thread that did not create them: every
+ * call is refused with RTICK_ERR_THREAD and changes nothing. */
+struct foreign_args {
+    rtick_periodic *p;
+    rtick_rt_guard *g;
+};
+
+static void *foreign(void *arg) {
+    struct foreign_args *a = arg;
+    rtick_tick t;
+    rtick_telemetry tel;
+    rtick_telemetry_handle *h = NULL;
+    int64_t corr = 0;
+    CHECK(rtick_periodic_wait(a->p, &t) == RTICK_ERR_THREAD);
+    CHECK(strstr(rtick_last_error_message(), "rtick_periodic_wait: called from a thread other than") != NULL);
+    CHECK(rtick_periodic_set_period(a->p, 2000000) == RTICK_ERR_THREAD);
+    CHECK(rtick_periodic_shift(a->p, 1000) == RTICK_ERR_THREAD);
+    CHECK(rtick_periodic_sync(a->p, 0, &corr) == RTICK_ERR_THREAD);
+    CHECK(rtick_periodic_telemetry(a->p, &tel) == RTICK_ERR_THREAD);
+    CHECK(rtick_periodic_telemetry_handle(a->p, &h) == RTICK_ERR_THREAD && h == NULL);
+    CHECK(rtick_periodic_free(a->p) == RTICK_ERR_THREAD);
+    CHECK(rtick_rt_restore(a->g) == RTICK_ERR_THREAD);
+    CHECK(strstr(rtick_last_error_message(), "rt guard") != NULL);
+    return NULL;
+}
+
 int main(void) {
     CHECK(rtick_block_timer_signals() == RTICK_OK);
 
@@ -47,20 +73,38 @@ int main(void) {
     CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID && p == NULL);
     CHECK(strstr(rtick_last_error_message(), "period") != NULL);
     cfg.period_ns = 500000;
+    /* Every enumeration crosses as an int32_t: out of range is an error. */
     cfg.mechanism = 99;
     CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID);
+    cfg.mechanism = -1;
+    CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID);
+    CHECK(strstr(rtick_last_error_message(), "unknown mechanism -1") != NULL);
     cfg.mechanism = RTICK_MECH_CLOCK_NANOSLEEP;
     cfg.clock = 42;
     CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID);
+    CHECK(strstr(rtick_last_error_message(), "unknown clock 42") != NULL);
     cfg.clock = RTICK_CLOCK_MONOTONIC;
+    cfg.overrun = 3;
+    CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID);
+    CHECK(strstr(rtick_last_error_message(), "unknown overrun policy 3") != NULL);
+    cfg.overrun = RTICK_OVERRUN_SKIP;
+    cfg.start = 77;
+    CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_ERR_INVALID && p == NULL);
+    CHECK(strstr(rtick_last_error_message(), "unknown start 77") != NULL);
+    cfg.start = RTICK_START_NOW;
     CHECK(rtick_periodic_wait(NULL, NULL) == RTICK_ERR_INVALID);
     CHECK(rtick_periodic_set_period(NULL, 1) == RTICK_ERR_INVALID);
-    rtick_periodic_free(NULL);
+    CHECK(rtick_periodic_free(NULL) == RTICK_OK);
     int32_t m = -1;
     CHECK(rtick_mechanism_from_name("hybrid", &m) == RTICK_OK && m == RTICK_MECH_HYBRID);
     CHECK(rtick_mechanism_from_name("teleport", &m) == RTICK_ERR_INVALID);
     CHECK(rtick_mechanism_from_name(NULL, &m) == RTICK_ERR_INVALID);
-    CHECK(rtick_now_ns(RTICK_CLOCK_MONOTONIC) > 0 && rtick_now_ns(77) == -1);
+    int64_t now = 0;
+    CHECK(rtick_now_ns(RTICK_CLOCK_MONOTONIC, &now) == RTICK_OK && now > 0);
+    CHECK(rtick_now_ns(77, &now) == RTICK_ERR_INVALID);
+    CHECK(strstr(rtick_last_error_message(), "unknown clock 77") != NULL);
+    CHECK(rtick_now_ns(-1, &now) == RTICK_ERR_INVALID);
+    CHECK(rtick_now_ns(RTICK_CLOCK_MONOTONIC, NULL) == RTICK_ERR_INVALID);
 
     /* Real-time setup: invalid values change nothing; a valid one is restored
      * (as the kernel reports the thread's policy and timer slack). */
@@ -73,6 +117,12 @@ int main(void) {
     rt.policy = RTICK_POLICY_FIFO;
     rt.priority = 150;
     CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID && g == NULL);
+    rt.priority = 0;
+    rt.policy = 4; /* between RTICK_POLICY_BATCH and RTICK_POLICY_IDLE: no such policy */
+    CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID && g == NULL);
+    CHECK(strstr(rtick_last_error_message(), "unknown policy 4") != NULL);
+    rt.policy = 77;
+    CHECK(rtick_rt_apply(&rt, &g) == RTICK_ERR_INVALID && g == NULL);
     rt.policy = RTICK_POLICY_UNCHANGED;
     rt.n_cpus = 1; /* cpus NULL */
     rt.timer_slack_ns = 1;
@@ -81,8 +131,22 @@ int main(void) {
     rt.n_cpus = 0;
     CHECK(rtick_rt_apply(&rt, &g) == RTICK_OK && g != NULL);
     CHECK(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == 1);
-    rtick_rt_restore(g);
+    CHECK(rtick_rt_restore(g) == RTICK_OK);
     CHECK(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == slack_before);
+    CHECK(rtick_rt_restore(NULL) == RTICK_OK);
+
+    /* Thread-bound: a loop and a guard refuse every call from another thread,
+     * and still work in their own afterwards. */
+    CHECK(rtick_rt_apply(&rt, &g) == RTICK_OK);
+    CHECK(rtick_periodic_create(&cfg, NULL, &p) == RTICK_OK);
+    struct foreign_args fa = {p, g};
+    pthread_t ft;
+    CHECK(pthread_create(&ft, NULL, foreign, &fa) == 0);
+    CHECK(pthread_join(ft, NULL) == 0);
+    rtick_tick own;
+    CHECK(rtick_periodic_wait(p, &own) == RTICK_OK && own.cycle == 0);
+    CHECK(rtick_periodic_free(p) == RTICK_OK);
+    CHECK(rtick_rt_restore(g) == RTICK_OK);
 
     /* A real loop: ticks on the grid, period change, shift. It catches up
      * after an overrun, so a stall of a loaded machine leaves the grid exact. */

@@ -116,7 +116,7 @@ impl Setup {
     pub fn apply(&self) -> Result<SetupGuard> {
         self.validate()?;
         let mut g = SetupGuard {
-            policy: deadline::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?,
+            policy: sched::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?,
             cpus: sched::affinity().ok(),
             slack: sched::timer_slack().ok(),
             memory: None,
@@ -189,14 +189,14 @@ mod tests {
     #[test]
     fn guard_restores_the_thread() {
         std::thread::spawn(|| {
-            let before = (deadline::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap());
+            let before = (sched::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap());
             {
                 let _g = Setup::new().affinity(&before.1[..1]).timer_slack(Nanos(1)).apply().unwrap();
                 assert_eq!(sched::affinity().unwrap(), before.1[..1].to_vec());
                 assert_eq!(sched::timer_slack().unwrap(), Nanos(1));
             }
             assert_eq!(
-                (deadline::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap()),
+                (sched::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap()),
                 before
             );
         })
@@ -210,7 +210,7 @@ mod tests {
     }
 
     fn invalid_values_change_nothing_here() {
-        let state = || (deadline::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap());
+        let state = || (sched::scheduler().unwrap(), sched::affinity().unwrap(), sched::timer_slack().unwrap());
         let before = state();
         for s in [
             Setup::new().policy(Policy::Fifo, 0),

@@ -1,4 +1,6 @@
-//! Clock reads (vDSO `clock_gettime`) and sleeps (`clock_nanosleep`, `nanosleep`).
+//! The `clock_*` calls: reads (vDSO `clock_gettime`, and the same forced
+//! through the system call), `clock_getres`, and sleeps on a clock
+//! (`clock_nanosleep`).
 //!
 //! `clock_nanosleep` *returns* its error code instead of setting errno. On
 //! EINTR an absolute sleep is repeated with the same deadline and a relative
@@ -8,38 +10,65 @@ use std::io;
 use std::mem::MaybeUninit;
 
 use super::check_code;
+use crate::clock::PosixClock;
 use crate::time::{Nanos, Time};
 
 /// Reads `clock` through the vDSO (no system call for the usual clocks).
+///
+/// Typed clocks exist on every kernel rtick runs on, so the read does not
+/// fail; should it (a kernel older than 3.10 lacks CLOCK_TAI) it panics
+/// naming the clock rather than return a time the kernel never wrote. The
+/// check is one predictable branch: the loop's clock read stays as cheap.
 #[inline]
-pub fn now(clock: libc::clockid_t) -> Time {
-    let mut ts = MaybeUninit::<libc::timespec>::uninit();
-    // SAFETY: ts is a valid out pointer for one timespec; clock ids reaching
-    // here come from `ClockId`, which only holds ids the kernel supports, so
-    // the call cannot fail and fully initialises ts.
-    let ts = unsafe {
-        libc::clock_gettime(clock, ts.as_mut_ptr());
-        ts.assume_init()
-    };
+pub fn now(clock: PosixClock) -> Time {
+    match read(clock.raw()) {
+        Ok(t) => t,
+        Err(e) => read_failed("clock_gettime", clock, e),
+    }
+}
+
+/// `clock_gettime` through the system call instead of the vDSO: the cost a
+/// read would have if the vDSO could not serve it. Checked as [`now`].
+#[inline]
+pub fn syscall_now(clock: PosixClock) -> Time {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: raw clock_gettime(clock, &ts); ts is a valid out pointer.
+    let ret = unsafe { libc::syscall(libc::SYS_clock_gettime, clock.raw(), &mut ts as *mut libc::timespec) };
+    if ret != 0 {
+        read_failed("clock_gettime syscall", clock, super::last_error());
+    }
     Time::from_timespec(&ts)
 }
 
-/// Tries to read `clock`, reporting an unsupported clock id instead of assuming success.
-#[cfg(test)]
-pub fn try_now(clock: libc::clockid_t) -> io::Result<Time> {
+/// Reads `clock`, reporting a clock the kernel lacks as an error.
+pub fn try_now(clock: PosixClock) -> io::Result<Time> {
+    read(clock.raw())
+}
+
+/// `clock_gettime(clock)`, checked: a time only when the kernel wrote one.
+#[inline]
+pub(super) fn read(clock: libc::clockid_t) -> io::Result<Time> {
     let mut ts = MaybeUninit::<libc::timespec>::uninit();
-    // SAFETY: ts is a valid out pointer; on success the kernel filled it.
+    // SAFETY: ts is a valid out pointer for one timespec; any clock id is
+    // safe to pass (an unknown one returns EINVAL).
     let ret = unsafe { libc::clock_gettime(clock, ts.as_mut_ptr()) };
     super::check_ret(ret)?;
-    // SAFETY: clock_gettime returned 0, so ts is initialised.
+    // SAFETY: clock_gettime returned 0, so it filled ts.
     Ok(Time::from_timespec(unsafe { &ts.assume_init() }))
 }
 
+/// The panic of a typed clock read that failed (out of line: never taken).
+#[cold]
+#[inline(never)]
+pub(super) fn read_failed(call: &str, clock: PosixClock, e: io::Error) -> ! {
+    panic!("{call}({}) failed: {e}; this kernel lacks the clock (Linux 3.10 or later has them all)", clock.name())
+}
+
 /// The resolution `clock_getres` reports for `clock`.
-pub fn resolution(clock: libc::clockid_t) -> io::Result<Nanos> {
+pub fn resolution(clock: PosixClock) -> io::Result<Nanos> {
     let mut ts = MaybeUninit::<libc::timespec>::uninit();
     // SAFETY: ts is a valid out pointer for one timespec.
-    let ret = unsafe { libc::clock_getres(clock, ts.as_mut_ptr()) };
+    let ret = unsafe { libc::clock_getres(clock.raw(), ts.as_mut_ptr()) };
     super::check_ret(ret)?;
     // SAFETY: clock_getres returned 0, so ts is initialised.
     Ok(Nanos(Time::from_timespec(unsafe { &ts.assume_init() }).as_ns()))
@@ -78,20 +107,31 @@ pub fn sleep_for(clock: libc::clockid_t, span: Nanos) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    const MONO: PosixClock = PosixClock::Monotonic;
+
     #[test]
     fn monotonic_never_goes_back_and_sleep_waits() {
-        let a = now(libc::CLOCK_MONOTONIC);
+        let a = now(MONO);
         sleep_until(libc::CLOCK_MONOTONIC, a + Nanos::from_us(200)).unwrap();
-        let b = now(libc::CLOCK_MONOTONIC);
+        let b = now(MONO);
         assert!(b - a >= Nanos::from_us(200));
         sleep_for(libc::CLOCK_MONOTONIC, Nanos::from_us(100)).unwrap();
-        assert!(now(libc::CLOCK_MONOTONIC) - b >= Nanos::from_us(100));
+        assert!(now(MONO) - b >= Nanos::from_us(100));
     }
 
     #[test]
-    fn bad_clock_is_an_error_not_a_panic() {
-        assert!(try_now(-1234).is_err());
+    fn bad_clock_is_an_error_not_a_garbage_time() {
+        let bad = read(-1234).unwrap_err();
+        assert_eq!(bad.raw_os_error(), Some(libc::EINVAL));
         assert!(sleep_until(-1234, Time(0)).is_err());
-        assert!(resolution(libc::CLOCK_MONOTONIC).unwrap() > Nanos(0));
+        assert!(sleep_for(-1234, Nanos(1)).is_err());
+        assert!(resolution(MONO).unwrap() > Nanos(0));
+        assert!(try_now(MONO).unwrap() <= now(MONO));
+    }
+
+    #[test]
+    #[should_panic(expected = "clock_gettime(CLOCK_TAI) failed")]
+    fn a_typed_read_that_fails_panics_naming_the_clock() {
+        read_failed("clock_gettime", PosixClock::Tai, io::Error::from_raw_os_error(libc::EINVAL));
     }
 }

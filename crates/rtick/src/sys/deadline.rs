@@ -1,4 +1,4 @@
-//! SCHED_DEADLINE through `sched_setattr`, and `sched_yield`.
+//! SCHED_DEADLINE through `sched_setattr`.
 
 use std::io;
 
@@ -46,21 +46,4 @@ pub fn set_deadline_full(runtime: Nanos, deadline: Nanos, period: Nanos) -> io::
     } else {
         Ok(())
     }
-}
-
-/// The calling thread's policy and priority.
-pub fn scheduler() -> io::Result<(libc::c_int, libc::c_int)> {
-    // SAFETY: pid 0 is the calling thread.
-    let policy = super::check_ret(unsafe { libc::sched_getscheduler(0) })?;
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: param is a valid out pointer.
-    super::check_ret(unsafe { libc::sched_getparam(0, &mut param) })?;
-    Ok((policy, param.sched_priority))
-}
-
-/// `sched_yield()`: for a SCHED_DEADLINE thread, sleep until the next period.
-#[inline]
-pub fn yield_now() {
-    // SAFETY: plain call; it cannot fail on Linux.
-    unsafe { libc::sched_yield() };
 }

@@ -2,7 +2,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use super::{check_ret, last_error};
 use crate::time::{Nanos, Time};
@@ -55,6 +55,12 @@ impl AsRawFd for TimerFd {
     }
 }
 
+impl AsFd for TimerFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 /// An epoll instance, closed on drop.
 #[derive(Debug)]
 pub struct Epoll(OwnedFd);
@@ -68,10 +74,12 @@ impl Epoll {
         Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    /// Watches `fd` for input.
-    pub fn add(&self, fd: RawFd) -> io::Result<()> {
+    /// Watches `fd` for input. A borrowed fd, not a raw number: the caller
+    /// can only name a descriptor it holds open.
+    pub fn add(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let fd = fd.as_raw_fd();
         let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-        // SAFETY: both fds are live; ev is valid for the call.
+        // SAFETY: both fds are live (ours, and a borrowed one); ev is valid for the call.
         check_ret(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         Ok(())
     }

@@ -39,7 +39,8 @@ pub fn wait_bitset_until(word: &AtomicU32, expected: u32, deadline: Time, realti
 }
 
 /// A mutex and a condition variable whose timed waits use `clock`. The
-/// pthread objects live in boxes so they never move.
+/// pthread objects live in boxes so they never move. `Send` by its fields
+/// (a condition variable nobody waits on is bound to no thread), not `Sync`.
 pub struct ClockCondvar {
     mutex: Box<UnsafeCell<libc::pthread_mutex_t>>,
     cond: Box<UnsafeCell<libc::pthread_cond_t>>,
@@ -50,9 +51,6 @@ impl std::fmt::Debug for ClockCondvar {
         f.write_str("ClockCondvar")
     }
 }
-
-// SAFETY: the pthread objects are owned here and only used through &mut self.
-unsafe impl Send for ClockCondvar {}
 
 impl ClockCondvar {
     /// A condition variable whose timeouts are on `clock` (MONOTONIC or REALTIME).
@@ -115,12 +113,12 @@ mod tests {
 
     #[test]
     fn futex_and_condvar_time_out_at_the_deadline() {
-        let c = libc::CLOCK_MONOTONIC;
+        let c = crate::clock::PosixClock::Monotonic;
         let w = AtomicU32::new(0);
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         wait_bitset_until(&w, 0, d, false).unwrap();
         assert!(super::super::clock::now(c) >= d);
-        let mut cv = ClockCondvar::new(c).unwrap();
+        let mut cv = ClockCondvar::new(c.raw()).unwrap();
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         cv.wait_until(d).unwrap();
         assert!(super::super::clock::now(c) >= d);

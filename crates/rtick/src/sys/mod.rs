@@ -12,6 +12,7 @@ pub mod mem;
 pub mod poll;
 pub mod sched;
 pub mod signal;
+pub mod sleep;
 pub mod stdio;
 pub mod timer;
 pub mod tsc;

@@ -1,4 +1,5 @@
-//! Scheduling policy and priority, CPU affinity, timer slack and per-thread CPU time.
+//! Scheduling policy and priority, `sched_yield`, CPU affinity, timer slack
+//! and per-thread CPU time.
 //!
 //! All of these act on the *calling thread* (Linux `sched_setscheduler(0, …)`,
 //! `sched_setaffinity(0, …)` and `PR_SET_TIMERSLACK` are per thread).
@@ -15,6 +16,16 @@ pub fn set_scheduler(policy: libc::c_int, priority: libc::c_int) -> io::Result<(
     // SAFETY: param is a valid sched_param; pid 0 is the calling thread.
     check_ret(unsafe { libc::sched_setscheduler(0, policy, &param) })?;
     Ok(())
+}
+
+/// The calling thread's policy and priority.
+pub fn scheduler() -> io::Result<(libc::c_int, libc::c_int)> {
+    // SAFETY: pid 0 is the calling thread.
+    let policy = super::check_ret(unsafe { libc::sched_getscheduler(0) })?;
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: param is a valid out pointer.
+    super::check_ret(unsafe { libc::sched_getparam(0, &mut param) })?;
+    Ok((policy, param.sched_priority))
 }
 
 /// Pins the calling thread to the CPUs in `cpus`.
@@ -110,6 +121,13 @@ pub fn rlimit_rtprio() -> Option<u64> {
     // SAFETY: getrlimit succeeded.
     let cur = unsafe { rl.assume_init() }.rlim_cur;
     (cur != libc::RLIM_INFINITY).then_some(cur)
+}
+
+/// `sched_yield()`: for a SCHED_DEADLINE thread, sleep until the next period.
+#[inline]
+pub fn yield_now() {
+    // SAFETY: plain call; it cannot fail on Linux.
+    unsafe { libc::sched_yield() };
 }
 
 #[cfg(test)]

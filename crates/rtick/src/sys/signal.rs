@@ -7,9 +7,11 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
+use crate::clock::PosixClock;
+use crate::time::Time;
 
 /// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.
 pub fn timer_signal() -> libc::c_int {
@@ -23,29 +25,37 @@ pub fn handler_signal() -> libc::c_int {
 
 /// What the asynchronous handler saw last: the clock reading it took on
 /// entry, the timer overrun it was told about, and how many times it ran.
-/// Atomics are async-signal-safe; the handler does nothing else.
-pub static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
+/// Atomics are async-signal-safe; the handler does nothing else. A signal
+/// handler can reach no data but statics, so there is one set per process,
+/// read only through the [`HandlerGuard`] that [`HANDLER_IN_USE`] grants once.
+static HANDLER_CLOCK: AtomicI32 = AtomicI32::new(libc::CLOCK_MONOTONIC);
 /// Clock reading (ns) at the handler's entry.
-pub static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
+static HANDLER_TIME: AtomicI64 = AtomicI64::new(0);
 /// `si_overrun` of the last signal.
-pub static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
+static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
 /// Times the handler ran.
-pub static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+/// Whether a [`HandlerGuard`] is alive: a second one would share the
+/// statics above and each would see the other's signals.
+static HANDLER_IN_USE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    let t = super::clock::now(HANDLER_CLOCK.load(Ordering::Relaxed));
-    HANDLER_TIME.store(t.as_ns(), Ordering::Relaxed);
-    if !info.is_null() {
-        // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
-        // TimerSigInfo overlays its first fields (see its comment).
-        let t = unsafe { &*(info as *const TimerSigInfo) };
-        let overrun = if t.code == libc::SI_TIMER { t.overrun.max(0) as u32 } else { 0 };
-        HANDLER_OVERRUN.store(overrun, Ordering::Relaxed);
+    // A checked read: clock_gettime is async-signal-safe, and the id came
+    // from a PosixClock, so it does not fail.
+    if let Ok(t) = super::clock::read(HANDLER_CLOCK.load(Ordering::Relaxed)) {
+        HANDLER_TIME.store(t.as_ns(), Ordering::Relaxed);
+    }
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler
+    // (checked for NULL all the same).
+    if let Some(info) = unsafe { info.as_ref() } {
+        HANDLER_OVERRUN.store(timer_overrun(info), Ordering::Relaxed);
     }
     HANDLER_RUNS.fetch_add(1, Ordering::Release);
 }
 
-/// The previous disposition of a signal, restored on drop.
+/// rtick's timer handler, installed: the one per process (see
+/// [`install_timer_handler`]). Reads what the handler saw; restores the
+/// signal's previous disposition on drop, after which another may be installed.
 pub struct HandlerGuard {
     signo: libc::c_int,
     old: libc::sigaction,
@@ -57,9 +67,18 @@ impl std::fmt::Debug for HandlerGuard {
     }
 }
 
-/// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock` on entry.
-pub fn install_timer_handler(signo: libc::c_int, clock: libc::clockid_t) -> io::Result<HandlerGuard> {
-    HANDLER_CLOCK.store(clock, Ordering::Relaxed);
+/// Installs rtick's timer handler (SA_SIGINFO) for `signo`, reading `clock`
+/// on entry. One per process: while a [`HandlerGuard`] lives, another
+/// install fails with [`io::ErrorKind::ResourceBusy`].
+pub fn install_timer_handler(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
+    if HANDLER_IN_USE.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return Err(io::Error::new(io::ErrorKind::ResourceBusy, "rtick's timer signal handler is already installed"));
+    }
+    install(signo, clock).inspect_err(|_| HANDLER_IN_USE.store(false, Ordering::Release))
+}
+
+fn install(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
+    HANDLER_CLOCK.store(clock.raw(), Ordering::Relaxed);
     // SAFETY: sigaction is plain data; all-zero is a valid starting value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
     sa.sa_sigaction = timer_handler as *const () as usize;
@@ -75,10 +94,31 @@ pub fn install_timer_handler(signo: libc::c_int, clock: libc::clockid_t) -> io::
     Ok(HandlerGuard { signo, old: unsafe { old.assume_init() } })
 }
 
+impl HandlerGuard {
+    /// Times the handler ran (since the process started).
+    #[inline]
+    pub fn runs(&self) -> u64 {
+        HANDLER_RUNS.load(Ordering::Acquire)
+    }
+
+    /// The clock reading the handler took on its last entry.
+    #[inline]
+    pub fn last_entry(&self) -> Time {
+        Time(HANDLER_TIME.load(Ordering::Relaxed))
+    }
+
+    /// The `si_overrun` of the last signal the handler ran for.
+    #[inline]
+    pub fn last_overrun(&self) -> u32 {
+        HANDLER_OVERRUN.load(Ordering::Relaxed)
+    }
+}
+
 impl Drop for HandlerGuard {
     fn drop(&mut self) {
         // SAFETY: restores the disposition saved when the handler was installed.
         unsafe { libc::sigaction(self.signo, &self.old, std::ptr::null_mut()) };
+        HANDLER_IN_USE.store(false, Ordering::Release);
     }
 }
 
@@ -151,18 +191,16 @@ pub fn is_blocked(signal: libc::c_int) -> bool {
     code == 0 && unsafe { libc::sigismember(cur.as_ptr(), signal) } == 1
 }
 
-/// The part of glibc's `siginfo_t` that POSIX timers fill in (x86-64 and
-/// aarch64 layout: three ints, padding to the 8-byte aligned union, then
-/// `si_tid`, `si_overrun`). libc exposes no accessor for `si_overrun`.
-#[repr(C)]
-struct TimerSigInfo {
-    signo: libc::c_int,
-    errno: libc::c_int,
-    code: libc::c_int,
-    #[cfg(target_pointer_width = "64")]
-    pad: libc::c_int,
-    tid: libc::c_int,
-    overrun: libc::c_int,
+/// For a POSIX timer's signal (`SI_TIMER`): the expirations merged into it
+/// (`si_overrun`); 0 for any other signal.
+fn timer_overrun(info: &libc::siginfo_t) -> u32 {
+    if info.si_code != libc::SI_TIMER {
+        return 0;
+    }
+    // SAFETY: si_code SI_TIMER says the kernel filled the union's timer member,
+    // which is what libc's accessor reads.
+    let overrun = unsafe { info.si_overrun() };
+    overrun.max(0) as u32
 }
 
 /// What a synchronous wait for a signal returned.
@@ -187,11 +225,9 @@ pub fn wait(set: &SigSet) -> io::Result<Received> {
             }
             return Err(err);
         }
-        // SAFETY: siginfo_t is larger than TimerSigInfo and starts with the same
-        // fields (see the struct's comment); it was zeroed and then filled.
-        let t = unsafe { &*(info.as_ptr() as *const TimerSigInfo) };
-        let timer_overrun = if t.code == libc::SI_TIMER { t.overrun.max(0) as u32 } else { 0 };
-        return Ok(Received { timer_overrun });
+        // SAFETY: it was zeroed (a valid siginfo_t), then filled by sigwaitinfo.
+        let info = unsafe { info.assume_init() };
+        return Ok(Received { timer_overrun: timer_overrun(&info) });
     }
 }
 
@@ -226,9 +262,33 @@ pub fn drain(set: &SigSet) {
 mod tests {
     use super::*;
 
+    /// A real POSIX timer whose signal stays pending while it expires again:
+    /// the overrun read through libc's accessor counts the merged expirations.
     #[test]
-    fn siginfo_overlay_fits() {
-        assert!(std::mem::size_of::<TimerSigInfo>() <= std::mem::size_of::<libc::siginfo_t>());
+    fn timer_overrun_counts_merged_expirations() {
+        use crate::sys::timer::{gettid, Notify, PosixTimer};
+        use crate::time::Nanos;
+        std::thread::spawn(|| {
+            let signo = timer_signal();
+            block(&[signo]).unwrap();
+            let set = SigSet::of(&[signo]);
+            let t = PosixTimer::create(libc::CLOCK_MONOTONIC, Notify::Thread { signo, tid: gettid() }).unwrap();
+            let now = PosixClock::Monotonic.now();
+            t.arm_periodic(now + Nanos::from_ms(1), Nanos::from_ms(1)).unwrap();
+            // Expirations at 1, 2, 3 … ms; by 20 ms the first signal is still
+            // pending and the later ones were merged into it.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let got = wait(&set).unwrap();
+            t.disarm().unwrap();
+            drain(&set);
+            assert!(got.timer_overrun >= 10, "overrun {}", got.timer_overrun);
+            // Any other signal reports no overrun.
+            // SAFETY: raising a blocked signal at the calling thread only makes it pending.
+            unsafe { libc::raise(signo) };
+            assert_eq!(wait(&set).unwrap().timer_overrun, 0);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

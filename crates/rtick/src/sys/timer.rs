@@ -14,14 +14,13 @@ pub fn gettid() -> libc::pid_t {
 
 /// A POSIX timer (`timer_create`) whose signal is sent to one thread
 /// (`SIGEV_THREAD_ID`), as cyclictest's default mode does. Deleted on drop.
+///
+/// Not `Send`: a thread-directed timer keeps signalling the thread that
+/// created it, so it stays with that thread (as the waiters holding it do).
 #[derive(Debug)]
 pub struct PosixTimer {
     id: libc::timer_t,
 }
-
-// SAFETY: a timer_t is a kernel handle (an integer id behind a pointer type);
-// it may be armed and deleted from any thread.
-unsafe impl Send for PosixTimer {}
 
 /// Where a POSIX timer's expiry goes.
 #[derive(Copy, Clone, Debug)]

@@ -1,6 +1,4 @@
-//! The x86-64 time-stamp counter, and a clock read forced through the kernel.
-
-use crate::time::Time;
+//! The x86-64 time-stamp counter.
 
 /// `rdtsc`, on x86-64.
 #[cfg(target_arch = "x86_64")]
@@ -25,22 +23,58 @@ pub fn rdtsc_ordered() -> u64 {
     }
 }
 
-/// `rdtscp` (waits for earlier instructions; also returns the CPU id), on x86-64.
-/// Callers check the `rdtscp` CPU flag first.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub fn rdtscp() -> u64 {
-    let mut aux = 0u32;
-    // SAFETY: the caller checked the rdtscp flag; aux is a valid out pointer.
-    unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+/// Proof that the CPU has `rdtscp` (an instruction older x86-64 CPUs lack:
+/// executing it there faults): the only way to the instruction is through a
+/// value [`Rdtscp::detect`] returned, as divan does with its TSC timer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Rdtscp(());
+
+impl Rdtscp {
+    /// `Some` when CPUID says the CPU has `rdtscp` (leaf 0x8000_0001, EDX bit 27).
+    #[cfg(target_arch = "x86_64")]
+    pub fn detect() -> Option<Rdtscp> {
+        use core::arch::x86_64::__cpuid;
+        // SAFETY: cpuid exists on every x86-64 CPU and only reads identification
+        // registers; a leaf above the maximum returns data, never faults. (The
+        // intrinsic is a safe fn since Rust 1.87; the MSRV needs the block.)
+        #[allow(unused_unsafe)]
+        let (max_ext, ext) = unsafe { (__cpuid(0x8000_0000).eax, __cpuid(0x8000_0001).edx) };
+        (max_ext >= 0x8000_0001 && ext & (1 << 27) != 0).then_some(Rdtscp(()))
+    }
+
+    /// Never: no other architecture has the instruction.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub fn detect() -> Option<Rdtscp> {
+        None
+    }
+
+    /// `rdtscp`: the TSC, read after every earlier instruction has executed.
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    pub fn read(self) -> u64 {
+        let mut aux = 0u32;
+        // SAFETY: self exists only if `detect` saw the rdtscp CPUID flag; aux is
+        // a valid out pointer (it receives IA32_TSC_AUX, the CPU id).
+        unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+    }
 }
 
-/// `clock_gettime` through the system call instead of the vDSO: the cost a
-/// read would have if the vDSO could not serve it.
-#[inline]
-pub fn syscall_now(clock: libc::clockid_t) -> Time {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: raw clock_gettime(clock, &ts); ts is a valid out pointer.
-    unsafe { libc::syscall(libc::SYS_clock_gettime, clock, &mut ts as *mut libc::timespec) };
-    Time::from_timespec(&ts)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdtscp_matches_cpuinfo_and_counts_up() {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let flag = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("flags"))
+            .is_some_and(|l| l.split_whitespace().any(|f| f == "rdtscp"));
+        assert_eq!(Rdtscp::detect().is_some(), flag && cfg!(target_arch = "x86_64"));
+        #[cfg(target_arch = "x86_64")]
+        if let Some(r) = Rdtscp::detect() {
+            let a = r.read();
+            assert_ne!(r.read(), a, "the TSC moves between two reads");
+        }
+    }
 }

@@ -48,7 +48,7 @@ fn runtime_for(interval: Nanos) -> Nanos {
 
 impl DeadlineWait {
     pub(super) fn new(clock: ClockId) -> Result<Self> {
-        let restore = deadline::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?;
+        let restore = sched::scheduler().map_err(|e| Error::sys("sched_getscheduler", e, ""))?;
         // Try it now with a typical period, so that a system that refuses
         // SCHED_DEADLINE reports "unavailable" before the run; the real
         // period comes with `arm`.
@@ -75,12 +75,12 @@ impl Waiter for DeadlineWait {
         deadline::set_deadline(runtime_for(interval), interval).map_err(unavailable)?;
         // Find the grid: the earliest phase (modulo the period, so a skipped
         // period does not matter) over the first periods.
-        deadline::yield_now();
+        sched::yield_now();
         let t0 = self.clock.now();
         let mut earliest = Nanos::ZERO;
         let mut last = t0;
         for _ in 0..ANCHOR_PERIODS {
-            deadline::yield_now();
+            sched::yield_now();
             last = self.clock.now();
             let phase = (last - t0).as_ns().rem_euclid(interval.as_ns());
             let phase = if phase > interval.as_ns() / 2 { phase - interval.as_ns() } else { phase };
@@ -98,7 +98,7 @@ impl Waiter for DeadlineWait {
 
     #[inline]
     fn wait(&mut self, _deadline: Time) -> Result<Wake> {
-        deadline::yield_now();
+        sched::yield_now();
         let actual = self.clock.now();
         let planned = self.next;
         // The next period boundary after this wake-up: periods slept through are skipped.

@@ -8,6 +8,7 @@ use crate::time::{Nanos, Time};
 
 /// A periodic absolute timerfd. Each `read` returns the expirations since
 /// the last one, so the kernel's grid (and what it skipped) is known exactly.
+/// Bound to no thread, but like every waiter used in the thread that built it.
 pub(super) struct TimerfdWait {
     clock: ClockId,
     tfd: TimerFd,
@@ -31,7 +32,7 @@ impl TimerfdWait {
         let epoll = if with_epoll {
             let ep =
                 Epoll::new().map_err(|e| Error::sys("epoll_create1", e, "check the open-file limit (ulimit -n)"))?;
-            ep.add(std::os::fd::AsRawFd::as_raw_fd(&tfd)).map_err(|e| Error::sys("epoll_ctl(ADD)", e, ""))?;
+            ep.add(std::os::fd::AsFd::as_fd(&tfd)).map_err(|e| Error::sys("epoll_ctl(ADD)", e, ""))?;
             Some(ep)
         } else {
             None

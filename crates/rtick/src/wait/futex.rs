@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::sys::futex::{self, ClockCondvar};
 use crate::time::Time;
 
-/// `FUTEX_WAIT_BITSET` with an absolute timeout.
+/// `FUTEX_WAIT_BITSET` with an absolute timeout. Bound to no thread, but
+/// like every waiter used in the thread that built it.
 pub(super) struct FutexWait {
     clock: ClockId,
     word: AtomicU32,
@@ -51,6 +52,7 @@ impl Waiter for FutexWait {
 }
 
 /// `pthread_cond_timedwait` on a condition variable using the run's clock.
+/// Bound to no thread, but like every waiter used in the thread that built it.
 pub(super) struct CondvarWait {
     clock: ClockId,
     cv: ClockCondvar,

@@ -43,7 +43,7 @@ pub struct Wake {
 
 /// A way to wait. Implementations make no allocation and take no lock in
 /// [`Waiter::wait`], and no system call but the wait itself and clock reads.
-pub trait Waiter: Send {
+pub trait Waiter {
     /// Reads the clock this waiter measures against.
     fn now(&self) -> Time;
 
@@ -60,7 +60,7 @@ pub trait Waiter: Send {
     /// waiter's own clock (CLOCK_REALTIME, CLOCK_TAI) shows as a jump in the
     /// offset between the two.
     fn reference_now(&self) -> Time {
-        crate::sys::clock::now(libc::CLOCK_MONOTONIC)
+        ClockId::Monotonic.now()
     }
 
     /// Stops whatever `arm` started and drops pending expirations, so that

@@ -29,6 +29,25 @@ pub(super) fn ensure_blocked(signo: libc::c_int, mechanism: &'static str) -> Res
 }
 
 /// A periodic POSIX timer aimed at the calling thread.
+///
+/// Thread-bound: its timer signals the thread that built it (SIGEV_THREAD_ID),
+/// where the signal is blocked and waited for, so it is `!Send` and must wait
+/// in that thread. Every waiter is used in the thread that built it
+/// ([`Waiter`] has no `Send` bound), so a `Periodic` is `!Send` whatever its
+/// mechanism:
+///
+/// ```compile_fail
+/// fn assert_send<T: Send>() {}
+/// assert_send::<rtick::periodic::Periodic>();
+/// ```
+///
+/// (The same check compiles for a `Send` type, and the path names the loop:)
+///
+/// ```
+/// fn assert_send<T: Send>() {}
+/// assert_send::<rtick::Nanos>();
+/// let _loop: Option<rtick::periodic::Periodic> = None;
+/// ```
 pub(super) struct PosixTimerWait {
     clock: ClockId,
     timer: PosixTimer,
@@ -81,6 +100,9 @@ impl Waiter for PosixTimerWait {
 /// shows as latency. When a wake-up is late, the kernel forwards the timer
 /// past the time of the signal's dequeue and drops the expirations in between
 /// without counting them; the engine's skip policy follows the same grid.
+///
+/// SIGALRM goes to the process, not to a thread; like every waiter it is
+/// still used only in the thread that built it (the one that waits).
 pub(super) struct ItimerWait {
     clock: ClockId,
     set: SigSet,

@@ -61,7 +61,7 @@ impl Waiter for RelativeSleep {
     fn wait(&mut self, _deadline: Time) -> Result<Wake> {
         let before = self.clock.now();
         if self.syscall {
-            crate::sys::poll::sys_nanosleep(self.interval).map_err(|e| Error::sys("nanosleep", e, ""))?;
+            crate::sys::sleep::sys_nanosleep(self.interval).map_err(|e| Error::sys("nanosleep", e, ""))?;
         } else {
             clock::sleep_for(self.clock.raw(), self.interval).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
         }

@@ -7,7 +7,7 @@
 use super::{Waiter, Wake};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::sys::{fd::Epoll, poll};
+use crate::sys::{fd::Epoll, poll, sleep};
 use crate::time::{Nanos, Time};
 
 /// Which call waits.
@@ -19,6 +19,8 @@ pub(super) enum Call {
     StdSleep,
 }
 
+/// A relative-timeout call aimed at each deadline. Bound to no thread, but
+/// like every waiter used in the thread that built it.
 pub(super) struct TimeoutWait {
     clock: ClockId,
     call: Call,
@@ -61,7 +63,7 @@ impl Waiter for TimeoutWait {
                 Call::EpollPwait2(ep) => ep.pwait2(left).map(|_| ()).map_err(|e| ("epoll_pwait2", e)),
                 // usleep takes whole µs: round up so it never returns before the deadline.
                 Call::Usleep => {
-                    poll::usleep(((left.as_ns() + 999) / 1000).min(u32::MAX as i64) as u32).map_err(|e| ("usleep", e))
+                    sleep::usleep(((left.as_ns() + 999) / 1000).min(u32::MAX as i64) as u32).map_err(|e| ("usleep", e))
                 }
                 Call::StdSleep => {
                     std::thread::sleep(left.to_std());

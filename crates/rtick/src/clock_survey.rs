@@ -4,27 +4,30 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::clock::PosixClock;
 use crate::sys::{clock, sched, tsc};
 use crate::time::Nanos;
+
+pub use crate::sys::tsc::Rdtscp;
 
 /// A clock that can be read.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// A POSIX clock id, with the kernel's name.
-    Posix(libc::clockid_t, &'static str),
+    /// A POSIX clock ([`PosixClock::ALL`] are those measured, in order).
+    Posix(PosixClock),
     /// The `rdtsc` instruction (x86-64).
     Rdtsc,
-    /// The `rdtscp` instruction (x86-64).
-    Rdtscp,
+    /// The `rdtscp` instruction (x86-64), on a CPU that has it.
+    Rdtscp(Rdtscp),
 }
 
 impl Source {
     /// The name as the kernel (or the instruction set) spells it.
     pub fn name(self) -> &'static str {
         match self {
-            Source::Posix(_, n) => n,
+            Source::Posix(c) => c.name(),
             Source::Rdtsc => "rdtsc",
-            Source::Rdtscp => "rdtscp",
+            Source::Rdtscp(_) => "rdtscp",
         }
     }
 
@@ -32,29 +35,16 @@ impl Source {
     #[inline]
     fn read(self) -> i64 {
         match self {
-            Source::Posix(id, _) => clock::now(id).as_ns(),
+            Source::Posix(c) => clock::now(c).as_ns(),
             #[cfg(target_arch = "x86_64")]
             Source::Rdtsc => tsc::rdtsc() as i64,
             #[cfg(target_arch = "x86_64")]
-            Source::Rdtscp => tsc::rdtscp() as i64,
+            Source::Rdtscp(r) => r.read() as i64,
             #[cfg(not(target_arch = "x86_64"))]
             _ => 0,
         }
     }
 }
-
-/// The POSIX clocks measured, in order.
-pub const POSIX_CLOCKS: [(libc::clockid_t, &str); 9] = [
-    (libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC"),
-    (libc::CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW"),
-    (libc::CLOCK_MONOTONIC_COARSE, "CLOCK_MONOTONIC_COARSE"),
-    (libc::CLOCK_REALTIME, "CLOCK_REALTIME"),
-    (libc::CLOCK_REALTIME_COARSE, "CLOCK_REALTIME_COARSE"),
-    (libc::CLOCK_BOOTTIME, "CLOCK_BOOTTIME"),
-    (libc::CLOCK_TAI, "CLOCK_TAI"),
-    (libc::CLOCK_PROCESS_CPUTIME_ID, "CLOCK_PROCESS_CPUTIME_ID"),
-    (libc::CLOCK_THREAD_CPUTIME_ID, "CLOCK_THREAD_CPUTIME_ID"),
-];
 
 /// How to measure.
 #[derive(Copy, Clone, Debug)]
@@ -86,11 +76,11 @@ pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
     let mut per = Vec::with_capacity(spec.batches);
     let mut sink = 0i64;
     for _ in 0..spec.batches {
-        let a = clock::now(libc::CLOCK_MONOTONIC);
+        let a = clock::now(PosixClock::Monotonic);
         for _ in 0..spec.reads {
             sink = sink.wrapping_add(std::hint::black_box(f()));
         }
-        let b = clock::now(libc::CLOCK_MONOTONIC);
+        let b = clock::now(PosixClock::Monotonic);
         per.push((b - a).as_ns() as f64 / spec.reads as f64);
     }
     std::hint::black_box(sink);
@@ -103,10 +93,10 @@ pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
 /// at least `reads` readings, and on until a few steps were seen (coarse
 /// clocks move once per tick) or 50 ms passed; `None` if it never moved.
 pub fn granularity(src: Source, reads: usize) -> Option<i64> {
-    let start = clock::now(libc::CLOCK_MONOTONIC);
+    let start = clock::now(PosixClock::Monotonic);
     let mut prev = src.read();
     let (mut best, mut steps, mut n): (Option<i64>, u32, usize) = (None, 0, 0);
-    while n < reads || (steps < 3 && clock::now(libc::CLOCK_MONOTONIC) - start < Nanos::from_ms(50)) {
+    while n < reads || (steps < 3 && clock::now(PosixClock::Monotonic) - start < Nanos::from_ms(50)) {
         let v = src.read();
         let d = v - prev;
         if d > 0 {
@@ -135,18 +125,19 @@ pub struct ClockFigures {
     pub vdso: bool,
 }
 
-/// Measures every clock (and the TSC instructions on x86-64 when `tsc_hz`
-/// is known). `syscall` is [`syscall_cost`]: a read that costs well under it
-/// stays in user space.
-pub fn measure_all(spec: CostSpec, syscall: Cost, tsc_hz: Option<f64>, rdtscp: bool) -> Vec<ClockFigures> {
+/// Measures every clock the kernel has (and the TSC instructions on x86-64
+/// when `tsc_hz` is known; `rdtscp` where the CPU has it). `syscall` is
+/// [`syscall_cost`]: a read that costs well under it stays in user space.
+pub fn measure_all(spec: CostSpec, syscall: Cost, tsc_hz: Option<f64>) -> Vec<ClockFigures> {
     let mut out = Vec::new();
-    for (id, name) in POSIX_CLOCKS {
-        let src = Source::Posix(id, name);
+    // A clock this kernel lacks (CLOCK_TAI before Linux 3.10) is left out.
+    for c in PosixClock::ALL.into_iter().filter(|&c| clock::try_now(c).is_ok()) {
+        let src = Source::Posix(c);
         let cost = cost_of(spec, || src.read());
         out.push(ClockFigures {
             source: src,
             cost,
-            resolution: clock::resolution(id).ok(),
+            resolution: clock::resolution(c).ok(),
             granularity_ns: granularity(src, 100_000).map(|g| g as f64),
             // A vDSO read costs a fraction of a kernel entry; half is a wide margin.
             vdso: cost.median_ns < syscall.median_ns * 0.5,
@@ -154,9 +145,7 @@ pub fn measure_all(spec: CostSpec, syscall: Cost, tsc_hz: Option<f64>, rdtscp: b
     }
     if let (true, Some(hz)) = (cfg!(target_arch = "x86_64"), tsc_hz) {
         let mut srcs = vec![Source::Rdtsc];
-        if rdtscp {
-            srcs.push(Source::Rdtscp);
-        }
+        srcs.extend(Rdtscp::detect().map(Source::Rdtscp));
         for src in srcs {
             let cost = cost_of(spec, || src.read());
             out.push(ClockFigures {
@@ -173,13 +162,13 @@ pub fn measure_all(spec: CostSpec, syscall: Cost, tsc_hz: Option<f64>, rdtscp: b
 
 /// The cost of a `clock_gettime(CLOCK_MONOTONIC)` forced through the kernel.
 pub fn syscall_cost(spec: CostSpec) -> Cost {
-    cost_of(spec, || tsc::syscall_now(libc::CLOCK_MONOTONIC).as_ns())
+    cost_of(spec, || clock::syscall_now(PosixClock::Monotonic).as_ns())
 }
 
 /// Calibrates the TSC frequency against CLOCK_MONOTONIC_RAW over `span`.
 #[cfg(target_arch = "x86_64")]
 pub fn tsc_frequency(span: Nanos) -> f64 {
-    let raw = libc::CLOCK_MONOTONIC_RAW;
+    let raw = PosixClock::MonotonicRaw;
     let (t0, c0) = (clock::now(raw), tsc::rdtsc());
     while clock::now(raw) - t0 < span {
         std::hint::spin_loop();
@@ -264,7 +253,7 @@ pub fn read_tsc() -> i64 {
 
 /// CLOCK_MONOTONIC_RAW in ns (for [`cross_cpu`] without a TSC).
 pub fn read_monotonic_raw() -> i64 {
-    clock::now(libc::CLOCK_MONOTONIC_RAW).as_ns()
+    clock::now(PosixClock::MonotonicRaw).as_ns()
 }
 
 #[cfg(test)]
@@ -274,9 +263,9 @@ mod tests {
     #[test]
     fn costs_are_ordered_and_positive() {
         let spec = CostSpec { batches: 20, reads: 200 };
-        let c = cost_of(spec, || clock::now(libc::CLOCK_MONOTONIC).as_ns());
+        let c = cost_of(spec, || clock::now(PosixClock::Monotonic).as_ns());
         assert!(c.median_ns > 0.0 && c.p99_ns >= c.median_ns);
-        assert!(granularity(Source::Posix(libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC"), 10_000).is_some());
+        assert!(granularity(Source::Posix(PosixClock::Monotonic), 10_000).is_some());
     }
 
     #[test]
