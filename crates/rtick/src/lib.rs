@@ -65,6 +65,7 @@ pub mod clock;
 pub mod clock_survey;
 pub mod drift;
 pub mod error;
+pub mod explain;
 pub mod measure;
 pub mod periodic;
 pub mod rt;

@@ -1,0 +1,226 @@
+//! Why was it late: each wake-up's latency split into the kernel's phases,
+//! and the culprits of each spike named.
+//!
+//! The input is the kernel's own record of what happened on the measured
+//! CPUs (trace events on the `mono` trace clock, so on the deadlines'
+//! CLOCK_MONOTONIC) and the wake-ups the measuring threads recorded. The
+//! analysis is pure: tests feed it exact event sequences.
+//!
+//! A spike is classified by its largest phase, the way rtla's timerlat
+//! auto-analysis reads a trace, but for any mechanism woken by an hrtimer:
+//!
+//! - *IRQ delay*: the timer interrupt came late. CPU idle at the deadline →
+//!   an idle-state exit, or in a virtual machine the host not running the
+//!   vCPU (the CPU's steal time over the same interval tells which); a task
+//!   running → interrupts were disabled in it (or the host held the vCPU);
+//!   interrupt work in the window → that handler.
+//! - *wake-up path*: other hrtimer callbacks, or the signal delivery of a
+//!   signal-based mechanism.
+//! - *scheduling delay*: the thread was runnable while another ran: a task of
+//!   higher priority preempted it, one of the same or lower priority held the
+//!   CPU, an IRQ/softirq ran, or the CPU idled while the thread waited (RT
+//!   throttling).
+//! - *return to user*: interrupt work before the thread read its clock.
+
+pub mod input;
+mod phases;
+mod timeline;
+
+use std::collections::HashMap;
+
+pub use input::{KernelEvent, Recorded, Stamped, Task};
+pub use phases::{match_all, Matched, Phases, Unmatched};
+pub use timeline::{Culprit, Span, Timeline};
+
+use crate::time::{Nanos, Time};
+
+/// What a spike is blamed on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The timer interrupt came late while the CPU was idle: leaving a deep
+    /// idle state, or (`host`) the hypervisor not running the vCPU, as the
+    /// steal time shows.
+    IdleExit {
+        /// Steal time over the spike's interval, when known.
+        steal: Option<Nanos>,
+    },
+    /// The timer interrupt came late while this task ran: interrupts (or
+    /// preemption of the vCPU by the host) were off in it.
+    IrqsOffIn(Task),
+    /// A task of higher priority ran while the thread was runnable.
+    PreemptedBy(Task),
+    /// A task of the same or lower priority held the CPU (it was running
+    /// non-preemptibly, or the thread waited its turn).
+    WaitedFor(Task),
+    /// Interrupt work: an IRQ handler, a softirq or another hrtimer.
+    InterruptWork(Culprit),
+    /// The CPU idled while the real-time thread was runnable: RT throttling.
+    Throttled,
+    /// The largest phase had no other occupant of the CPU to blame (the
+    /// kernel's own path: signal delivery, the syscall's return).
+    KernelPath(&'static str),
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => {
+                write!(f, "CPU idle, steal +{s} → the host held the vCPU")
+            }
+            Cause::IdleExit { steal: Some(_) } => f.write_str("CPU idle, no steal → idle-state exit"),
+            Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
+            Cause::IrqsOffIn(t) => write!(f, "interrupts off in {}:{}", t.comm, t.pid),
+            Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
+            Cause::WaitedFor(t) => write!(f, "waited for {}:{} (prio {})", t.comm, t.pid, t.prio),
+            Cause::InterruptWork(c) => write!(f, "{c}"),
+            Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)"),
+            Cause::KernelPath(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+/// One spike explained.
+#[derive(Clone, Debug)]
+pub struct Spike {
+    /// The wake-up.
+    pub wake: Recorded,
+    /// Its events.
+    pub matched: Matched,
+    /// Its phases.
+    pub phases: Phases,
+    /// What else ran on its CPU in each phase (longest first).
+    pub culprits: [Vec<(Culprit, Nanos)>; 4],
+    /// The verdict.
+    pub cause: Cause,
+}
+
+impl Spike {
+    /// One line: `cycle 18  817 µs = IRQ 800 µs late, CPU idle … | wake→run 12 µs: ksoftirqd/1 10 µs`.
+    pub fn line(&self) -> String {
+        let labels = ["IRQ late", "wake-up path", "wake→run", "return to user"];
+        let (big, _) = self.largest();
+        let mut s = format!(
+            "cycle {}  {} = {} {}: {}",
+            self.wake.cycle,
+            self.wake.actual - self.wake.planned,
+            labels[big],
+            self.phases.named()[big].1,
+            self.cause
+        );
+        for (i, (_, d)) in self.phases.named().iter().enumerate() {
+            if i == big || *d < Nanos::from_us(5) {
+                continue;
+            }
+            s.push_str(&format!(" | {} {d}", labels[i]));
+            if let Some((c, t)) = self.culprits[i].iter().find(|(c, _)| *c != Culprit::Idle) {
+                s.push_str(&format!(": {c} {t}"));
+            }
+        }
+        s
+    }
+
+    fn largest(&self) -> (usize, Nanos) {
+        let named = self.phases.named();
+        (0..4).map(|i| (i, named[i].1)).max_by_key(|&(_, d)| d).unwrap_or((0, Nanos::ZERO))
+    }
+}
+
+/// Cumulative steal time of one CPU, sampled (from `/proc/stat`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StealSample {
+    /// When sampled (CLOCK_MONOTONIC).
+    pub at: Time,
+    /// The CPU.
+    pub cpu: u32,
+    /// Steal time so far.
+    pub steal: Nanos,
+}
+
+/// Steal time of `cpu` between the samples around `[from, to]`, if sampled.
+fn steal_over(samples: &[StealSample], cpu: u32, from: Time, to: Time) -> Option<Nanos> {
+    let mine: Vec<&StealSample> = samples.iter().filter(|s| s.cpu == cpu).collect();
+    let before = mine.iter().rev().find(|s| s.at <= from)?;
+    let after = mine.iter().find(|s| s.at >= to)?;
+    Some(after.steal - before.steal)
+}
+
+/// The analysis of one run's events.
+#[derive(Debug)]
+pub struct Analysis {
+    timelines: HashMap<u32, Timeline>,
+    matched: Vec<Result<Matched, Unmatched>>,
+}
+
+impl Analysis {
+    /// Matches `wakes` to `events` and builds each CPU's timeline.
+    pub fn new(events: &[Stamped], wakes: &[Recorded]) -> Analysis {
+        let mut per_cpu: HashMap<u32, Vec<&Stamped>> = HashMap::new();
+        for e in events {
+            per_cpu.entry(e.cpu).or_default().push(e);
+        }
+        let end = events.iter().map(|e| e.ts).max().unwrap_or(Time(0));
+        let timelines = per_cpu
+            .into_iter()
+            .map(|(cpu, mut evs)| {
+                evs.sort_by_key(|e| e.ts);
+                (cpu, Timeline::build(&evs, end))
+            })
+            .collect();
+        Analysis { timelines, matched: match_all(events, wakes) }
+    }
+
+    /// Each wake-up's match, in the order given to [`Analysis::new`].
+    pub fn matched(&self) -> &[Result<Matched, Unmatched>] {
+        &self.matched
+    }
+
+    /// Explains wake-up `i` (of those given to [`Analysis::new`]), if it was matched.
+    pub fn spike(&self, wakes: &[Recorded], i: usize, steal: &[StealSample]) -> Option<Spike> {
+        let (w, m) = (wakes[i], self.matched[i].ok()?);
+        let phases = m.phases(&w);
+        let tl = self.timelines.get(&m.cpu)?;
+        let bounds = [w.planned, m.expired, m.waking, m.switched_in, w.actual];
+        let culprits: [Vec<(Culprit, Nanos)>; 4] =
+            std::array::from_fn(|k| tl.in_window(bounds[k], bounds[k + 1].max(bounds[k]), w.tid, m.hrtimer));
+        let mut spike = Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath("") };
+        let (big, _) = spike.largest();
+        let top = |k: usize| spike.culprits[k].iter().find(|(c, _)| *c != Culprit::Idle).map(|(c, _)| c.clone());
+        let interrupt = |k: usize| top(k).filter(|c| !matches!(c, Culprit::Task(_)));
+        spike.cause = match big {
+            0 => match (interrupt(0), tl.current(w.planned)) {
+                (Some(c), _) => Cause::InterruptWork(c),
+                (None, Some(Culprit::Task(t))) if t.pid != w.tid => Cause::IrqsOffIn(t.clone()),
+                _ => Cause::IdleExit { steal: steal_over(steal, m.cpu, w.planned, m.expired) },
+            },
+            1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
+            2 => match top(2) {
+                Some(Culprit::Task(t)) if t.prio < m.prio => Cause::PreemptedBy(t),
+                Some(Culprit::Task(t)) => Cause::WaitedFor(t),
+                Some(c) => Cause::InterruptWork(c),
+                None => match spike.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
+                    // Throttling holds a real-time CPU idle for tens of ms; a
+                    // short idle stretch is the CPU waking from an idle state.
+                    Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < 100 => Cause::Throttled,
+                    Some(_) => Cause::IdleExit { steal: steal_over(steal, m.cpu, m.waking, m.switched_in) },
+                    None => Cause::KernelPath("the scheduler's path"),
+                },
+            },
+            _ => interrupt(3).map_or(Cause::KernelPath("the return to user space"), Cause::InterruptWork),
+        };
+        Some(spike)
+    }
+}
+
+/// p50, p99 and max of each phase over the matched wake-ups.
+pub fn phase_summary(phases: &[Phases]) -> [(&'static str, [Nanos; 3]); 4] {
+    let names = ["irq_delay", "wakeup_path", "scheduling", "return_to_user"];
+    std::array::from_fn(|k| {
+        let mut v: Vec<i64> = phases.iter().map(|p| p.named()[k].1.as_ns()).collect();
+        v.sort_unstable();
+        let at = |q| Nanos(crate::stats::percentile::of_sorted(&v, q).unwrap_or(0));
+        (names[k], [at(0.50), at(0.99), at(1.0)])
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! Each wake-up matched to the kernel events that made it, and its latency
+//! split into the phases between them:
+//!
+//! ```text
+//!  planned        hrtimer callback     sched_waking        sched_switch in    user clock read
+//!     │── IRQ delay ──│── wake-up path ──│── scheduling ──│── return to user ──│
+//! ```
+//!
+//! The phases telescope: they add up to `actual − planned` exactly when the
+//! events are on the same clock as the deadlines (trace clock `mono`).
+//!
+//! Matching is by the waiting thread's pid and the hrtimers it armed: every
+//! `hrtimer_start` recorded while the thread was current names a timer of
+//! that thread (its sleep's on-stack timer, its timerfd's, its POSIX
+//! timer's), and the wake-up's timer is the last expiry of one of them
+//! before the thread was woken.
+
+use std::collections::{HashMap, HashSet};
+
+use super::input::{KernelEvent, Recorded, Stamped};
+use crate::time::{Nanos, Time};
+
+/// The four phases of one wake-up's latency.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Phases {
+    /// Planned wake-up → the hrtimer's callback: the timer interrupt came late.
+    pub irq_delay: Nanos,
+    /// Callback → `sched_waking` of the thread (signal delivery for signal mechanisms).
+    pub wakeup_path: Nanos,
+    /// `sched_waking` → `sched_switch` onto the thread.
+    pub scheduling: Nanos,
+    /// Switched in → the thread's clock read after the wait.
+    pub return_to_user: Nanos,
+}
+
+impl Phases {
+    /// Their sum.
+    pub fn total(&self) -> Nanos {
+        self.irq_delay + self.wakeup_path + self.scheduling + self.return_to_user
+    }
+
+    /// The phases as (name, value), in order.
+    pub fn named(&self) -> [(&'static str, Nanos); 4] {
+        [
+            ("irq_delay", self.irq_delay),
+            ("wakeup_path", self.wakeup_path),
+            ("scheduling", self.scheduling),
+            ("return_to_user", self.return_to_user),
+        ]
+    }
+}
+
+/// The kernel events one wake-up was matched to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Matched {
+    /// The CPU the thread was switched in on.
+    pub cpu: u32,
+    /// The hrtimer that woke it.
+    pub hrtimer: u64,
+    /// Its callback started.
+    pub expired: Time,
+    /// The thread's `sched_waking`.
+    pub waking: Time,
+    /// The thread's `sched_switch` in.
+    pub switched_in: Time,
+    /// The thread's kernel priority when switched in.
+    pub prio: i32,
+}
+
+impl Matched {
+    /// The phases of wake-up `w`.
+    pub fn phases(&self, w: &Recorded) -> Phases {
+        Phases {
+            irq_delay: self.expired - w.planned,
+            wakeup_path: self.waking - self.expired,
+            scheduling: self.switched_in - self.waking,
+            return_to_user: w.actual - self.switched_in,
+        }
+    }
+}
+
+/// Why a wake-up could not be split.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Unmatched {
+    /// The thread was not switched in since its previous wake-up: the wait
+    /// returned without sleeping (its deadline had passed), or it spun.
+    DidNotSleep,
+    /// No `sched_waking` of the thread before it was switched in.
+    NoWaking,
+    /// No expiry of a timer of the thread before it was woken.
+    NoTimer,
+}
+
+impl Unmatched {
+    /// One line for the user.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unmatched::DidNotSleep => "the wait returned without sleeping",
+            Unmatched::NoWaking => "no sched_waking of the thread was recorded",
+            Unmatched::NoTimer => "no expiry of a timer the thread armed was recorded",
+        }
+    }
+}
+
+/// The events of one thread, by kind, in time order.
+#[derive(Debug, Default)]
+struct ThreadEvents {
+    switched_in: Vec<(Time, u32, i32)>,
+    waking: Vec<Time>,
+    timers: HashSet<u64>,
+}
+
+/// Matches every wake-up of `wakes` (any order) to the events of `events`
+/// (any order); returns one result per wake-up, in the order given.
+pub fn match_all(events: &[Stamped], wakes: &[Recorded]) -> Vec<Result<Matched, Unmatched>> {
+    let tids: HashSet<i32> = wakes.iter().map(|w| w.tid).collect();
+    let mut by_tid: HashMap<i32, ThreadEvents> = tids.iter().map(|&t| (t, ThreadEvents::default())).collect();
+    // Expiries of every timer, by address, in time order.
+    let mut expiries: HashMap<u64, Vec<Time>> = HashMap::new();
+    let mut sorted: Vec<&Stamped> = events.iter().collect();
+    sorted.sort_by_key(|e| e.ts);
+    for e in &sorted {
+        match &e.event {
+            KernelEvent::HrtimerStart { hrtimer, .. } => {
+                if let Some(t) = by_tid.get_mut(&e.pid) {
+                    t.timers.insert(*hrtimer);
+                }
+            }
+            KernelEvent::HrtimerExpireEntry { hrtimer, .. } => expiries.entry(*hrtimer).or_default().push(e.ts),
+            KernelEvent::Waking { pid } => {
+                if let Some(t) = by_tid.get_mut(pid) {
+                    t.waking.push(e.ts);
+                }
+            }
+            KernelEvent::Switch { next, .. } => {
+                if let Some(t) = by_tid.get_mut(&next.pid) {
+                    t.switched_in.push((e.ts, e.cpu, next.prio));
+                }
+            }
+            _ => {}
+        }
+    }
+    // The previous wake-up of each thread bounds the search for the next.
+    let mut order: Vec<usize> = (0..wakes.len()).collect();
+    order.sort_by_key(|&i| (wakes[i].tid, wakes[i].actual));
+    let mut out = vec![Err(Unmatched::NoTimer); wakes.len()];
+    let mut prev: Option<(i32, Time)> = None;
+    for i in order {
+        let w = &wakes[i];
+        let after = match prev {
+            Some((tid, t)) if tid == w.tid => t,
+            _ => Time(i64::MIN),
+        };
+        prev = Some((w.tid, w.actual));
+        out[i] = match_one(&by_tid[&w.tid], &expiries, w, after);
+    }
+    out
+}
+
+/// The last element of `v` (sorted by `key`) with `after < key ≤ upto`.
+fn last_in<T: Copy>(v: &[T], key: impl Fn(&T) -> Time, after: Time, upto: Time) -> Option<T> {
+    let i = v.partition_point(|x| key(x) <= upto);
+    v[..i].last().copied().filter(|x| key(x) > after)
+}
+
+fn match_one(
+    t: &ThreadEvents,
+    expiries: &HashMap<u64, Vec<Time>>,
+    w: &Recorded,
+    after: Time,
+) -> Result<Matched, Unmatched> {
+    let (switched_in, cpu, prio) = last_in(&t.switched_in, |s| s.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
+    let waking = last_in(&t.waking, |&x| x, after, switched_in).ok_or(Unmatched::NoWaking)?;
+    let (hrtimer, expired) = t
+        .timers
+        .iter()
+        .filter_map(|h| Some((*h, last_in(expiries.get(h)?, |&x| x, after, waking)?)))
+        .max_by_key(|&(_, ts)| ts)
+        .ok_or(Unmatched::NoTimer)?;
+    Ok(Matched { cpu, hrtimer, expired, waking, switched_in, prio })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::input::{KernelEvent as K, Task};
+
+    pub(crate) fn task(comm: &str, pid: i32, prio: i32) -> Task {
+        Task { comm: comm.into(), pid, prio }
+    }
+
+    fn ev(ts: i64, cpu: u32, pid: i32, event: K) -> Stamped {
+        Stamped { ts: Time(ts), cpu, pid, event }
+    }
+
+    /// One clock_nanosleep cycle of thread 77 on CPU 1: armed at `arm`,
+    /// expired at `exp`, woken at `wake`, switched in at `run`.
+    fn cycle(arm: i64, deadline: i64, exp: i64, wake: i64, run: i64) -> Vec<Stamped> {
+        let me = task("rtick-m0", 77, 9);
+        let idle = task("swapper/1", 0, 120);
+        vec![
+            ev(arm, 1, 77, K::HrtimerStart { hrtimer: 0xa0, softexpires: Time(deadline) }),
+            ev(arm + 1, 1, 77, K::Switch { prev: me.clone(), prev_state: 1, next: idle.clone() }),
+            ev(exp, 1, 0, K::HrtimerExpireEntry { hrtimer: 0xa0, function: 0xf0 }),
+            ev(wake, 1, 0, K::Waking { pid: 77 }),
+            ev(exp + 50, 1, 0, K::HrtimerExpireExit { hrtimer: 0xa0 }),
+            ev(run, 1, 0, K::Switch { prev: idle, prev_state: 0, next: me }),
+        ]
+    }
+
+    #[test]
+    fn phases_of_two_cycles_add_up() {
+        let mut evs = cycle(0, 1000, 1400, 1450, 1700);
+        evs.extend(cycle(1800, 2000, 2003, 2010, 2020));
+        // Another thread's timer and wake-ups are not ours.
+        evs.push(ev(1300, 1, 5, K::HrtimerStart { hrtimer: 0xb0, softexpires: Time(1390) }));
+        evs.push(ev(1390, 1, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, function: 0xf1 }));
+        evs.push(ev(1395, 1, 0, K::Waking { pid: 5 }));
+        let wakes = [
+            Recorded { tid: 77, cpu: Some(1), cycle: 2, planned: Time(2000), actual: Time(2030) },
+            Recorded { tid: 77, cpu: Some(1), cycle: 1, planned: Time(1000), actual: Time(1750) },
+        ];
+        let m = match_all(&evs, &wakes);
+        let p1 = m[1].unwrap().phases(&wakes[1]);
+        assert_eq!(
+            p1,
+            Phases { irq_delay: Nanos(400), wakeup_path: Nanos(50), scheduling: Nanos(250), return_to_user: Nanos(50) }
+        );
+        assert_eq!(p1.total(), wakes[1].actual - wakes[1].planned);
+        let p2 = m[0].unwrap().phases(&wakes[0]);
+        assert_eq!(
+            p2,
+            Phases { irq_delay: Nanos(3), wakeup_path: Nanos(7), scheduling: Nanos(10), return_to_user: Nanos(10) }
+        );
+        assert_eq!((m[0].unwrap().hrtimer, m[0].unwrap().cpu), (0xa0, 1));
+    }
+
+    #[test]
+    fn a_wait_that_did_not_sleep_is_said_so() {
+        let evs = cycle(0, 1000, 1001, 1002, 1003);
+        let wakes = [
+            Recorded { tid: 77, cpu: Some(1), cycle: 1, planned: Time(1000), actual: Time(1010) },
+            // Served back to back after it (catch-up): no switch in between.
+            Recorded { tid: 77, cpu: Some(1), cycle: 2, planned: Time(1005), actual: Time(1020) },
+        ];
+        let m = match_all(&evs, &wakes);
+        assert!(m[0].is_ok());
+        assert_eq!(m[1], Err(Unmatched::DidNotSleep));
+        // A thread whose timer was never seen armed.
+        let mut lone = cycle(0, 1000, 1001, 1002, 1003);
+        lone.remove(0);
+        assert_eq!(match_all(&lone, &wakes[..1]), [Err(Unmatched::NoTimer)]);
+    }
+}

@@ -1,0 +1,201 @@
+//! One CPU's history as intervals: which task ran, which IRQ handlers,
+//! softirqs and hrtimer callbacks ran, so that any window of time can be
+//! asked "what ran here, and for how long".
+
+use super::input::{softirq_name, KernelEvent, Stamped, Task};
+use crate::time::{Nanos, Time};
+
+/// Something that took a CPU's time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Culprit {
+    /// A task (thread) ran.
+    Task(Task),
+    /// The CPU was idle.
+    Idle,
+    /// An IRQ handler ran.
+    Irq {
+        /// IRQ number.
+        irq: i32,
+        /// Handler name.
+        name: String,
+    },
+    /// A softirq ran.
+    Softirq(&'static str),
+    /// Another hrtimer's callback ran.
+    Hrtimer {
+        /// The `struct hrtimer` address.
+        hrtimer: u64,
+        /// The callback's address.
+        function: u64,
+    },
+}
+
+impl std::fmt::Display for Culprit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Culprit::Task(t) => write!(f, "{}:{} (prio {})", t.comm, t.pid, t.prio),
+            Culprit::Idle => f.write_str("idle"),
+            Culprit::Irq { irq, name } => write!(f, "IRQ {irq} {name}"),
+            Culprit::Softirq(n) => write!(f, "softirq {n}"),
+            Culprit::Hrtimer { function, .. } => write!(f, "hrtimer callback {function:#x}"),
+        }
+    }
+}
+
+/// An interval of a CPU's time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// What ran.
+    pub what: Culprit,
+}
+
+/// One CPU's intervals, each kind sorted by start.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Task run intervals (idle included), back to back.
+    pub tasks: Vec<Span>,
+    /// IRQ handlers, softirqs and hrtimer callbacks (interrupt context).
+    pub interrupts: Vec<Span>,
+}
+
+impl Timeline {
+    /// Builds the timeline of the events of one CPU, sorted by time.
+    /// Intervals still open at the end close at `end`.
+    pub fn build(events: &[&Stamped], end: Time) -> Timeline {
+        let mut t = Timeline::default();
+        let mut current: Option<(Time, Culprit)> = None;
+        let mut open: Vec<(Time, Culprit)> = Vec::new();
+        let close =
+            |open: &mut Vec<(Time, Culprit)>, at: Time, pred: &dyn Fn(&Culprit) -> bool, out: &mut Vec<Span>| {
+                if let Some(i) = open.iter().rposition(|(_, c)| pred(c)) {
+                    let (start, what) = open.remove(i);
+                    out.push(Span { start, end: at, what });
+                }
+            };
+        for e in events {
+            match &e.event {
+                KernelEvent::Switch { next, .. } => {
+                    if let Some((start, what)) = current.take() {
+                        t.tasks.push(Span { start, end: e.ts, what });
+                    }
+                    current = Some((e.ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next.clone()) }));
+                }
+                KernelEvent::IrqEntry { irq, name } => {
+                    open.push((e.ts, Culprit::Irq { irq: *irq, name: name.clone() }))
+                }
+                KernelEvent::IrqExit { irq } => {
+                    close(&mut open, e.ts, &|c| matches!(c, Culprit::Irq { irq: i, .. } if i == irq), &mut t.interrupts)
+                }
+                KernelEvent::SoftirqEntry { vec } => open.push((e.ts, Culprit::Softirq(softirq_name(*vec)))),
+                KernelEvent::SoftirqExit { vec } => {
+                    let name = softirq_name(*vec);
+                    close(&mut open, e.ts, &|c| *c == Culprit::Softirq(name), &mut t.interrupts)
+                }
+                KernelEvent::HrtimerExpireEntry { hrtimer, function } => {
+                    open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
+                }
+                KernelEvent::HrtimerExpireExit { hrtimer } => close(
+                    &mut open,
+                    e.ts,
+                    &|c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer),
+                    &mut t.interrupts,
+                ),
+                _ => {}
+            }
+        }
+        if let Some((start, what)) = current {
+            t.tasks.push(Span { start, end: end.max(start), what });
+        }
+        for (start, what) in open {
+            t.interrupts.push(Span { start, end: end.max(start), what });
+        }
+        t.interrupts.sort_by_key(|s| s.start);
+        t
+    }
+
+    /// The task current at `at` (None before the first switch seen).
+    pub fn current(&self, at: Time) -> Option<&Culprit> {
+        let i = self.tasks.partition_point(|s| s.start <= at);
+        self.tasks[..i].last().filter(|s| s.end >= at).map(|s| &s.what)
+    }
+
+    /// What took the window `[from, to)`, longest first, with its time in
+    /// it: tasks and interrupt work, except the measuring thread (`tid`) and
+    /// its own timer's callback (`own_timer`).
+    pub fn in_window(&self, from: Time, to: Time, tid: i32, own_timer: u64) -> Vec<(Culprit, Nanos)> {
+        let mut out: Vec<(Culprit, Nanos)> = Vec::new();
+        let mut add = |what: &Culprit, d: Nanos| {
+            if d <= Nanos::ZERO {
+                return;
+            }
+            match out.iter_mut().find(|(c, _)| c == what) {
+                Some((_, t)) => *t = *t + d,
+                None => out.push((what.clone(), d)),
+            }
+        };
+        for spans in [&self.tasks, &self.interrupts] {
+            // Spans starting before `to`; those ending before `from` add nothing.
+            let upto = spans.partition_point(|s| s.start < to);
+            for s in &spans[..upto] {
+                match &s.what {
+                    Culprit::Task(t) if t.pid == tid => continue,
+                    Culprit::Hrtimer { hrtimer, .. } if *hrtimer == own_timer => continue,
+                    _ => {}
+                }
+                add(&s.what, s.end.min(to) - s.start.max(from));
+            }
+        }
+        out.sort_by_key(|c| std::cmp::Reverse(c.1));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::input::KernelEvent as K;
+
+    fn task(comm: &str, pid: i32, prio: i32) -> Task {
+        Task { comm: comm.into(), pid, prio }
+    }
+
+    fn ev(ts: i64, event: K) -> Stamped {
+        Stamped { ts: Time(ts), cpu: 1, pid: 0, event }
+    }
+
+    #[test]
+    fn windows_add_up_what_ran() {
+        // 0: idle; 100: hog runs; 300: idle again, an IRQ 150–180 and a softirq 200–260 inside hog.
+        let idle = task("swapper/1", 0, 120);
+        let hog = task("hog", 42, 9);
+        let evs = [
+            ev(0, K::Switch { prev: task("x", 7, 120), prev_state: 1, next: idle.clone() }),
+            ev(100, K::Switch { prev: idle.clone(), prev_state: 0, next: hog.clone() }),
+            ev(150, K::IrqEntry { irq: 11, name: "virtio0".into() }),
+            ev(180, K::IrqExit { irq: 11 }),
+            ev(200, K::SoftirqEntry { vec: 1 }),
+            ev(260, K::SoftirqExit { vec: 1 }),
+            ev(300, K::Switch { prev: hog.clone(), prev_state: 1, next: idle.clone() }),
+        ];
+        let refs: Vec<&Stamped> = evs.iter().collect();
+        let t = Timeline::build(&refs, Time(1000));
+        assert_eq!(t.current(Time(50)), Some(&Culprit::Idle));
+        assert_eq!(t.current(Time(120)), Some(&Culprit::Task(hog.clone())));
+        let w = t.in_window(Time(50), Time(250), 99, 0);
+        assert_eq!(
+            w,
+            [
+                (Culprit::Task(hog.clone()), Nanos(150)),
+                (Culprit::Idle, Nanos(50)),
+                (Culprit::Softirq("TIMER"), Nanos(50)),
+                (Culprit::Irq { irq: 11, name: "virtio0".into() }, Nanos(30)),
+            ]
+        );
+        // The measuring thread itself is not a culprit.
+        assert_eq!(t.in_window(Time(100), Time(140), 42, 0), []);
+    }
+}
