@@ -7,6 +7,7 @@
 //! `/dev/cpu_dma_latency` limit is [`crate::rt::DmaLatencyLimit`], beside
 //! the guard that holds a request.
 
+pub mod cpustat;
 mod hres;
 mod hypervisor;
 mod preempt;

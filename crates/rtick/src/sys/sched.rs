@@ -130,6 +130,13 @@ pub fn yield_now() {
     unsafe { libc::sched_yield() };
 }
 
+/// The length of a USER_HZ tick, the unit of `/proc/stat` (`sysconf(_SC_CLK_TCK)`).
+pub fn clock_tick() -> Nanos {
+    // SAFETY: sysconf takes a constant and touches no memory.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Nanos(1_000_000_000 / if hz > 0 { hz as i64 } else { 100 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
