@@ -18,6 +18,12 @@ pub mod stdio;
 pub mod timer;
 pub mod tsc;
 
+/// The rule of every test crate for a test that cannot run on this machine
+/// (it fails under CI), for the unit tests of the kernel interfaces too.
+#[cfg(test)]
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 use std::io;
 
 /// The errno of the last failed call, as an `io::Error`.

@@ -208,7 +208,7 @@ mod tests {
     fn timevals_round_up_to_the_microsecond() {
         let tv = |ns| {
             let t = timeval_ceil(Nanos(ns));
-            (t.tv_sec as i64, t.tv_usec as i64)
+            (t.tv_sec, t.tv_usec)
         };
         assert_eq!(tv(0), (0, 0));
         assert_eq!(tv(1), (0, 1));
@@ -222,7 +222,7 @@ mod tests {
     fn a_first_expiry_already_due_still_arms() {
         let tv = |ns| {
             let t = first_expiry(Nanos(ns));
-            (t.tv_sec as i64, t.tv_usec as i64)
+            (t.tv_sec, t.tv_usec)
         };
         // Zero would disarm and a negative time is EINVAL: both fire after 1 µs.
         assert_eq!(tv(0), (0, 1));
