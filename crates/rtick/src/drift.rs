@@ -408,9 +408,42 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip() {
-        for m in DriftMechanism::ALL {
-            assert_eq!(DriftMechanism::parse(m.name()), Some(m));
+    fn names_are_the_command_line_names() {
+        let names = [
+            (DriftMechanism::ItimerReal, "itimer-real"),
+            (DriftMechanism::ItimerVirtual, "itimer-virtual"),
+            (DriftMechanism::ItimerProf, "itimer-prof"),
+            (DriftMechanism::Timerfd, "timerfd"),
+            (DriftMechanism::PosixTimer, "posix-timer"),
+            (DriftMechanism::RelativeLoop, "relative-loop"),
+            (DriftMechanism::AbsoluteLoop, "absolute-loop"),
+        ];
+        assert_eq!(names.map(|n| n.0), DriftMechanism::ALL);
+        for (m, name) in names {
+            assert_eq!((m.name(), m.to_string()), (name, name.to_string()));
+            assert_eq!(DriftMechanism::parse(name), Some(m));
         }
+        assert_eq!(DriftMechanism::parse("itimer"), None);
+    }
+
+    /// An itimer repeats in whole microseconds: a finer period is refused
+    /// before any timer is armed (it would count a different period).
+    #[test]
+    fn itimer_periods_must_be_whole_microseconds() {
+        std::thread::spawn(|| {
+            signal::block(&[libc::SIGVTALRM]).unwrap();
+            for ns in [500, 1_500] {
+                let case = DriftCase {
+                    mechanism: DriftMechanism::ItimerVirtual,
+                    period: Nanos(ns),
+                    duration: Nanos::from_ms(10),
+                    work: Nanos::ZERO,
+                };
+                let e = run_case(&case).unwrap_err();
+                assert!(e.to_string().contains(&format!("a period of {ns} ns cannot be kept")), "{e}");
+            }
+        })
+        .join()
+        .unwrap();
     }
 }
