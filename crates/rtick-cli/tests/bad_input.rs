@@ -40,17 +40,52 @@ fn invalid_values_exit_2_with_one_line() {
         (&["--frobnicate"], "--frobnicate"),
     ];
     for (args, option) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let j = dir.path().join("out.json");
-        let mut full = vec!["measure", "-l", "5", "--json", path_str(&j)];
-        full.extend_from_slice(args);
-        let o = rtick(&full);
+        let (o, left) = measure_with(args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: one line, got: {err}");
         assert!(err.contains(option), "{args:?}: should name {option}: {err}");
+        // The harness's own options never collide with the case's.
+        assert!(!err.contains("cannot be used multiple times"), "{args:?}: {err}");
         assert!(stdout(&o).is_empty(), "{args:?}: printed {}", stdout(&o));
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?}: left files behind: {left:?}");
+    }
+}
+
+/// `rtick measure ARGS`, with `--json DIR/out.json` and bounded by `-l 5`
+/// unless the case gives those options itself (clap would refuse the second
+/// one as a duplicate, not the check under test). Returns the output and the
+/// files left in DIR.
+fn measure_with(args: &[&str]) -> (std::process::Output, Vec<std::path::PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("out.json");
+    let sets = |options: &[&str]| args.iter().any(|a| options.contains(a));
+    let mut full = vec!["measure"];
+    if !sets(&["--json"]) {
+        full.extend(["--json", path_str(&j)]);
+    }
+    if !sets(&["-l", "--loops", "-D", "--duration"]) {
+        full.extend(["-l", "5"]);
+    }
+    full.extend_from_slice(args);
+    let o = rtick(&full);
+    let left = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    (o, left)
+}
+
+/// The loop count's own validation, not a clash with another `--loops`.
+#[test]
+fn loops_are_refused_for_their_value() {
+    for (args, why) in [
+        (&["-l", "0"][..], "'0' must be greater than zero"),
+        (&["--loops", "0"], "'0' must be greater than zero"),
+        (&["-l", "x"], "'x' is not a whole number of loops"),
+        (&["-l", "1.5"], "'1.5' is not a whole number of loops"),
+    ] {
+        let (o, left) = measure_with(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--loops") && err.contains(why), "{args:?}: should refuse the value ({why}): {err}");
         assert!(left.is_empty(), "{args:?}: left files behind: {left:?}");
     }
 }

@@ -72,16 +72,21 @@ pub struct Cost {
 
 /// Times `batches` batches of `reads` calls to `f`, each batch with two
 /// CLOCK_MONOTONIC reads around it (their cost is spread over the batch).
-pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
+pub fn cost_of(spec: CostSpec, f: impl FnMut() -> i64) -> Cost {
+    cost_timed_by(spec, || clock::now(PosixClock::Monotonic).as_ns(), f)
+}
+
+/// [`cost_of`] with the clock that times the batches (ns) given.
+fn cost_timed_by(spec: CostSpec, mut now: impl FnMut() -> i64, mut f: impl FnMut() -> i64) -> Cost {
     let mut per = Vec::with_capacity(spec.batches);
     let mut sink = 0i64;
     for _ in 0..spec.batches {
-        let a = clock::now(PosixClock::Monotonic);
+        let a = now();
         for _ in 0..spec.reads {
             sink = sink.wrapping_add(std::hint::black_box(f()));
         }
-        let b = clock::now(PosixClock::Monotonic);
-        per.push((b - a).as_ns() as f64 / spec.reads as f64);
+        let b = now();
+        per.push((b - a) as f64 / spec.reads as f64);
     }
     std::hint::black_box(sink);
     per.sort_by(f64::total_cmp);
@@ -93,11 +98,16 @@ pub fn cost_of(spec: CostSpec, mut f: impl FnMut() -> i64) -> Cost {
 /// at least `reads` readings, and on until a few steps were seen (coarse
 /// clocks move once per tick) or 50 ms passed; `None` if it never moved.
 pub fn granularity(src: Source, reads: usize) -> Option<i64> {
+    granularity_of(reads, || src.read())
+}
+
+/// [`granularity`] of any reading function.
+fn granularity_of(reads: usize, mut read: impl FnMut() -> i64) -> Option<i64> {
     let start = clock::now(PosixClock::Monotonic);
-    let mut prev = src.read();
+    let mut prev = read();
     let (mut best, mut steps, mut n): (Option<i64>, u32, usize) = (None, 0, 0);
     while n < reads || (steps < 3 && clock::now(PosixClock::Monotonic) - start < Nanos::from_ms(50)) {
-        let v = src.read();
+        let v = read();
         let d = v - prev;
         if d > 0 {
             best = Some(best.map_or(d, |b| b.min(d)));
@@ -260,19 +270,68 @@ pub fn read_monotonic_raw() -> i64 {
 mod tests {
     use super::*;
 
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicI64;
+
+    /// Batches timed by a clock that only `f` advances: batch `k` of 100
+    /// costs exactly 100 − k ns a read, so the per-read costs are 1..=100
+    /// (in reverse order) and the nearest-rank median and p99 are 50 and 99.
     #[test]
-    fn costs_are_ordered_and_positive() {
-        let spec = CostSpec { batches: 20, reads: 200 };
-        let c = cost_of(spec, || clock::now(PosixClock::Monotonic).as_ns());
-        assert!(c.median_ns > 0.0 && c.p99_ns >= c.median_ns);
-        assert!(granularity(Source::Posix(PosixClock::Monotonic), 10_000).is_some());
+    fn costs_are_per_read_and_nearest_rank() {
+        let spec = CostSpec { batches: 100, reads: 8 };
+        let (t, calls) = (Cell::new(0i64), Cell::new(0usize));
+        let f = || {
+            let batch = (calls.get() / spec.reads) as i64;
+            calls.set(calls.get() + 1);
+            t.set(t.get() + 100 - batch);
+            0
+        };
+        let c = cost_timed_by(spec, || t.get(), f);
+        assert_eq!(calls.get(), 800);
+        assert_eq!(c, Cost { median_ns: 50.0, p99_ns: 99.0 });
+        // A real clock read costs something: not zero, and under a millisecond.
+        let real = cost_of(CostSpec { batches: 20, reads: 200 }, || clock::now(PosixClock::Monotonic).as_ns());
+        assert!(real.median_ns > 0.0 && real.median_ns < 1e6, "{real:?}");
     }
 
+    /// Readings stepping by 7, 5, 3 and 5 (and standing still between): the
+    /// smallest step is 3; a step backwards is no step; a source that never
+    /// moves has none.
     #[test]
-    fn cross_cpu_on_one_cpu_pair_or_none() {
+    fn granularity_is_the_smallest_forward_step() {
+        let seq = |values: &'static [i64]| {
+            let i = Cell::new(0usize);
+            move || {
+                let v = values[i.get().min(values.len() - 1)];
+                i.set(i.get() + 1);
+                v
+            }
+        };
+        assert_eq!(granularity_of(9, seq(&[10, 10, 17, 17, 22, 22, 22, 25, 30])), Some(3));
+        assert_eq!(granularity_of(4, seq(&[10, 20, 15, 19])), Some(4));
+        assert_eq!(granularity_of(10, seq(&[5])), None);
+    }
+
+    /// A source that steps back 5 units at every reading, whichever thread
+    /// reads: every hand-over sees a backwards step of exactly 5. One that
+    /// only goes forward shows none.
+    #[test]
+    fn cross_cpu_measures_backward_steps() {
+        static BACKWARDS: AtomicI64 = AtomicI64::new(1_000_000);
+        static FORWARD: AtomicI64 = AtomicI64::new(0);
+        fn backwards() -> i64 {
+            BACKWARDS.fetch_sub(5, Ordering::Relaxed) - 5
+        }
+        fn forward() -> i64 {
+            FORWARD.fetch_add(3, Ordering::Relaxed) + 3
+        }
         let cpus = sched::affinity().unwrap();
-        let r = cross_cpu(&cpus[..cpus.len().min(2)], 200, read_monotonic_raw);
-        assert_eq!(r.pairs_tested, cpus.len().min(2) * (cpus.len().min(2) - 1));
-        assert!(r.max_backwards >= 0);
+        let pair = [cpus[0], *cpus.last().unwrap()];
+        // On a single CPU both players share it (the pair is tested all the same).
+        assert_eq!(ping_pong(pair[0], pair[1], 100, backwards), 5);
+        assert_eq!(ping_pong(pair[0], pair[1], 100, forward), 0);
+        let n = cpus.len().min(3);
+        let r = cross_cpu(&cpus[..n], 50, backwards);
+        assert_eq!(r, CrossCpu { pairs_tested: n * (n - 1), max_backwards: if n > 1 { 5 } else { 0 } });
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::error::{Error, Result};
 use crate::sys::fd::TimerFd;
 use crate::sys::signal::{self, SigSet};
-use crate::sys::timer::{self, set_itimer, Notify, PosixTimer};
+use crate::sys::timer::{self, Itimer, Notify, PosixTimer};
 use crate::sys::{clock, sched};
 use crate::system::SysRoot;
 use crate::time::{Nanos, Time};
@@ -153,9 +153,9 @@ pub fn run_case(case: &DriftCase) -> Result<DriftResult> {
         return Err(Error::Invalid("period and duration must be greater than zero".into()));
     }
     match case.mechanism {
-        DriftMechanism::ItimerReal => itimer(case, libc::ITIMER_REAL, libc::SIGALRM),
-        DriftMechanism::ItimerVirtual => itimer(case, libc::ITIMER_VIRTUAL, libc::SIGVTALRM),
-        DriftMechanism::ItimerProf => itimer(case, libc::ITIMER_PROF, libc::SIGPROF),
+        DriftMechanism::ItimerReal => itimer(case, Itimer::Real, libc::SIGALRM),
+        DriftMechanism::ItimerVirtual => itimer(case, Itimer::Virtual, libc::SIGVTALRM),
+        DriftMechanism::ItimerProf => itimer(case, Itimer::Prof, libc::SIGPROF),
         DriftMechanism::Timerfd => timerfd(case),
         DriftMechanism::PosixTimer => posix_timer(case),
         DriftMechanism::RelativeLoop | DriftMechanism::AbsoluteLoop => sleep_loop(case),
@@ -173,16 +173,36 @@ fn spin_for(d: Nanos) {
     }
 }
 
-fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<DriftResult> {
+/// Counts an itimer's signals. The timer is claimed first: the process has
+/// one of each, and an `itimer` loop (ITIMER_REAL) alive at the same time
+/// would share it, so this fails instead of counting the other's signals.
+fn itimer(case: &DriftCase, which: Itimer, signo: libc::c_int) -> Result<DriftResult> {
     if !signal::is_blocked(signo) {
         return Err(Error::Invalid(format!("signal {signo} must be blocked before measuring {}", case.mechanism)));
     }
+    if !timer::itimer_keeps(case.period) {
+        return Err(Error::Invalid(format!(
+            "{}: setitimer counts whole microseconds, so a period of {} ns cannot be kept; use a multiple of 1 µs",
+            case.mechanism,
+            case.period.as_ns()
+        )));
+    }
+    let timer = which.claim().map_err(|e| match e.kind() {
+        std::io::ErrorKind::ResourceBusy => Error::Unavailable {
+            mechanism: case.mechanism.name(),
+            reason: format!(
+                "one {} per process, and an itimer loop or another drift measurement is using it; drop it first",
+                which.name()
+            ),
+        },
+        _ => Error::sys("setitimer", e, ""),
+    })?;
     let set = SigSet::of(&[signo]);
     signal::drain(&set);
     // CPU-time timers advance only while the process runs: keep it busy.
     while_busy(case.mechanism.cpu_time(), || {
         let (wall0, cpu0) = (mono(), sched::process_cpu_time());
-        set_itimer(which, case.period, case.period).map_err(|e| Error::sys("setitimer", e, ""))?;
+        timer.arm(case.period, case.period).map_err(|e| Error::sys(format!("setitimer({})", which.name()), e, ""))?;
         let mut ticks = 0u64;
         while mono() - wall0 < case.duration {
             if signal::wait_timeout(&set, Nanos::from_ms(50)) {
@@ -190,7 +210,7 @@ fn itimer(case: &DriftCase, which: libc::c_int, signo: libc::c_int) -> Result<Dr
             }
         }
         let (wall1, cpu1) = (mono(), sched::process_cpu_time());
-        set_itimer(which, Nanos::ZERO, Nanos::ZERO).map_err(|e| Error::sys("setitimer", e, ""))?;
+        timer.disarm().map_err(|e| Error::sys(format!("setitimer({}, 0)", which.name()), e, ""))?;
         signal::drain(&set);
         let elapsed = match case.mechanism {
             DriftMechanism::ItimerVirtual => cpu1.0 - cpu0.0,
@@ -388,9 +408,42 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip() {
-        for m in DriftMechanism::ALL {
-            assert_eq!(DriftMechanism::parse(m.name()), Some(m));
+    fn names_are_the_command_line_names() {
+        let names = [
+            (DriftMechanism::ItimerReal, "itimer-real"),
+            (DriftMechanism::ItimerVirtual, "itimer-virtual"),
+            (DriftMechanism::ItimerProf, "itimer-prof"),
+            (DriftMechanism::Timerfd, "timerfd"),
+            (DriftMechanism::PosixTimer, "posix-timer"),
+            (DriftMechanism::RelativeLoop, "relative-loop"),
+            (DriftMechanism::AbsoluteLoop, "absolute-loop"),
+        ];
+        assert_eq!(names.map(|n| n.0), DriftMechanism::ALL);
+        for (m, name) in names {
+            assert_eq!((m.name(), m.to_string()), (name, name.to_string()));
+            assert_eq!(DriftMechanism::parse(name), Some(m));
         }
+        assert_eq!(DriftMechanism::parse("itimer"), None);
+    }
+
+    /// An itimer repeats in whole microseconds: a finer period is refused
+    /// before any timer is armed (it would count a different period).
+    #[test]
+    fn itimer_periods_must_be_whole_microseconds() {
+        std::thread::spawn(|| {
+            signal::block(&[libc::SIGVTALRM]).unwrap();
+            for ns in [500, 1_500] {
+                let case = DriftCase {
+                    mechanism: DriftMechanism::ItimerVirtual,
+                    period: Nanos(ns),
+                    duration: Nanos::from_ms(10),
+                    work: Nanos::ZERO,
+                };
+                let e = run_case(&case).unwrap_err();
+                assert!(e.to_string().contains(&format!("a period of {ns} ns cannot be kept")), "{e}");
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -228,7 +228,9 @@ mod tests {
 
     #[test]
     fn fixture_tree() {
-        let d = std::env::temp_dir().join(format!("rtick-sys-{}", std::process::id()));
+        // Removed on drop, so a failing assertion leaves nothing behind.
+        let tree = tempfile::tempdir().unwrap();
+        let d = tree.path();
         let w = |p: &str, c: &str| {
             let f = d.join(p.trim_start_matches('/'));
             fs::create_dir_all(f.parent().unwrap()).unwrap();
@@ -241,7 +243,7 @@ mod tests {
         w("/sys/devices/system/cpu/online", "0-1\n");
         // No CPU listed: unknown (this said "not active on every CPU").
         w("/proc/timer_list", "Timer List Version: v0.9\n");
-        let s = SystemInfo::read_from(&SysRoot::new(&d));
+        let s = SystemInfo::read_from(&SysRoot::new(d));
         assert_eq!(
             s.preempt,
             PreemptModel { model: Some(Preempt::Full), dynamic: true, source: PreemptSource::Debugfs }
@@ -251,7 +253,6 @@ mod tests {
         assert_eq!(s.hypervisor(), Some(&Hypervisor { name: None }));
         assert_eq!(s.hres, Some(HresActive::default()));
         assert_eq!(s.hres_active(), None);
-        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

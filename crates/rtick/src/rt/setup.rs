@@ -1,5 +1,7 @@
 //! Real-time setup for an application thread, undone when the guard drops.
 
+use std::marker::PhantomData;
+
 use crate::error::{Error, Result};
 use crate::sys::{deadline, sched};
 use crate::time::Nanos;
@@ -121,6 +123,7 @@ impl Setup {
             slack: sched::timer_slack().ok(),
             memory: None,
             dma: None,
+            _thread_bound: PhantomData,
         };
         if let Some((heap, stack)) = self.lock {
             g.memory = Some(MemoryLock::lock(if heap == 0 { DEFAULT_HEAP_PREFAULT } else { heap })?);
@@ -152,6 +155,23 @@ impl Setup {
 }
 
 /// Everything [`Setup::apply`] changed; restored on drop.
+///
+/// Thread-bound: the policy, affinity and timer slack it restores are those
+/// of the thread that drops it, so it must be dropped by the thread that
+/// applied the setup. It is therefore neither `Send` nor `Sync`:
+///
+/// ```compile_fail
+/// fn assert_send<T: Send>() {}
+/// assert_send::<rtick::rt::SetupGuard>();
+/// ```
+///
+/// (The same check compiles for a `Send` type, and the path names the guard:)
+///
+/// ```
+/// fn assert_send<T: Send>() {}
+/// assert_send::<rtick::rt::Setup>();
+/// let _guard: Option<rtick::rt::SetupGuard> = None;
+/// ```
 #[derive(Debug)]
 pub struct SetupGuard {
     policy: (libc::c_int, libc::c_int),
@@ -159,6 +179,9 @@ pub struct SetupGuard {
     slack: Option<Nanos>,
     memory: Option<MemoryLock>,
     dma: Option<DmaLatency>,
+    /// A raw pointer is neither `Send` nor `Sync`: keeps the guard in the
+    /// thread whose settings it restores.
+    _thread_bound: PhantomData<*const ()>,
 }
 
 impl SetupGuard {

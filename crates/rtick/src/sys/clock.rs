@@ -125,8 +125,59 @@ mod tests {
         assert_eq!(bad.raw_os_error(), Some(libc::EINVAL));
         assert!(sleep_until(-1234, Time(0)).is_err());
         assert!(sleep_for(-1234, Nanos(1)).is_err());
-        assert!(resolution(MONO).unwrap() > Nanos(0));
         assert!(try_now(MONO).unwrap() <= now(MONO));
+    }
+
+    /// `clock_getres` against what the kernel's configuration implies, read
+    /// independently: hrtimer clocks have 1 ns resolution once a CPU runs
+    /// high-resolution timers (`.hres_active` in /proc/timer_list), else one
+    /// jiffy; the coarse clocks always one jiffy, `TICK_NSEC` =
+    /// (10⁹ + HZ/2) / HZ in the kernel (4 ms at HZ=250, 3 333 333 ns at HZ=300).
+    #[test]
+    fn resolutions_follow_hres_and_hz() {
+        let root = crate::system::SysRoot::default();
+        // CONFIG_HZ, else counted from the jiffies in /proc/timer_list.
+        let hz = crate::drift::detect_hz(&root).map(i64::from);
+        let jiffy = hz.map(|hz| Nanos((1_000_000_000 + hz / 2) / hz));
+        let res = |c: PosixClock| resolution(c).unwrap_or_else(|e| panic!("clock_getres({}): {e}", c.name()));
+        let hrtimer_clocks = [
+            PosixClock::Monotonic,
+            PosixClock::MonotonicRaw,
+            PosixClock::Realtime,
+            PosixClock::Boottime,
+            PosixClock::Tai,
+        ];
+        // hrtimer_resolution is one global: 1 ns as soon as any CPU switched.
+        match crate::system::HresActive::read(&root) {
+            Some(h) if h.count(Some(true)) > 0 => {
+                for c in hrtimer_clocks {
+                    assert_eq!(res(c), Nanos(1), "{}", c.name());
+                }
+            }
+            Some(h) if !h.cpus().is_empty() && h.count(Some(false)) == h.cpus().len() => match jiffy {
+                Some(j) => {
+                    for c in hrtimer_clocks {
+                        assert_eq!(res(c), j, "{} without high-resolution timers", c.name());
+                    }
+                }
+                None => super::super::skip::skip(
+                    "HZ unknown (no kernel config, /proc/timer_list unreadable: run as root)",
+                    false,
+                ),
+            },
+            _ => super::super::skip::skip("/proc/timer_list unreadable or without .hres_active (run as root)", false),
+        }
+        match jiffy {
+            Some(j) => {
+                for c in [PosixClock::MonotonicCoarse, PosixClock::RealtimeCoarse] {
+                    assert_eq!(res(c), j, "{} at CONFIG_HZ={}", c.name(), hz.unwrap_or_default());
+                }
+            }
+            None => super::super::skip::skip(
+                "HZ unknown (no kernel config, /proc/timer_list unreadable: run as root)",
+                false,
+            ),
+        }
     }
 
     #[test]

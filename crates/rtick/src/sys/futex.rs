@@ -9,8 +9,9 @@ use super::{check_code, last_error};
 use crate::time::Time;
 
 /// Waits on `word` (while it holds `expected`) until the absolute `deadline`
-/// on CLOCK_MONOTONIC, or CLOCK_REALTIME when `realtime`. Returns on timeout;
-/// EINTR and a changed word return to the caller (EINTR as an error).
+/// on CLOCK_MONOTONIC, or CLOCK_REALTIME when `realtime`. `Ok` on timeout
+/// (or a wake-up); EINTR, and EAGAIN when the word does not hold `expected`,
+/// return to the caller as errors.
 #[inline]
 pub fn wait_bitset_until(word: &AtomicU32, expected: u32, deadline: Time, realtime: bool) -> io::Result<()> {
     let ts = deadline.to_timespec();
@@ -33,7 +34,7 @@ pub fn wait_bitset_until(word: &AtomicU32, expected: u32, deadline: Time, realti
     }
     let e = last_error();
     match e.raw_os_error() {
-        Some(libc::ETIMEDOUT) | Some(libc::EAGAIN) => Ok(()),
+        Some(libc::ETIMEDOUT) => Ok(()),
         _ => Err(e),
     }
 }
@@ -122,6 +123,16 @@ mod tests {
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         cv.wait_until(d).unwrap();
         assert!(super::super::clock::now(c) >= d);
-        let _ = last_error();
+    }
+
+    /// The kernel refuses to wait on a word that does not hold the value
+    /// expected (EAGAIN), and says so, rather than sleep until the deadline.
+    #[test]
+    fn futex_on_a_changed_word_is_eagain() {
+        let w = AtomicU32::new(1);
+        // A deadline far off: were the mismatch ignored, this would time out, Ok.
+        let d = super::super::clock::now(crate::clock::PosixClock::Monotonic) + Nanos::from_secs(30);
+        let e = wait_bitset_until(&w, 0, d, false).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN), "{e}");
     }
 }

@@ -4,6 +4,7 @@
 //! carries a `// SAFETY:` comment on every unsafe block. Callers above this
 //! layer never see raw pointers or errno.
 
+pub mod claim;
 pub mod clock;
 pub mod deadline;
 pub mod fd;
@@ -16,6 +17,12 @@ pub mod sleep;
 pub mod stdio;
 pub mod timer;
 pub mod tsc;
+
+/// The rule of every test crate for a test that cannot run on this machine
+/// (it fails under CI), for the unit tests of the kernel interfaces too.
+#[cfg(test)]
+#[path = "../../tests/support/skip.rs"]
+mod skip;
 
 use std::io;
 

@@ -161,10 +161,25 @@ mod tests {
         assert!(thread_cpu_time() > a);
     }
 
+    /// The kernel's own account of the calling thread's CPUs.
+    fn cpus_allowed_list() -> Vec<usize> {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list");
+        crate::system::parse_cpu_list(list.trim()).unwrap_or_else(|| panic!("cannot parse {list:?}"))
+    }
+
     #[test]
-    fn affinity_lists_current_cpu() {
-        let cpus = affinity().unwrap();
-        assert!(!cpus.is_empty());
-        assert!(cpus.len() <= online_cpus());
+    fn affinity_is_what_the_kernel_lists() {
+        std::thread::spawn(|| {
+            let all = affinity().unwrap();
+            assert_eq!(all, cpus_allowed_list());
+            // Narrowed to one CPU (the last allowed), both say that CPU alone.
+            let last = *all.last().unwrap();
+            set_affinity(&[last]).unwrap();
+            assert_eq!(affinity().unwrap(), [last]);
+            assert_eq!(cpus_allowed_list(), [last]);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -7,9 +7,10 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
+use super::claim::{Claim, InUse};
 use crate::clock::PosixClock;
 use crate::time::Time;
 
@@ -37,7 +38,7 @@ static HANDLER_OVERRUN: AtomicU32 = AtomicU32::new(0);
 static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
 /// Whether a [`HandlerGuard`] is alive: a second one would share the
 /// statics above and each would see the other's signals.
-static HANDLER_IN_USE: AtomicBool = AtomicBool::new(false);
+static HANDLER_IN_USE: InUse = InUse::new();
 
 extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // A checked read: clock_gettime is async-signal-safe, and the id came
@@ -59,6 +60,8 @@ extern "C" fn timer_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx:
 pub struct HandlerGuard {
     signo: libc::c_int,
     old: libc::sigaction,
+    /// Released after `drop` has restored the old disposition.
+    _claim: Claim,
 }
 
 impl std::fmt::Debug for HandlerGuard {
@@ -71,13 +74,14 @@ impl std::fmt::Debug for HandlerGuard {
 /// on entry. One per process: while a [`HandlerGuard`] lives, another
 /// install fails with [`io::ErrorKind::ResourceBusy`].
 pub fn install_timer_handler(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
-    if HANDLER_IN_USE.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+    let Some(claim) = HANDLER_IN_USE.claim() else {
         return Err(io::Error::new(io::ErrorKind::ResourceBusy, "rtick's timer signal handler is already installed"));
-    }
-    install(signo, clock).inspect_err(|_| HANDLER_IN_USE.store(false, Ordering::Release))
+    };
+    // On failure the claim drops here, and another install may try again.
+    install(signo, clock, claim)
 }
 
-fn install(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
+fn install(signo: libc::c_int, clock: PosixClock, claim: Claim) -> io::Result<HandlerGuard> {
     HANDLER_CLOCK.store(clock.raw(), Ordering::Relaxed);
     // SAFETY: sigaction is plain data; all-zero is a valid starting value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -91,7 +95,7 @@ fn install(signo: libc::c_int, clock: PosixClock) -> io::Result<HandlerGuard> {
     };
     super::check_ret(ret)?;
     // SAFETY: sigaction succeeded and wrote the old disposition.
-    Ok(HandlerGuard { signo, old: unsafe { old.assume_init() } })
+    Ok(HandlerGuard { signo, old: unsafe { old.assume_init() }, _claim: claim })
 }
 
 impl HandlerGuard {
@@ -118,7 +122,6 @@ impl Drop for HandlerGuard {
     fn drop(&mut self) {
         // SAFETY: restores the disposition saved when the handler was installed.
         unsafe { libc::sigaction(self.signo, &self.old, std::ptr::null_mut()) };
-        HANDLER_IN_USE.store(false, Ordering::Release);
     }
 }
 
