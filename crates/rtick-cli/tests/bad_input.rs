@@ -29,6 +29,7 @@ fn invalid_values_exit_2_with_one_line() {
         (&["-a", "zero"], "--affinity"),
         (&["-t", "0"], "--threads"),
         (&["-m", "itimer", "-t", "2"], "itimer"),
+        (&["-m", "itimer", "-i", "1500ns"], "itimer"),
         (&["--hybrid-slack", "2ms", "-i", "1ms"], "--hybrid-slack"),
         (&["--hybrid-slack", "soon"], "--hybrid-slack"),
         (&["--timer-slack", "0"], "--timer-slack"),

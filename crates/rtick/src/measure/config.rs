@@ -123,6 +123,12 @@ impl MeasureConfig {
                     info.name
                 )));
             }
+            if *m == Mechanism::Itimer && !crate::sys::timer::itimer_keeps(self.interval) {
+                return Err(Error::Invalid(format!(
+                    "itimer counts whole microseconds: an interval of {} cannot be kept (-i in whole µs, or another mechanism)",
+                    self.interval
+                )));
+            }
             #[cfg(any(test, feature = "mock"))]
             if *m == Mechanism::Mock && self.mock.latencies.is_empty() {
                 return Err(Error::Invalid("the mock mechanism needs latencies".into()));
@@ -266,6 +272,7 @@ mod tests {
                 threads: vec![ThreadSetup::default(), ThreadSetup::default()],
                 ..ok.clone()
             },
+            MeasureConfig { mechanisms: vec![Mechanism::Itimer], interval: Nanos(1500), ..ok.clone() },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
