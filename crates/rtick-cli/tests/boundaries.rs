@@ -21,12 +21,12 @@ fn usage_error(args: &[&str], want: &[&str]) {
 fn products_that_overflow_are_usage_errors() {
     usage_error(
         &["measure", "-l", "9223372036854775807", "-i", "1s", "--policy", "other", "-q"],
-        &["9223372036854775807 loops of 1.000 s last longer than 146 years", "fewer loops"],
+        &["9223372036854775807 loops of 1.000 s last longer than 73 years", "fewer loops"],
     );
     // More loops than i64 holds: no silent wrap to a negative count.
     usage_error(&["measure", "-l", "18446744073709551615", "-i", "1ns", "--policy", "other", "-q"], &["loops"]);
     // Each mechanism's duration fits; all of them together do not.
-    usage_error(&["measure", "-D", "50000d", "-m", "all", "--policy", "other", "-q"], &["mechanisms", "146 years"]);
+    usage_error(&["measure", "-D", "50000d", "-m", "all", "--policy", "other", "-q"], &["mechanisms", "73 years"]);
     usage_error(
         &["measure", "-D", "1h", "--compare", "-m", "spin,hybrid", "--slice", "1ns", "--policy", "other", "-q"],
         &["longer slices"],

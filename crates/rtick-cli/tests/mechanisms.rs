@@ -105,3 +105,35 @@ fn mechanisms_list_names_every_public_mechanism() {
         assert_eq!(stdout(&o).contains(k.name), !k.hidden, "{}", k.name);
     }
 }
+
+/// A period the kernel refuses for SCHED_DEADLINE (below
+/// `kernel.sched_deadline_period_min_us`, 100 µs by default) makes that
+/// mechanism unavailable when its loop is first armed; the others are still
+/// measured (it used to abort the whole run).
+#[test]
+fn a_refused_sched_deadline_period_leaves_the_other_mechanisms() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = rtick(&[
+        "measure",
+        "-m",
+        "sched-deadline,clock_nanosleep",
+        "-i",
+        "50us",
+        "-l",
+        "50",
+        "-q",
+        "--json",
+        path_str(&j),
+    ]);
+    ok(&o);
+    let j = json(&j);
+    let measured: Vec<&str> =
+        j["results"].as_array().unwrap().iter().map(|r| r["mechanism"].as_str().unwrap()).collect();
+    assert_eq!(measured, ["clock_nanosleep"]);
+    let u = &j["unavailable"][0];
+    assert_eq!(u["mechanism"], "sched-deadline");
+    // As root the period is what is refused; without privilege, SCHED_DEADLINE itself.
+    let reason = u["reason"].as_str().unwrap();
+    assert!(reason.contains(if is_root() { "period" } else { "CAP_SYS_NICE" }), "{reason}");
+}

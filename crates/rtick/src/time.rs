@@ -19,6 +19,14 @@ pub struct Time(pub i64);
 
 const NS_PER_SEC: i64 = 1_000_000_000;
 
+/// The longest span a period, a shift, a start offset or a run may have:
+/// 2^61 ns (73 years). A clock reading (CLOCK_REALTIME is ≈ 1.8e18 ns, below
+/// 2^61 until 2043) plus two such spans still fits in an `i64`, so no
+/// deadline computed from checked inputs can overflow.
+pub const MAX_SPAN: Nanos = Nanos(1 << 61);
+/// [`MAX_SPAN`] for people.
+pub const MAX_SPAN_TEXT: &str = "73 years";
+
 impl Nanos {
     /// Zero.
     pub const ZERO: Nanos = Nanos(0);
@@ -49,6 +57,10 @@ impl Nanos {
     /// The value in (fractional) seconds, for display.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
+    }
+    /// Whether `-MAX_SPAN ≤ self ≤ MAX_SPAN` (see [`MAX_SPAN`]).
+    pub const fn within_max_span(self) -> bool {
+        self.0 >= -MAX_SPAN.0 && self.0 <= MAX_SPAN.0
     }
     /// As a relative `timespec` (negative spans become zero: a sleep cannot go back).
     pub fn to_timespec(self) -> libc::timespec {
@@ -81,6 +93,20 @@ impl Time {
     /// Nanoseconds since the clock's epoch.
     pub const fn as_ns(self) -> i64 {
         self.0
+    }
+    /// `self + d`, or `None` on overflow.
+    pub const fn checked_add(self, d: Nanos) -> Option<Time> {
+        match self.0.checked_add(d.0) {
+            Some(t) => Some(Time(t)),
+            None => None,
+        }
+    }
+    /// `self − other`, or `None` on overflow.
+    pub const fn checked_since(self, other: Time) -> Option<Nanos> {
+        match self.0.checked_sub(other.0) {
+            Some(d) => Some(Nanos(d)),
+            None => None,
+        }
     }
 }
 

@@ -22,12 +22,11 @@ pub struct HistogramSpec {
 /// The most fixed-width histogram buckets a thread may keep (80 MB of counts).
 pub const MAX_HISTOGRAM_BUCKETS: usize = 10_000_000;
 
-/// The longest interval, duration or run: half of what i64 nanoseconds
-/// reach, so that a clock's own time (≈ 1.8e18 ns on CLOCK_REALTIME) plus
-/// a run's length still fits in a deadline.
-const MAX_LENGTH: Nanos = Nanos(i64::MAX / 2);
+/// The longest interval, duration or run (see [`crate::time::MAX_SPAN`]):
+/// a clock's own time plus an interval plus a duration still fits in a deadline.
+const MAX_LENGTH: Nanos = crate::time::MAX_SPAN;
 /// [`MAX_LENGTH`] for people.
-const LONGEST: &str = "146 years";
+const LONGEST: &str = crate::time::MAX_SPAN_TEXT;
 
 /// The most slices an interleaved run may be cut into.
 const MAX_SLICES: usize = 1_000_000;
@@ -296,8 +295,7 @@ mod tests {
             let c = MeasureConfig { loops: Some(loops), ..ok.clone() };
             let e = c.validate().expect_err("loops × interval overflows").to_string();
             assert!(
-                e.contains(&format!("{loops} loops of 1.000 s last longer than 146 years"))
-                    && e.contains("fewer loops"),
+                e.contains(&format!("{loops} loops of 1.000 s last longer than 73 years")) && e.contains("fewer loops"),
                 "{e}"
             );
             assert!(c.expected_duration().is_none_or(|d| d > MAX_LENGTH));

@@ -217,9 +217,16 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>>
     for slice in ctx.slices {
         if failure.is_none() && !ctx.stop.load(Relaxed) {
             if let Ok(slot) = &mut slots[slice.mechanism] {
-                if let Err(e) = run_slice(slot, slice, &meta, trace.as_deref_mut()) {
-                    failure = Some(e);
-                    ctx.stop.store(true, Relaxed);
+                match run_slice(slot, slice, &meta, trace.as_deref_mut()) {
+                    Ok(()) => {}
+                    // The kernel refused the run's interval when it was first armed
+                    // (sched-deadline's period limits or admission test): this
+                    // mechanism is unavailable, the others go on.
+                    Err(Error::Unavailable { reason, .. }) if slot.n == 0 => slots[slice.mechanism] = Err(reason),
+                    Err(e) => {
+                        failure = Some(e);
+                        ctx.stop.store(true, Relaxed);
+                    }
                 }
             }
             if slice.rest_after > Nanos::ZERO && !ctx.stop.load(Relaxed) {

@@ -62,7 +62,9 @@ use crate::time::{Nanos, Time};
 use crate::wait::{self, HybridSlack, Mechanism, WaitConfig};
 use ticker::Ticker;
 
-/// When the first deadline falls.
+/// When the first deadline falls. Relative sleeps (each one period from
+/// when it is called) and sched-deadline (the kernel's own grid) start one
+/// period from the first wait whatever is asked.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Start {
     /// One period from now.
@@ -167,6 +169,9 @@ impl PeriodicBuilder {
         let period = self.period.ok_or_else(|| Error::Invalid("a periodic loop needs a period".into()))?;
         if period <= Nanos::ZERO {
             return Err(Error::Invalid("the period must be greater than zero".into()));
+        }
+        if period > crate::time::MAX_SPAN {
+            return Err(Error::Invalid(format!("the period must be at most {}", crate::time::MAX_SPAN_TEXT)));
         }
         if self.sync.max_step < Nanos::ZERO || !self.sync.kp.is_finite() || !self.sync.ki.is_finite() {
             return Err(Error::Invalid("sync gains must be finite and max_step not negative".into()));

@@ -39,10 +39,14 @@ pub struct PiController {
 }
 
 impl PiController {
-    /// The phase error of a reference reading taken at a deadline.
+    /// The phase error of a reference reading taken at a deadline, within
+    /// ±period/2 (zero for a period that is not positive).
     pub fn phase_error(reference: i64, cfg: &SyncConfig, period: Nanos) -> Nanos {
         let p = period.as_ns();
-        let e = (reference - cfg.offset.as_ns()).rem_euclid(p);
+        if p <= 0 {
+            return Nanos::ZERO;
+        }
+        let e = reference.wrapping_sub(cfg.offset.as_ns()).rem_euclid(p);
         Nanos(if e >= p / 2 { e - p } else { e })
     }
 

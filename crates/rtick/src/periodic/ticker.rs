@@ -8,7 +8,7 @@
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::schedule::{Advance, Grid, OverrunPolicy, Timing};
-use crate::time::{Nanos, Time};
+use crate::time::{Nanos, Time, MAX_SPAN, MAX_SPAN_TEXT};
 use crate::wait::{Mechanism, StepWatch, Waiter};
 
 /// A grid, the waiter that waits for its deadlines, and (on clocks that can
@@ -42,12 +42,25 @@ impl Ticker {
         }
     }
 
-    /// Starts the grid with cycle 0 at `first` and arms the waiter.
+    /// Starts the grid with cycle 0 at `first` (at most [`MAX_SPAN`] from
+    /// now) and arms the waiter.
     pub(crate) fn start_at(&mut self, first: Time) -> Result<()> {
+        self.check_reachable("the first deadline", first)?;
         let timing = Timing::of(self.mechanism);
         self.grid = Grid::new(first, self.grid.period(), self.grid.policy(), timing);
         self.origin = Some(first);
-        self.arm()
+        self.arm()?;
+        self.start_watch();
+        Ok(())
+    }
+
+    /// A deadline further than [`MAX_SPAN`] from now is refused: the grid's
+    /// arithmetic stays far from overflow.
+    fn check_reachable(&self, what: &str, t: Time) -> Result<()> {
+        match t.checked_since(self.waiter.now()) {
+            Some(d) if d.within_max_span() => Ok(()),
+            _ => Err(Error::Invalid(format!("{what} is more than {MAX_SPAN_TEXT} away from now"))),
+        }
     }
 
     /// Starts (one period from now) or, after [`Ticker::pause`], resumes on
@@ -60,6 +73,7 @@ impl Ticker {
             Some(_) => {
                 self.grid.resume(now);
                 self.arm()?;
+                self.start_watch();
             }
         }
         Ok(self.grid.next())
@@ -71,10 +85,14 @@ impl Ticker {
     }
 
     fn arm(&mut self) -> Result<()> {
-        self.waiter.arm(self.grid.next(), self.grid.period())?;
-        // (Re)read the offset to CLOCK_MONOTONIC now that the wait is about to start.
+        self.waiter.arm(self.grid.next(), self.grid.period())
+    }
+
+    /// (Re)reads the clock's offset to CLOCK_MONOTONIC as the loop (re)starts.
+    /// Not on a change of period or a shift: a step during the cycle's work
+    /// would be absorbed and show as lateness.
+    fn start_watch(&mut self) {
         self.steps = self.watch_steps.then(|| StepWatch::new(&*self.waiter));
-        Ok(())
     }
 
     /// Waits for the next deadline and advances the grid. Allocates
@@ -99,25 +117,50 @@ impl Ticker {
         Some(self.grid.stepped(wake, jump))
     }
 
-    /// Changes the period from the last deadline on, and re-arms the waiter with it.
+    /// Changes the period from the last deadline on, and re-arms the waiter
+    /// with it. On failure (a period the mechanism cannot keep) the loop
+    /// stays on its old grid, armed.
     pub(crate) fn set_period(&mut self, p: Nanos) -> Result<()> {
-        if p <= Nanos::ZERO {
-            return Err(Error::Invalid("the period must be greater than zero".into()));
+        if p <= Nanos::ZERO || p > MAX_SPAN {
+            return Err(Error::Invalid(format!("the period must be greater than zero and at most {MAX_SPAN_TEXT}")));
         }
-        self.grid.set_period(p);
-        self.rearm()
+        self.change(|g| g.set_period(p))
     }
 
     /// Moves every following deadline by `by`, and re-arms the waiter.
+    /// Mechanisms without a grid of their own to move refuse it: relative
+    /// sleeps (each sleeps one period from when it is called) and
+    /// sched-deadline (the kernel keeps its grid out of sight).
     pub(crate) fn shift(&mut self, by: Nanos) -> Result<()> {
-        if self.mechanism.info().estimated_grid {
+        let info = self.mechanism.info();
+        if info.relative || info.estimated_grid {
             return Err(Error::Invalid(format!(
-                "{}: the kernel keeps this grid out of sight, it cannot be shifted (set_period re-anchors it)",
-                self.mechanism.name()
+                "{} has no deadlines of its own to shift ({}); use an absolute mechanism such as clock_nanosleep",
+                info.name,
+                if info.relative {
+                    "each sleep is one period from when it is called"
+                } else {
+                    "the kernel keeps its grid"
+                }
             )));
         }
-        self.grid.shift(by);
-        self.rearm()
+        let next = self.grid.next().checked_add(by).filter(|_| by.within_max_span());
+        self.check_reachable("the shifted deadline", next.unwrap_or(Time(i64::MAX)))?;
+        self.change(|g| g.shift(by))
+    }
+
+    /// Applies a change to the grid and re-arms the waiter on it; if the
+    /// waiter refuses it, back to the old grid, re-armed.
+    fn change(&mut self, f: impl FnOnce(&mut Grid)) -> Result<()> {
+        let before = self.grid.clone();
+        f(&mut self.grid);
+        if let Err(e) = self.rearm() {
+            self.grid = before;
+            // Best effort: the old grid was armed a moment ago.
+            let _ = self.rearm();
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Interval timers keep the grid in the kernel: stop the old one first.
@@ -149,5 +192,16 @@ impl Ticker {
     /// Cycle 0's deadline, once started.
     pub(crate) fn origin(&self) -> Option<Time> {
         self.origin
+    }
+}
+
+impl Drop for Ticker {
+    /// Stops the waiter's timer and undoes what arming did (sched-deadline
+    /// leaves SCHED_DEADLINE; pending timer signals are drained), so nothing
+    /// of the loop outlives it.
+    fn drop(&mut self) {
+        if self.origin.is_some() {
+            let _ = self.waiter.disarm();
+        }
     }
 }

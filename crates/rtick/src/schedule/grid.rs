@@ -108,7 +108,13 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// A grid whose cycle 0 is at `first`. `period` must be positive.
+    /// A grid whose cycle 0 is at `first`.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is not positive. Its users keep periods within
+    /// (0, [`MAX_SPAN`](crate::time::MAX_SPAN)] and deadlines within
+    /// `MAX_SPAN` of the clock's time, so its arithmetic cannot overflow.
     pub fn new(first: Time, period: Nanos, policy: OverrunPolicy, timing: Timing) -> Grid {
         assert!(period > Nanos::ZERO, "a grid needs a positive period");
         Grid { period, policy, timing, next: first, cycle: 0, pending_missed: 0, last_wake: None, waited: false }
@@ -211,7 +217,10 @@ impl Grid {
 
     /// Changes the period: the next deadline becomes the last one plus `p`
     /// (before the first wait, the first deadline stays where it is).
-    /// `p` must be positive.
+    ///
+    /// # Panics
+    ///
+    /// If `p` is not positive.
     pub fn set_period(&mut self, p: Nanos) {
         assert!(p > Nanos::ZERO, "a grid needs a positive period");
         if self.waited {

@@ -155,10 +155,23 @@ impl Waiter for ItimerWait {
         Ok(())
     }
 
+    /// The kernel's grid is the loop's, shifted later by the time `setitimer`
+    /// took, so the deadline's own SIGALRM never comes before the deadline.
+    /// One that does was left pending by an expiry the loop skipped: the
+    /// thread was preempted between taking the previous signal and reading
+    /// the clock, long enough for the next expiry to fire, and the overrun
+    /// made the grid skip it (ITIMER_REAL reports no overrun count to
+    /// reconcile with). It is drained and the wait goes on, so it cannot pass
+    /// for an early wake-up — `tests/mechanisms.rs` caught one under load.
     #[inline]
     fn wait(&mut self, deadline: Time) -> Result<Wake> {
-        signal::wait(&self.set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
-        Ok(Wake { planned: deadline, actual: self.clock.now(), kernel_next: None })
+        loop {
+            signal::wait(&self.set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
+            let actual = self.clock.now();
+            if actual >= deadline {
+                return Ok(Wake { planned: deadline, actual, kernel_next: None });
+            }
+        }
     }
 }
 

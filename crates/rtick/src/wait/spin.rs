@@ -135,16 +135,12 @@ impl OvershootTracker {
             return None;
         }
         self.since_update = 0;
-        // The 1 % tail, counted from the top; the p99 is the upper edge of its bucket.
-        let tail = self.total.div_ceil(100);
-        let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate().rev() {
-            seen += c as u64;
-            if seen >= tail {
-                return Some(Nanos::from_us(i as i64 + 1));
-            }
-        }
-        Some(Nanos::ZERO)
+        // The nearest-rank p99 (the one percentile of the crate); reported
+        // as the upper edge of its 1 µs bucket.
+        let rank = crate::stats::percentile::rank(0.99, self.total)?;
+        let counts = self.counts.iter().enumerate().map(|(i, &c)| (i, u64::from(c)));
+        let bucket = crate::stats::percentile::at_rank(counts, rank)?;
+        Some(Nanos::from_us(bucket as i64 + 1))
     }
 }
 
@@ -195,10 +191,16 @@ impl Hybrid {
         }
     }
 
-    /// The auto slack for the overshoot followed and the armed interval.
+    /// Follows the sleep overshoot while running: the slack stays within
+    /// [2 µs, ¾ interval], so a burst of overshoot never stops the sleeps
+    /// (and with them the tracking). Whether to sleep at all is decided when
+    /// the interval is armed.
     fn follow(&mut self, p99: Nanos) {
         self.overshoot_p99 = p99;
-        self.slack = slack_for(p99, self.interval).0;
+        if self.calibration.is_some_and(|c| !c.spins_whole_period) {
+            let cap = Nanos(self.interval.as_ns() * 3 / 4);
+            self.slack = slack_for(p99, self.interval).0.clamp(Nanos::from_us(2).min(cap), cap);
+        }
     }
 }
 
@@ -210,8 +212,9 @@ impl Waiter for Hybrid {
     fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
         if let Some(c) = self.calibration.as_mut() {
-            (c.slack, c.spins_whole_period) = slack_for(c.overshoot_p99, interval);
-            self.follow(self.overshoot_p99);
+            // Decided from the overshoot followed so far (the calibration's at first).
+            (c.slack, c.spins_whole_period) = slack_for(self.overshoot_p99, interval);
+            self.slack = c.slack;
         }
         Ok(())
     }
@@ -295,5 +298,13 @@ mod tests {
         assert!(h.calibration.unwrap().spins_whole_period);
         let d = h.now() + Nanos::from_us(50);
         assert!(h.wait(d).unwrap().actual >= d);
+        // While running, a burst of overshoot raises the slack up to ¾ of the
+        // interval but never stops the sleeps (it would stop the tracking too).
+        h.overshoot_p99 = Nanos::from_us(4);
+        h.arm(now, Nanos::from_ms(10)).unwrap();
+        assert_eq!(h.slack, Nanos::from_us(7));
+        h.follow(Nanos::from_ms(50));
+        assert_eq!(h.slack, Nanos::from_us(7_500));
+        assert!(!h.calibration.unwrap().spins_whole_period);
     }
 }
