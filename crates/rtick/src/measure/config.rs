@@ -291,7 +291,7 @@ mod tests {
     fn products_that_overflow_are_rejected() {
         let second = Nanos::from_secs(1);
         let ok = MeasureConfig { interval: second, duration: None, ..Default::default() };
-        for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037, 4_611_686_019] {
+        for loops in [i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX, 9_223_372_037, 2_305_843_010] {
             let c = MeasureConfig { loops: Some(loops), ..ok.clone() };
             let e = c.validate().expect_err("loops × interval overflows").to_string();
             assert!(
@@ -301,15 +301,15 @@ mod tests {
             assert!(c.expected_duration().is_none_or(|d| d > MAX_LENGTH));
         }
         // The largest loop count that fits is accepted.
-        let fits = MeasureConfig { loops: Some(4_611_686_018), ..ok.clone() };
+        let fits = MeasureConfig { loops: Some(2_305_843_009), ..ok.clone() };
         fits.validate().unwrap();
-        assert_eq!(fits.expected_duration(), Some(Nanos(4_611_686_018_000_000_000)));
+        assert_eq!(fits.expected_duration(), Some(Nanos(2_305_843_009_000_000_000)));
         // Lengths beyond MAX_LENGTH: a deadline on the clock would overflow.
         for bad in [
             MeasureConfig { interval: Nanos(i64::MAX), ..ok.clone() },
             MeasureConfig { duration: Some(Nanos(i64::MAX)), ..ok.clone() },
         ] {
-            assert!(bad.validate().unwrap_err().to_string().contains("longer than 146 years"), "{bad:?}");
+            assert!(bad.validate().unwrap_err().to_string().contains("longer than 73 years"), "{bad:?}");
         }
         // A duration bounds the run whatever the loop count.
         let bounded = MeasureConfig { loops: Some(u64::MAX), duration: Some(second), ..ok.clone() };
@@ -322,9 +322,9 @@ mod tests {
             ..ok.clone()
         };
         assert!(all.validate().unwrap_err().to_string().contains("2 mechanisms"));
-        let overflow = MeasureConfig { mechanisms: vec![Mechanism::Spin; 3], duration: Some(MAX_LENGTH), ..ok.clone() };
+        let overflow = MeasureConfig { mechanisms: vec![Mechanism::Spin; 5], duration: Some(MAX_LENGTH), ..ok.clone() };
         assert!(overflow.validate().is_err());
-        assert_eq!(overflow.expected_duration(), None, "3 × MAX_LENGTH does not fit in i64");
+        assert_eq!(overflow.expected_duration(), None, "5 × MAX_LENGTH does not fit in i64");
         // Too many interleaved slices: an allocation the size of the universe.
         let tiny = MeasureConfig {
             mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
