@@ -12,7 +12,23 @@
 //! - [`page`]: the ring-buffer pages of `per_cpu/cpuN/trace_pipe_raw`,
 //!   with timestamps rebuilt as the kernel does and lost events counted;
 //! - [`events`]: the typed events the analysis reads;
-//! - a session of rtick's own tracefs instance, and its reader, come next.
+//! - [`instance`]: `instances/rtick-<pid>`, never the global trace;
+//! - [`reader`]: the thread that drains the buffers during the run;
+//! - [`Session`]: all of it from start to [`Capture`].
+//!
+//! ```no_run
+//! use rtick::ktrace::{Options, Session};
+//! use std::path::Path;
+//!
+//! let session = Session::start(Path::new("/sys/kernel/tracing"), &[1], &Options::default())?;
+//! // … run the measurement on CPU 1 …
+//! let capture = session.stop()?;
+//! assert!(!capture.lost.any(), "events lost: {:?}", capture.lost);
+//! for e in &capture.cpu(1).unwrap().events {
+//!     println!("{} {:?}", e.ts.0, e.kind);
+//! }
+//! # Ok::<(), rtick::ktrace::Error>(())
+//! ```
 //!
 //! Timestamps are CLOCK_MONOTONIC nanoseconds ([`Time`](crate::Time)): the
 //! instance's trace clock is `mono`, the clock of rtick's deadlines.
@@ -22,9 +38,15 @@ use std::path::PathBuf;
 
 pub mod events;
 pub mod format;
+pub mod instance;
 pub mod page;
+pub mod reader;
+mod session;
 
 pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
+pub use instance::{remove_stale, BufferStats};
+pub use reader::ReadCounts;
+pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 
 /// Why kernel tracing cannot run: each message one line, with its fix.
 #[derive(Debug, thiserror::Error)]
@@ -100,3 +122,6 @@ impl From<Error> for crate::Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
