@@ -281,6 +281,52 @@ mod tests {
         assert_eq!(filter(Tracepoint::SchedSwitch, &[0]), None);
     }
 
+    /// A fake instance holding `events/<sys>/<name>/{format,enable,filter}`
+    /// for `present`, with this kernel's formats from the fixtures.
+    fn fake_instance(root: &Path, present: &[Tracepoint]) -> Instance {
+        std::fs::create_dir(root.join("instances")).unwrap();
+        let inst = Instance::create(root, "rtick-test").unwrap();
+        let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ktrace/events");
+        for tp in present {
+            let dir = inst.events_dir().join(tp.system()).join(tp.name());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::copy(formats.join(tp.system()).join(tp.name()).join("format"), dir.join("format")).unwrap();
+            std::fs::write(dir.join("enable"), "").unwrap();
+            std::fs::write(dir.join("filter"), "").unwrap();
+        }
+        inst
+    }
+
+    #[test]
+    fn events_the_kernel_lacks_are_reported_missing_and_the_others_enabled() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch, Tracepoint::SchedWaking]);
+        let (_, missing) = enable_events(&inst, &[1, 3]).unwrap();
+        let want: Vec<_> = Tracepoint::ALL
+            .iter()
+            .filter(|t| !matches!(t, Tracepoint::SchedSwitch | Tracepoint::SchedWaking))
+            .map(|t| t.full_name())
+            .collect();
+        assert_eq!(missing, want);
+        let read = |rel: &str| std::fs::read_to_string(inst.dir().join(rel)).unwrap();
+        assert_eq!(read("events/sched/sched_switch/enable"), "1");
+        assert_eq!(read("events/sched/sched_switch/filter"), "", "every switch is kept");
+        assert_eq!(read("events/sched/sched_waking/enable"), "1");
+        assert_eq!(read("events/sched/sched_waking/filter"), "target_cpu == 1 || target_cpu == 3");
+    }
+
+    #[test]
+    fn an_event_whose_format_lacks_a_field_read_counts_as_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch]);
+        let format = inst.events_dir().join("sched/sched_switch/format");
+        let text = std::fs::read_to_string(&format).unwrap();
+        std::fs::write(&format, text.replace("next_prio;", "next_priority;")).unwrap();
+        let (_, missing) = enable_events(&inst, &[0]).unwrap();
+        assert!(missing.contains(&"sched:sched_switch"));
+        assert_eq!(std::fs::read_to_string(inst.dir().join("events/sched/sched_switch/enable")).unwrap(), "");
+    }
+
     #[test]
     fn lost_events_are_any_non_zero_counter() {
         assert!(!LostEvents::default().any());

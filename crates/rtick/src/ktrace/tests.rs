@@ -4,6 +4,8 @@
 //! under CI (`CI=true`), where only a kernel without tracefs may skip.
 //! They run one at a time: the instance name is per process.
 
+mod fixture;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
