@@ -88,8 +88,9 @@ fn sleep_loop(cpu: usize, period: Nanos, cycles: usize) -> (i32, Vec<Cycle>) {
 /// `sched_waking` and `sched_wakeup`, and the switch to it, in that order,
 /// all within [deadline − period, the thread's clock read after waking]
 /// (from its clock read before sleeping, when that is earlier). A thread
-/// whose timer fired before it left the CPU is woken where it runs, with no
-/// switch: the switch back is required only after a switch away.
+/// whose timer fired while it was still on the CPU (before it could sleep,
+/// or after a preemption ended) is woken where it runs, with no switch: the
+/// switch back is required only when the wake-up found it off the CPU.
 /// Returns how many sleeps were checked.
 fn check_wake_ups(events: &[Event], tid: i32, cycles: &[Cycle], period: Nanos) -> usize {
     let mut starts = std::collections::HashMap::new();
@@ -135,8 +136,13 @@ fn check_wake_ups(events: &[Event], tid: i32, cycles: &[Cycle], period: Nanos) -
         assert!(now >= c.deadline, "a timer expired at {} before its deadline {}", now.0, c.deadline.0);
         let w = find(x, "sched_waking", &|e| matches!(&e.kind, EventKind::SchedWaking(w) if w.pid == tid));
         let w = find(w, "sched_wakeup", &|e| matches!(&e.kind, EventKind::SchedWakeup(w) if w.pid == tid));
-        let left = events[s..w].iter().any(|e| matches!(&e.kind, EventKind::SchedSwitch(s) if s.prev_pid == tid));
-        at = if left {
+        // Off the CPU when woken: its last switch before the wake-up took it away.
+        let off = events[s..w].iter().rev().find_map(|e| match &e.kind {
+            EventKind::SchedSwitch(s) if s.prev_pid == tid => Some(true),
+            EventKind::SchedSwitch(s) if s.next_pid == tid => Some(false),
+            _ => None,
+        });
+        at = if off == Some(true) {
             find(w, "sched_switch", &|e| matches!(&e.kind, EventKind::SchedSwitch(s) if s.next_pid == tid))
         } else {
             w
