@@ -156,7 +156,10 @@ impl Drop for Instance {
 }
 
 /// Removes the instances named `rtick-<pid>` whose process no longer exists
-/// (left by an rtick killed with SIGKILL); returns their paths.
+/// (left by an rtick killed with SIGKILL); returns their paths. Pids are
+/// looked up in this process's pid namespace: an rtick in another one (a
+/// container sharing this tracefs) would look dead, so do not call this
+/// where tracefs is shared across pid namespaces.
 pub fn remove_stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
     check_tracefs(tracefs)?;
     let dir = tracefs.join("instances");

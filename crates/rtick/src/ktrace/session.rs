@@ -47,7 +47,8 @@ impl Default for Options {
     }
 }
 
-/// One CPU's events and what its buffer and the reader counted.
+/// One CPU's events and what its buffer and the reader counted. Events are
+/// kept in memory: 80 bytes each, 14 MB per second of a 20 kHz run.
 #[derive(Debug)]
 pub struct CpuEvents {
     /// The CPU.
