@@ -39,6 +39,8 @@
 //! - [`stats`]: signed HdrHistograms with exact moments;
 //! - [`measure`]: the engine behind `rtick measure`;
 //! - [`system`]: what the system says about its timers;
+//! - [`ktrace`]: the kernel's trace events of the measured CPUs, read from
+//!   rtick's own tracefs instance, for explaining each wake-up's latency;
 //! - [`audit`]: everything on the machine that stands between a thread and
 //!   precise wake-ups, with evidence and remedy;
 //! - [`clock_survey`] and [`drift`]: what reading time costs; how periodic timers err.
@@ -66,6 +68,7 @@ pub mod clock_survey;
 pub mod drift;
 pub mod error;
 pub mod explain;
+pub mod ktrace;
 pub mod measure;
 pub mod periodic;
 pub mod rt;

@@ -11,6 +11,7 @@ pub mod fd;
 pub mod futex;
 pub mod mem;
 pub mod poll;
+pub mod poll_fd;
 pub mod sched;
 pub mod signal;
 pub mod sleep;

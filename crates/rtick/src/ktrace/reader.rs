@@ -1,0 +1,193 @@
+//! The reader thread: drains each traced CPU's `trace_pipe_raw` while the
+//! measurement runs, so the ring buffers never fill, and decodes the pages
+//! into typed events kept in memory per CPU.
+//!
+//! It is an ordinary (not real-time) thread, kept off the measured CPUs
+//! when the process may run elsewhere. It sleeps in `poll(2)` on the
+//! non-blocking `trace_pipe_raw` files (the kernel wakes it when a buffer is
+//! `buffer_percent` full) and on a socket that asks it to stop, and drains
+//! every buffer at least once per drain interval. Each read takes one whole
+//! page. Asked to stop, it drains what is left and returns.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::thread::JoinHandle;
+
+use super::events::{Decoded, Decoder, Event};
+use super::format::{PageLayout, RecordHeader};
+use super::page::{Missed, Page};
+use super::{Error, Result};
+use crate::time::Nanos;
+
+/// What the reader counted on one CPU, beside its events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Pages read.
+    pub pages: u64,
+    /// Data records found in them.
+    pub records: u64,
+    /// Events lost before a page, by the pages' missed-events counts.
+    pub missed: u64,
+    /// Pages flagged as following lost events without a count.
+    pub missed_uncounted_pages: u64,
+    /// Pages that did not decode (their remaining records are lost).
+    pub corrupt_pages: u64,
+    /// Records of an event not enabled by the session.
+    pub unknown: u64,
+    /// Records too short for their event's fields.
+    pub malformed: u64,
+}
+
+/// One CPU's events and counts, as the reader leaves them.
+#[derive(Debug)]
+pub struct CpuRead {
+    /// The CPU.
+    pub cpu: usize,
+    /// Its events, in timestamp order.
+    pub events: Vec<Event>,
+    /// What the reader counted.
+    pub counts: ReadCounts,
+}
+
+/// The running reader thread.
+#[derive(Debug)]
+pub struct Reader {
+    stop: UnixStream,
+    thread: JoinHandle<Result<Vec<CpuRead>>>,
+}
+
+/// How the reader decodes and how often it drains.
+#[derive(Debug, Clone)]
+pub struct ReaderSetup {
+    /// The page header.
+    pub page: PageLayout,
+    /// The record header.
+    pub header: RecordHeader,
+    /// The typed events.
+    pub decoder: Decoder,
+    /// The longest the reader sleeps between drains.
+    pub interval: Nanos,
+    /// CPUs to keep the reader off (the measured ones).
+    pub avoid_cpus: Vec<usize>,
+}
+
+impl Reader {
+    /// Starts the thread on the opened (non-blocking) `trace_pipe_raw` of each CPU.
+    pub fn spawn(files: Vec<(usize, File)>, setup: ReaderSetup) -> Result<Reader> {
+        let (stop, wake) = UnixStream::pair().map_err(|e| Error::io("socketpair for the trace reader", e))?;
+        wake.set_nonblocking(true).map_err(|e| Error::io("setting the trace reader's socket non-blocking", e))?;
+        let thread = std::thread::Builder::new()
+            .name("rtick-ktrace".into())
+            .spawn(move || run(files, setup, wake))
+            .map_err(|e| Error::io("spawning the trace reader thread", e))?;
+        Ok(Reader { stop, thread })
+    }
+
+    /// Asks the thread to drain what is left and stop; returns what it read.
+    pub fn finish(self) -> Result<Vec<CpuRead>> {
+        // Closing our end makes the thread's end readable (at its end). A
+        // write could raise SIGPIPE, which the CLI does not ignore, had the
+        // thread already ended.
+        let Reader { stop, thread } = self;
+        drop(stop);
+        match thread.join() {
+            Ok(r) => r,
+            Err(_) => Err(Error::Invalid("the trace reader thread panicked".into())),
+        }
+    }
+}
+
+struct Cpu {
+    cpu: usize,
+    file: File,
+    events: Vec<Event>,
+    counts: ReadCounts,
+}
+
+fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> Result<Vec<CpuRead>> {
+    keep_off(&setup.avoid_cpus);
+    let mut cpus: Vec<Cpu> = files
+        .into_iter()
+        .map(|(cpu, file)| Cpu { cpu, file, events: Vec::new(), counts: ReadCounts::default() })
+        .collect();
+    let mut page = vec![0u8; setup.page.page_size];
+    let mut ready = Vec::new();
+    loop {
+        let stop = {
+            let mut fds: Vec<_> = cpus.iter().map(|c| c.file.as_fd()).collect();
+            fds.push(wake.as_fd());
+            crate::sys::poll_fd::wait_readable(&fds, setup.interval, &mut ready)
+                .map_err(|e| Error::io("poll on trace_pipe_raw", e))?;
+            ready.last().copied().unwrap_or(false)
+        };
+        // Every buffer is drained on each wake-up, ready or not: poll only
+        // says a buffer passed `buffer_percent`, and the interval bounds how
+        // long any event waits.
+        for c in &mut cpus {
+            drain(c, &mut page, &mut setup)?;
+        }
+        if stop {
+            break;
+        }
+    }
+    Ok(cpus
+        .into_iter()
+        .map(|mut c| {
+            // Stable: events of equal time keep the ring buffer's order.
+            c.events.sort_by_key(|e| e.ts);
+            CpuRead { cpu: c.cpu, events: c.events, counts: c.counts }
+        })
+        .collect())
+}
+
+/// Reads `c`'s buffer page by page until it is empty.
+fn drain(c: &mut Cpu, page: &mut [u8], setup: &mut ReaderSetup) -> Result<()> {
+    loop {
+        let n = match c.file.read(page) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(format!("reading per_cpu/cpu{}/trace_pipe_raw", c.cpu), e)),
+        };
+        decode_page(&page[..n], c, setup);
+    }
+}
+
+fn decode_page(bytes: &[u8], c: &mut Cpu, setup: &mut ReaderSetup) {
+    c.counts.pages += 1;
+    let Ok(p) = Page::parse(&setup.page, &setup.header, bytes) else {
+        c.counts.corrupt_pages += 1;
+        return;
+    };
+    match p.missed {
+        Missed::None => {}
+        Missed::Count(n) => c.counts.missed += n,
+        Missed::Unknown => c.counts.missed_uncounted_pages += 1,
+    }
+    for rec in p.records() {
+        let Ok(rec) = rec else {
+            c.counts.corrupt_pages += 1;
+            return;
+        };
+        c.counts.records += 1;
+        match setup.decoder.decode(&rec) {
+            Decoded::Event(e) => c.events.push(e),
+            Decoded::Unknown(_) => c.counts.unknown += 1,
+            Decoded::Malformed(_) => c.counts.malformed += 1,
+        }
+    }
+}
+
+/// Moves the calling thread off `avoid` when it may run elsewhere; the
+/// reader then never competes with the measured threads for their CPUs.
+/// Best effort: staying put costs the measurement some noise, not its truth.
+fn keep_off(avoid: &[usize]) {
+    let Ok(allowed) = crate::sys::sched::affinity() else { return };
+    let elsewhere: Vec<usize> = allowed.into_iter().filter(|c| !avoid.contains(c)).collect();
+    if !elsewhere.is_empty() {
+        let _ = crate::sys::sched::set_affinity(&elsewhere);
+    }
+}

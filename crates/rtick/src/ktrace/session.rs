@@ -1,0 +1,336 @@
+//! A tracing session: rtick's own instance set up for the measured CPUs,
+//! its reader draining it during the run, and the capture it leaves.
+//!
+//! ```text
+//!  start: mkdir instances/rtick-<pid>, tracing_on 0, trace_clock mono,
+//!         tracing_cpumask, buffer_size_kb, events (+ filters), reader, tracing_on 1
+//!  stop:  tracing_on 0, reader drains and ends, per_cpu stats, events off, rmdir
+//! ```
+//!
+//! The instance goes away with the session: `stop`, `remove` or drop. On
+//! Ctrl-C or SIGTERM `rtick measure` does not die: its handler sets a flag,
+//! the run ends normally and the session is dropped like any other value.
+//! Only SIGKILL leaves an instance behind; [`remove_stale`](super::remove_stale)
+//! clears those of processes that no longer exist.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use super::events::{Decoder, Event, Tracepoint};
+use super::format::{load_headers, EventFormat};
+use super::instance::{BufferStats, Instance};
+use super::reader::{ReadCounts, Reader, ReaderSetup};
+use super::{Error, Result};
+use crate::time::Nanos;
+
+/// Ring-buffer size per traced CPU, KiB. Measured here: a 20 kHz
+/// clock_nanosleep loop on one CPU makes nine events per wake-up (timer
+/// start, interrupt entry and exit, expiry entry and exit, waking, wakeup,
+/// switch in and out), 180 000 events or 7 MiB per second. 8 MiB hold over
+/// a second of that, ten times the reader's drain interval: a reader held
+/// off for most of a second still loses nothing.
+pub const DEFAULT_BUFFER_KB: usize = 8192;
+
+/// What a session records and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Ring-buffer size per traced CPU, KiB.
+    pub buffer_kb: usize,
+    /// The longest an event waits in the buffer before the reader drains it.
+    pub drain_interval: Nanos,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { buffer_kb: DEFAULT_BUFFER_KB, drain_interval: Nanos::from_ms(100) }
+    }
+}
+
+/// One CPU's events and what its buffer and the reader counted. Events are
+/// kept in memory: 80 bytes each, 14 MB per second of a 20 kHz run.
+#[derive(Debug)]
+pub struct CpuEvents {
+    /// The CPU.
+    pub cpu: usize,
+    /// Its events, in timestamp order.
+    pub events: Vec<Event>,
+    /// The kernel's counters of its ring buffer after the run.
+    pub buffer: BufferStats,
+    /// What the reader counted.
+    pub read: ReadCounts,
+}
+
+/// Events the analysis did not get, summed over the CPUs. Each counter is
+/// a different way to lose events; any non-zero one means the trace has gaps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LostEvents {
+    /// Overwritten in a full buffer before the reader came (kernel `overrun`).
+    pub overrun: u64,
+    /// Lost across a page boundary while a writer was interrupted.
+    pub commit_overrun: u64,
+    /// Dropped by a full buffer (kernel `dropped events`).
+    pub dropped: u64,
+    /// Counted by the pages' missed-events marks (the reader's view of the above).
+    pub missed_in_pages: u64,
+    /// Pages marked as following lost events without saying how many.
+    pub uncounted_gaps: u64,
+    /// Left in the buffer unread after the final drain.
+    pub unread: u64,
+    /// Pages that did not decode.
+    pub corrupt_pages: u64,
+    /// Records too short for their event's fields.
+    pub malformed: u64,
+}
+
+impl LostEvents {
+    /// Whether anything at all was lost.
+    pub fn any(&self) -> bool {
+        *self != LostEvents::default()
+    }
+}
+
+/// What a session recorded.
+#[derive(Debug)]
+pub struct Capture {
+    /// Per traced CPU, in CPU order.
+    pub per_cpu: Vec<CpuEvents>,
+    /// Events lost, all CPUs together.
+    pub lost: LostEvents,
+    /// Events this kernel lacks (`system:name`): the phases they show are
+    /// unavailable.
+    pub missing_events: Vec<&'static str>,
+}
+
+impl Capture {
+    /// The events of `cpu`.
+    pub fn cpu(&self, cpu: usize) -> Option<&CpuEvents> {
+        self.per_cpu.iter().find(|c| c.cpu == cpu)
+    }
+}
+
+/// A running trace of the measured CPUs in rtick's own tracefs instance.
+#[derive(Debug)]
+pub struct Session {
+    instance: Instance,
+    reader: Option<Reader>,
+    cpus: Vec<usize>,
+    missing: Vec<&'static str>,
+}
+
+impl Session {
+    /// Creates `instances/rtick-<pid>` under `tracefs` and starts recording
+    /// [`Tracepoint::ALL`] on `cpus`.
+    pub fn start(tracefs: &Path, cpus: &[usize], opts: &Options) -> Result<Session> {
+        let mut cpus = cpus.to_vec();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.is_empty() {
+            return Err(Error::Invalid("no CPU to trace".into()));
+        }
+        if opts.buffer_kb == 0 {
+            return Err(Error::Invalid("the trace buffer size must be at least 1 KiB".into()));
+        }
+        let instance = Instance::create(tracefs, &format!("rtick-{}", std::process::id()))?;
+        // Nothing records until everything is set.
+        instance.write("tracing_on", "0")?;
+        // CLOCK_MONOTONIC, the clock of rtick's deadlines.
+        instance.set_clock("mono")?;
+        if let Some(&c) = cpus.iter().find(|&&c| !instance.has(&format!("per_cpu/cpu{c}"))) {
+            return Err(Error::Invalid(format!("CPU {c} has no trace buffer: it does not exist on this system")));
+        }
+        instance.set_cpumask(&cpus)?;
+        size_buffers(&instance, &cpus, opts.buffer_kb)?;
+        // The reader's poll wakes when a buffer is a quarter full (the
+        // kernel's default is half), long before it could overflow.
+        if instance.has("buffer_percent") {
+            instance.write("buffer_percent", "25")?;
+        }
+        let (decoder, missing) = enable_events(&instance, &cpus)?;
+        let (page, header) = load_headers(&instance.events_dir())?;
+        let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
+        let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
+        let reader = Reader::spawn(files, setup)?;
+        let session = Session { instance, reader: Some(reader), cpus, missing };
+        session.instance.write("tracing_on", "1")?;
+        Ok(session)
+    }
+
+    /// The instance's directory.
+    pub fn instance_dir(&self) -> &Path {
+        self.instance.dir()
+    }
+
+    /// Events this kernel lacks, by `system:name`.
+    pub fn missing_events(&self) -> &[&'static str] {
+        &self.missing
+    }
+
+    /// Stops recording, collects every event and removes the instance.
+    pub fn stop(mut self) -> Result<Capture> {
+        self.instance.write("tracing_on", "0")?;
+        let read = self.reader.take().map(Reader::finish).transpose()?.unwrap_or_default();
+        let mut per_cpu = Vec::with_capacity(self.cpus.len());
+        let mut lost = LostEvents::default();
+        for r in read {
+            let buffer = self.instance.buffer_stats(r.cpu)?;
+            lost.overrun += buffer.overrun;
+            lost.commit_overrun += buffer.commit_overrun;
+            lost.dropped += buffer.dropped;
+            lost.unread += buffer.entries;
+            lost.missed_in_pages += r.counts.missed;
+            lost.uncounted_gaps += r.counts.missed_uncounted_pages;
+            lost.corrupt_pages += r.counts.corrupt_pages;
+            lost.malformed += r.counts.malformed;
+            per_cpu.push(CpuEvents { cpu: r.cpu, events: r.events, buffer, read: r.counts });
+        }
+        self.instance.remove()?;
+        Ok(Capture { per_cpu, lost, missing_events: std::mem::take(&mut self.missing) })
+    }
+
+    /// Stops the reader and removes the instance, discarding the events.
+    /// Idempotent; what drop does, for callers that want its errors.
+    pub fn remove(&mut self) -> Result<()> {
+        // The reader's files must be closed before the rmdir.
+        let reader = self.reader.take().map(Reader::finish);
+        self.instance.remove()?;
+        reader.transpose().map(drop)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// The measured CPUs get `kb` each; the others, which record nothing, give
+/// their memory back (one page each).
+fn size_buffers(instance: &Instance, cpus: &[usize], kb: usize) -> Result<()> {
+    let dir = instance.dir().join("per_cpu");
+    let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+    let all = entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse::<usize>().ok());
+    for c in all {
+        let rel = format!("per_cpu/cpu{c}/buffer_size_kb");
+        if cpus.contains(&c) {
+            instance.write(&rel, &kb.to_string())?;
+        } else {
+            // Best effort: a buffer left at its default only costs memory.
+            let _ = instance.write(&rel, "4");
+        }
+    }
+    Ok(())
+}
+
+/// Enables every event of [`Tracepoint::ALL`] this kernel has; returns the
+/// decoder for them and the names of those it lacks.
+pub(super) fn enable_events(instance: &Instance, cpus: &[usize]) -> Result<(Decoder, Vec<&'static str>)> {
+    let events = instance.events_dir();
+    let mut decoder = Decoder::new();
+    let mut missing = Vec::new();
+    for tp in Tracepoint::ALL {
+        let rel = format!("events/{}/{}", tp.system(), tp.name());
+        if !instance.has(&rel) {
+            missing.push(tp.full_name());
+            continue;
+        }
+        let format = EventFormat::load(&events, tp.system(), tp.name())?;
+        if decoder.add(tp, &format).is_err() {
+            // A kernel whose event lacks a field the decoder reads: as good as absent.
+            missing.push(tp.full_name());
+            continue;
+        }
+        if let Some(filter) = filter(tp, cpus) {
+            instance.write(&format!("{rel}/filter"), &filter)?;
+        }
+        instance.write(&format!("{rel}/enable"), "1")?;
+    }
+    Ok((decoder, missing))
+}
+
+/// The kernel-side filter of `tp`, where one cuts volume without hiding
+/// anything the analysis needs. Wake-ups are recorded on the waker's CPU:
+/// only those of tasks that will run on a measured CPU matter (the measured
+/// thread, and whoever competes with it). Every `sched_switch`, IRQ,
+/// softirq and timer event on a measured CPU is kept: each may be a culprit.
+fn filter(tp: Tracepoint, cpus: &[usize]) -> Option<String> {
+    match tp {
+        Tracepoint::SchedWaking | Tracepoint::SchedWakeup => {
+            Some(cpus.iter().map(|c| format!("target_cpu == {c}")).collect::<Vec<_>>().join(" || "))
+        }
+        _ => None,
+    }
+}
+
+fn open_pipe(instance: &Instance, cpu: usize) -> Result<File> {
+    let path = instance.dir().join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_ups_are_filtered_to_the_measured_cpus_and_nothing_else_is() {
+        assert_eq!(filter(Tracepoint::SchedWaking, &[1, 3]).unwrap(), "target_cpu == 1 || target_cpu == 3");
+        assert_eq!(filter(Tracepoint::SchedWakeup, &[0]).unwrap(), "target_cpu == 0");
+        assert_eq!(filter(Tracepoint::SchedSwitch, &[0]), None);
+    }
+
+    /// A fake instance holding `events/<sys>/<name>/{format,enable,filter}`
+    /// for `present`, with this kernel's formats from the fixtures.
+    fn fake_instance(root: &Path, present: &[Tracepoint]) -> Instance {
+        std::fs::create_dir(root.join("instances")).unwrap();
+        let inst = Instance::create(root, "rtick-test").unwrap();
+        let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ktrace/events");
+        for tp in present {
+            let dir = inst.events_dir().join(tp.system()).join(tp.name());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::copy(formats.join(tp.system()).join(tp.name()).join("format"), dir.join("format")).unwrap();
+            std::fs::write(dir.join("enable"), "").unwrap();
+            std::fs::write(dir.join("filter"), "").unwrap();
+        }
+        inst
+    }
+
+    #[test]
+    fn events_the_kernel_lacks_are_reported_missing_and_the_others_enabled() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch, Tracepoint::SchedWaking]);
+        let (_, missing) = enable_events(&inst, &[1, 3]).unwrap();
+        let want: Vec<_> = Tracepoint::ALL
+            .iter()
+            .filter(|t| !matches!(t, Tracepoint::SchedSwitch | Tracepoint::SchedWaking))
+            .map(|t| t.full_name())
+            .collect();
+        assert_eq!(missing, want);
+        let read = |rel: &str| std::fs::read_to_string(inst.dir().join(rel)).unwrap();
+        assert_eq!(read("events/sched/sched_switch/enable"), "1");
+        assert_eq!(read("events/sched/sched_switch/filter"), "", "every switch is kept");
+        assert_eq!(read("events/sched/sched_waking/enable"), "1");
+        assert_eq!(read("events/sched/sched_waking/filter"), "target_cpu == 1 || target_cpu == 3");
+    }
+
+    #[test]
+    fn an_event_whose_format_lacks_a_field_read_counts_as_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch]);
+        let format = inst.events_dir().join("sched/sched_switch/format");
+        let text = std::fs::read_to_string(&format).unwrap();
+        std::fs::write(&format, text.replace("next_prio;", "next_priority;")).unwrap();
+        let (_, missing) = enable_events(&inst, &[0]).unwrap();
+        assert!(missing.contains(&"sched:sched_switch"));
+        assert_eq!(std::fs::read_to_string(inst.dir().join("events/sched/sched_switch/enable")).unwrap(), "");
+    }
+
+    #[test]
+    fn lost_events_are_any_non_zero_counter() {
+        assert!(!LostEvents::default().any());
+        assert!(LostEvents { unread: 1, ..Default::default() }.any());
+    }
+}

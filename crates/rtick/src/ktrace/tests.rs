@@ -1,0 +1,320 @@
+//! Tests against the running kernel: a real instance, real events of a real
+//! sleeping thread, checked against its own clock reads. They need root and
+//! tracefs (mounted here when it is not); without them they skip, except
+//! under CI (`CI=true`), where only a kernel without tracefs may skip.
+//! They run one at a time: the instance name is per process.
+
+mod fixture;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use super::*;
+use crate::sys;
+use crate::time::{Nanos, Time};
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+const MONO: libc::clockid_t = libc::CLOCK_MONOTONIC;
+
+static KERNEL: Mutex<()> = Mutex::new(());
+
+/// The tracefs root and the lock on it, or `None` to skip the test.
+fn kernel() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
+    let guard = KERNEL.lock().unwrap_or_else(|p| p.into_inner());
+    let root = PathBuf::from(TRACEFS);
+    if !root.exists() {
+        eprintln!("skipped: this kernel has no tracefs ({TRACEFS} does not exist)");
+        return None;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:")?.split_whitespace().nth(1)?.parse::<u32>().ok()));
+    if uid != Some(0) {
+        assert!(!ci, "kernel tracing tests need root under CI");
+        eprintln!("skipped: kernel tracing needs root");
+        return None;
+    }
+    if !root.join("instances").exists() {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok || !ci, "could not mount tracefs at {TRACEFS} under CI");
+        if !ok {
+            eprintln!("skipped: could not mount tracefs at {TRACEFS}");
+            return None;
+        }
+    }
+    Some((root, guard))
+}
+
+/// The CPU the tests trace: the last one this process may use.
+fn test_cpu() -> usize {
+    *sys::sched::affinity().unwrap().last().unwrap()
+}
+
+/// One sleep of the loop: its deadline and the thread's clock reads around it.
+#[derive(Clone, Copy, Debug)]
+struct Cycle {
+    deadline: Time,
+    before: Time,
+    after: Time,
+}
+
+/// `cycles` absolute `clock_nanosleep`s of `period` on a thread pinned to
+/// `cpu` (SCHED_FIFO 90, as rtick measures); returns its tid and the cycles.
+fn sleep_loop(cpu: usize, period: Nanos, cycles: usize) -> (i32, Vec<Cycle>) {
+    std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        sys::sched::set_scheduler(libc::SCHED_FIFO, 90).unwrap();
+        let mut out = Vec::with_capacity(cycles);
+        let first = sys::clock::now(MONO) + Nanos::from_ms(5);
+        for k in 0..cycles as i64 {
+            let deadline = first + Nanos(period.0 * k);
+            let before = sys::clock::now(MONO);
+            sys::clock::sleep_until(MONO, deadline).unwrap();
+            let after = sys::clock::now(MONO);
+            out.push(Cycle { deadline, before, after });
+        }
+        (sys::timer::gettid(), out)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Checks the kernel's account of every sleep armed before its deadline: one
+/// `hrtimer_start` of the thread for that deadline, its expiry, the thread's
+/// `sched_waking` and `sched_wakeup`, and the switch to it, in that order,
+/// all within [deadline − period, the thread's clock read after waking]
+/// (from its clock read before sleeping, when that is earlier). A thread
+/// whose timer fired while it was still on the CPU (before it could sleep,
+/// or after a preemption ended) is woken where it runs, with no switch: the
+/// switch back is required only when the wake-up found it off the CPU.
+/// Returns how many sleeps were checked.
+fn check_wake_ups(events: &[Event], tid: i32, cycles: &[Cycle], period: Nanos) -> usize {
+    let mut starts = std::collections::HashMap::new();
+    for e in events {
+        if let EventKind::HrtimerStart { softexpires, .. } = e.kind {
+            if e.pid == tid {
+                *starts.entry(softexpires).or_insert(0) += 1;
+            }
+        }
+    }
+    let mut at = 0;
+    let mut checked = 0;
+    for c in cycles.iter().filter(|c| c.before < c.deadline) {
+        // The first sleep is armed further ahead than one period.
+        let from = c.before.min(c.deadline - period);
+        let window = |e: &Event, what: &str| {
+            assert!(
+                e.ts >= from && e.ts <= c.after,
+                "{what} at {} outside [{}, {}] (deadline {})",
+                e.ts.0,
+                from.0,
+                c.after.0,
+                c.deadline.0
+            );
+        };
+        assert_eq!(starts.get(&c.deadline), Some(&1), "hrtimer_start of the sleep until {}", c.deadline.0);
+        let find = |from: usize, what: &str, f: &dyn Fn(&Event) -> bool| -> usize {
+            let i = from + events[from..].iter().position(f).unwrap_or_else(|| panic!("no {what} for {c:?}"));
+            window(&events[i], what);
+            i
+        };
+        let s = find(at, "hrtimer_start", &|e| {
+            e.pid == tid && matches!(e.kind, EventKind::HrtimerStart { softexpires, .. } if softexpires == c.deadline)
+        });
+        assert!(events[s].ts >= c.before, "hrtimer_start before the thread called clock_nanosleep");
+        let EventKind::HrtimerStart { hrtimer, .. } = events[s].kind else { unreachable!() };
+        let x = find(
+            s,
+            "hrtimer_expire_entry",
+            &|e| matches!(e.kind, EventKind::HrtimerExpireEntry { hrtimer: h, .. } if h == hrtimer),
+        );
+        let EventKind::HrtimerExpireEntry { now, .. } = events[x].kind else { unreachable!() };
+        assert!(now >= c.deadline, "a timer expired at {} before its deadline {}", now.0, c.deadline.0);
+        let w = find(x, "sched_waking", &|e| matches!(&e.kind, EventKind::SchedWaking(w) if w.pid == tid));
+        let w = find(w, "sched_wakeup", &|e| matches!(&e.kind, EventKind::SchedWakeup(w) if w.pid == tid));
+        // Off the CPU when woken: its last switch before the wake-up took it away.
+        let off = events[s..w].iter().rev().find_map(|e| match &e.kind {
+            EventKind::SchedSwitch(s) if s.prev_pid == tid => Some(true),
+            EventKind::SchedSwitch(s) if s.next_pid == tid => Some(false),
+            _ => None,
+        });
+        at = if off == Some(true) {
+            find(w, "sched_switch", &|e| matches!(&e.kind, EventKind::SchedSwitch(s) if s.next_pid == tid))
+        } else {
+            w
+        };
+        checked += 1;
+    }
+    checked
+}
+
+fn global_state(root: &Path) -> Vec<String> {
+    ["tracing_on", "current_tracer", "trace_clock", "tracing_cpumask", "set_event", "buffer_size_kb"]
+        .iter()
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_clock_nanosleep_wake_up_has_its_kernel_events_on_the_monotonic_clock() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let global = global_state(&root);
+    let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let dir = session.instance_dir().to_path_buf();
+    assert_eq!(dir, root.join(format!("instances/rtick-{}", std::process::id())));
+    assert!(std::fs::read_to_string(dir.join("trace_clock")).unwrap().contains("[mono]"));
+    let mask = std::fs::read_to_string(dir.join("tracing_cpumask")).unwrap();
+    assert_eq!(u64::from_str_radix(mask.trim(), 16), Ok(1 << cpu), "{mask}");
+    let period = Nanos::from_ms(1);
+    let (tid, cycles) = sleep_loop(cpu, period, 1000);
+    let capture = session.stop().unwrap();
+    assert!(!dir.exists(), "the instance is removed by stop");
+    assert_eq!(global_state(&root), global, "the global trace was touched");
+    assert!(!capture.lost.any(), "{:?}", capture.lost);
+    assert!(capture.missing_events.is_empty(), "{:?}", capture.missing_events);
+    let c = capture.cpu(cpu).unwrap();
+    assert!(c.events.windows(2).all(|w| w[0].ts <= w[1].ts), "events out of order");
+    assert_eq!(c.read.unknown + c.read.malformed, 0);
+    let checked = check_wake_ups(&c.events, tid, &cycles, period);
+    // A SCHED_FIFO thread arms most sleeps ahead of their deadlines, even
+    // beside other real-time tests; those armed too late have no sleep to check.
+    assert!(checked >= 500, "only {checked} of 1000 sleeps were armed ahead");
+}
+
+#[test]
+fn a_20_khz_loop_on_one_cpu_loses_nothing_with_the_default_buffer() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let t0 = sys::clock::now(MONO);
+    let (tid, cycles) = sleep_loop(cpu, Nanos::from_us(50), 40_000);
+    let elapsed = sys::clock::now(MONO) - t0;
+    let capture = session.stop().unwrap();
+    assert!(!capture.lost.any(), "{:?}", capture.lost);
+    let c = capture.cpu(cpu).unwrap();
+    assert_eq!(c.buffer.read, c.read.records, "the reader decoded every event the kernel handed out");
+    // The load was the one asked: the kernel woke the thread for (nearly)
+    // every sleep it armed ahead of the deadline.
+    let ahead = cycles.iter().filter(|c| c.before < c.deadline).count();
+    let wakes = c.events.iter().filter(|e| matches!(&e.kind, EventKind::SchedWakeup(w) if w.pid == tid)).count();
+    assert!(wakes as f64 >= 0.95 * ahead as f64, "{wakes} wake-ups of the thread for {ahead} sleeps armed ahead");
+    eprintln!(
+        "20 kHz for {:.2} s, {ahead} of {} sleeps armed ahead: {} events ({:.0}/s), {} pages ({:.0} KiB/s), none lost",
+        elapsed.as_secs_f64(),
+        cycles.len(),
+        c.events.len(),
+        c.events.len() as f64 / elapsed.as_secs_f64(),
+        c.read.pages,
+        (c.read.pages * 4) as f64 / elapsed.as_secs_f64()
+    );
+}
+
+#[test]
+fn remove_and_drop_take_the_instance_away_and_a_second_session_is_refused() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let mut session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let dir = session.instance_dir().to_path_buf();
+    assert!(dir.is_dir());
+    let e = Session::start(&root, &[cpu], &Options::default()).unwrap_err();
+    assert!(matches!(e, Error::InstanceExists(_)), "{e}");
+    assert!(e.to_string().contains(&format!("rmdir {}", dir.display())), "{e}");
+    assert!(dir.is_dir(), "the refused session left ours alone");
+    session.remove().unwrap();
+    assert!(!dir.exists());
+    session.remove().unwrap();
+    drop(session);
+    let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    drop(session);
+    assert!(!dir.exists(), "drop removes the instance");
+}
+
+#[test]
+fn stale_instances_of_dead_processes_are_removed_and_live_ones_kept() {
+    let Some((root, _lock)) = kernel() else { return };
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let session = Session::start(&root, &[test_cpu()], &Options::default()).unwrap();
+    let stale = root.join(format!("instances/rtick-{dead}"));
+    std::fs::create_dir(&stale).unwrap();
+    let removed = remove_stale(&root);
+    // Never left behind by a failing test.
+    let _ = std::fs::remove_dir(&stale);
+    let removed = removed.unwrap();
+    assert!(removed.contains(&stale) && !stale.exists(), "{removed:?}");
+    assert!(session.instance_dir().is_dir(), "ours lives: our pid is alive");
+}
+
+#[test]
+fn bad_cpus_are_refused_before_anything_is_left_behind() {
+    let Some((root, _lock)) = kernel() else { return };
+    let e = Session::start(&root, &[], &Options::default()).unwrap_err();
+    assert!(matches!(e, Error::Invalid(_)), "{e}");
+    let e = Session::start(&root, &[4095], &Options::default()).unwrap_err();
+    assert!(e.to_string().contains("CPU 4095"), "{e}");
+    assert!(!root.join(format!("instances/rtick-{}", std::process::id())).exists());
+}
+
+/// The second process of [`two_processes_have_independent_instances`]:
+/// starts its session, says where, waits for "go", sleeps 100 × 1 ms and
+/// reports what it recorded.
+#[test]
+#[ignore = "run by two_processes_have_independent_instances in a child process"]
+fn child_session() {
+    let Ok(cpu) = std::env::var("RTICK_KTRACE_CHILD") else { return };
+    let cpu: usize = cpu.parse().unwrap();
+    let session = Session::start(Path::new(TRACEFS), &[cpu], &Options::default()).unwrap();
+    println!("instance {}", session.instance_dir().display());
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let period = Nanos::from_ms(1);
+    let (tid, cycles) = sleep_loop(cpu, period, 100);
+    let capture = session.stop().unwrap();
+    let checked = check_wake_ups(&capture.cpu(cpu).unwrap().events, tid, &cycles, period);
+    println!("checked {checked} lost {}", capture.lost.any());
+}
+
+#[test]
+fn two_processes_have_independent_instances() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "ktrace::tests::child_session", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("RTICK_KTRACE_CHILD", cpu.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut next = |prefix: &str| loop {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "the child ended before saying {prefix}");
+        // The harness's "test … " may share the line.
+        if let Some((_, rest)) = l.split_once(prefix) {
+            return rest.trim().to_string();
+        }
+    };
+    let theirs = PathBuf::from(next("instance "));
+    let ours = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    assert_ne!(ours.instance_dir(), theirs);
+    assert!(theirs.is_dir() && ours.instance_dir().is_dir());
+    let (_, _) = sleep_loop(cpu, Nanos::from_ms(1), 20);
+    let mine = ours.stop().unwrap();
+    assert!(!mine.lost.any());
+    assert!(theirs.is_dir(), "stopping ours left theirs");
+    // Theirs records on after ours is gone.
+    child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    let report = next("checked ");
+    assert!(child.wait().unwrap().success());
+    let (checked, lost) = report.split_once(" lost ").unwrap();
+    assert!(checked.parse::<usize>().unwrap() >= 50, "{report}");
+    assert_eq!(lost, "false");
+    assert!(!theirs.exists(), "the child removed its own");
+}
