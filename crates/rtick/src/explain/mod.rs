@@ -24,11 +24,13 @@
 
 pub mod input;
 mod phases;
+#[cfg(test)]
+mod testing;
 mod timeline;
 
 use std::collections::HashMap;
 
-pub use input::{KernelEvent, Recorded, Stamped, Task};
+pub use input::{CpuTrace, Recorded, Task};
 pub use phases::{match_all, Matched, Phases, Unmatched};
 pub use timeline::{Culprit, Span, Timeline};
 
@@ -152,21 +154,11 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    /// Matches `wakes` to `events` and builds each CPU's timeline.
-    pub fn new(events: &[Stamped], wakes: &[Recorded]) -> Analysis {
-        let mut per_cpu: HashMap<u32, Vec<&Stamped>> = HashMap::new();
-        for e in events {
-            per_cpu.entry(e.cpu).or_default().push(e);
-        }
-        let end = events.iter().map(|e| e.ts).max().unwrap_or(Time(0));
-        let timelines = per_cpu
-            .into_iter()
-            .map(|(cpu, mut evs)| {
-                evs.sort_by_key(|e| e.ts);
-                (cpu, Timeline::build(&evs, end))
-            })
-            .collect();
-        Analysis { timelines, matched: match_all(events, wakes) }
+    /// Matches `wakes` to the events of `cpus` and builds each CPU's timeline.
+    pub fn new(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Analysis {
+        let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
+        let timelines = cpus.iter().map(|c| (c.cpu, Timeline::build(c.events, end))).collect();
+        Analysis { timelines, matched: match_all(cpus, wakes) }
     }
 
     /// Each wake-up's match, in the order given to [`Analysis::new`].

@@ -17,7 +17,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::input::{KernelEvent, Recorded, Stamped};
+use super::input::{CpuTrace, Recorded};
+use crate::ktrace::EventKind;
 use crate::time::{Nanos, Time};
 
 /// The four phases of one wake-up's latency.
@@ -102,43 +103,51 @@ impl Unmatched {
     }
 }
 
-/// The events of one thread, by kind, in time order.
+/// The events of one thread, by kind, in time order: (time, CPU, its priority).
 #[derive(Debug, Default)]
 struct ThreadEvents {
     switched_in: Vec<(Time, u32, i32)>,
-    waking: Vec<Time>,
+    waking: Vec<(Time, u32, i32)>,
     timers: HashSet<u64>,
 }
 
-/// Matches every wake-up of `wakes` (any order) to the events of `events`
-/// (any order); returns one result per wake-up, in the order given.
-pub fn match_all(events: &[Stamped], wakes: &[Recorded]) -> Vec<Result<Matched, Unmatched>> {
+/// Matches every wake-up of `wakes` (any order) to the events of the CPUs
+/// of `cpus`; returns one result per wake-up, in the order given.
+pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matched, Unmatched>> {
     let tids: HashSet<i32> = wakes.iter().map(|w| w.tid).collect();
     let mut by_tid: HashMap<i32, ThreadEvents> = tids.iter().map(|&t| (t, ThreadEvents::default())).collect();
-    // Expiries of every timer, by address, in time order.
+    // Expiries of every timer, by address.
     let mut expiries: HashMap<u64, Vec<Time>> = HashMap::new();
-    let mut sorted: Vec<&Stamped> = events.iter().collect();
-    sorted.sort_by_key(|e| e.ts);
-    for e in &sorted {
-        match &e.event {
-            KernelEvent::HrtimerStart { hrtimer, .. } => {
-                if let Some(t) = by_tid.get_mut(&e.pid) {
-                    t.timers.insert(*hrtimer);
+    for c in cpus {
+        for e in c.events {
+            match &e.kind {
+                EventKind::HrtimerStart { hrtimer, .. } => {
+                    if let Some(t) = by_tid.get_mut(&e.pid) {
+                        t.timers.insert(*hrtimer);
+                    }
                 }
-            }
-            KernelEvent::HrtimerExpireEntry { hrtimer, .. } => expiries.entry(*hrtimer).or_default().push(e.ts),
-            KernelEvent::Waking { pid } => {
-                if let Some(t) = by_tid.get_mut(pid) {
-                    t.waking.push(e.ts);
+                EventKind::HrtimerExpireEntry { hrtimer, .. } => expiries.entry(*hrtimer).or_default().push(e.ts),
+                EventKind::SchedWaking(w) => {
+                    if let Some(t) = by_tid.get_mut(&w.pid) {
+                        t.waking.push((e.ts, c.cpu, w.prio));
+                    }
                 }
-            }
-            KernelEvent::Switch { next, .. } => {
-                if let Some(t) = by_tid.get_mut(&next.pid) {
-                    t.switched_in.push((e.ts, e.cpu, next.prio));
+                EventKind::SchedSwitch(sw) => {
+                    if let Some(t) = by_tid.get_mut(&sw.next_pid) {
+                        t.switched_in.push((e.ts, c.cpu, sw.next_prio));
+                    }
                 }
+                _ => {}
             }
-            _ => {}
         }
+    }
+    // Several CPUs' events interleave: time order within each list.
+    for t in by_tid.values_mut() {
+        t.switched_in.sort_unstable();
+        t.waking.sort_unstable();
+    }
+    for v in expiries.values_mut() {
+        v.sort_unstable();
     }
     // The previous wake-up of each thread bounds the search for the next.
     let mut order: Vec<usize> = (0..wakes.len()).collect();
@@ -169,8 +178,16 @@ fn match_one(
     w: &Recorded,
     after: Time,
 ) -> Result<Matched, Unmatched> {
-    let (switched_in, cpu, prio) = last_in(&t.switched_in, |s| s.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
-    let waking = last_in(&t.waking, |&x| x, after, switched_in).ok_or(Unmatched::NoWaking)?;
+    let switch = last_in(&t.switched_in, |s| s.0, after, w.actual);
+    let (waking, switched_in, cpu, prio) = match switch {
+        Some((at, cpu, prio)) => (last_in(&t.waking, |x| x.0, after, at).ok_or(Unmatched::NoWaking)?.0, at, cpu, prio),
+        // Woken before it was switched out (its timer fired while it was
+        // still going to sleep): no switch, nothing to wait for.
+        None => {
+            let (at, cpu, prio) = last_in(&t.waking, |x| x.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
+            (at, at, cpu, prio)
+        }
+    };
     let (hrtimer, expired) = t
         .timers
         .iter()
@@ -183,44 +200,32 @@ fn match_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::input::{KernelEvent as K, Task};
+    use crate::explain::testing::{cycle, ev, ME};
+    use crate::ktrace::EventKind as K;
 
-    pub(crate) fn task(comm: &str, pid: i32, prio: i32) -> Task {
-        Task { comm: comm.into(), pid, prio }
+    fn on_cpu1(evs: &[crate::ktrace::Event]) -> [CpuTrace<'_>; 1] {
+        [CpuTrace { cpu: 1, events: evs }]
     }
 
-    fn ev(ts: i64, cpu: u32, pid: i32, event: K) -> Stamped {
-        Stamped { ts: Time(ts), cpu, pid, event }
-    }
-
-    /// One clock_nanosleep cycle of thread 77 on CPU 1: armed at `arm`,
-    /// expired at `exp`, woken at `wake`, switched in at `run`.
-    fn cycle(arm: i64, deadline: i64, exp: i64, wake: i64, run: i64) -> Vec<Stamped> {
-        let me = task("rtick-m0", 77, 9);
-        let idle = task("swapper/1", 0, 120);
-        vec![
-            ev(arm, 1, 77, K::HrtimerStart { hrtimer: 0xa0, softexpires: Time(deadline) }),
-            ev(arm + 1, 1, 77, K::Switch { prev: me.clone(), prev_state: 1, next: idle.clone() }),
-            ev(exp, 1, 0, K::HrtimerExpireEntry { hrtimer: 0xa0, function: 0xf0 }),
-            ev(wake, 1, 0, K::Waking { pid: 77 }),
-            ev(exp + 50, 1, 0, K::HrtimerExpireExit { hrtimer: 0xa0 }),
-            ev(run, 1, 0, K::Switch { prev: idle, prev_state: 0, next: me }),
-        ]
+    fn rec(cycle: u64, planned: i64, actual: i64) -> Recorded {
+        Recorded { tid: ME, cycle, planned: Time(planned), actual: Time(actual) }
     }
 
     #[test]
     fn phases_of_two_cycles_add_up() {
         let mut evs = cycle(0, 1000, 1400, 1450, 1700);
         evs.extend(cycle(1800, 2000, 2003, 2010, 2020));
-        // Another thread's timer and wake-ups are not ours.
-        evs.push(ev(1300, 1, 5, K::HrtimerStart { hrtimer: 0xb0, softexpires: Time(1390) }));
-        evs.push(ev(1390, 1, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, function: 0xf1 }));
-        evs.push(ev(1395, 1, 0, K::Waking { pid: 5 }));
-        let wakes = [
-            Recorded { tid: 77, cpu: Some(1), cycle: 2, planned: Time(2000), actual: Time(2030) },
-            Recorded { tid: 77, cpu: Some(1), cycle: 1, planned: Time(1000), actual: Time(1750) },
-        ];
-        let m = match_all(&evs, &wakes);
+        // Another thread's timer and wake-up are not ours.
+        evs.push(ev(
+            1300,
+            5,
+            K::HrtimerStart { hrtimer: 0xb0, function: 0xf1, expires: Time(1390), softexpires: Time(1390), mode: 0 },
+        ));
+        evs.push(ev(1390, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, now: Time(1390), function: 0xf1 }));
+        evs.push(ev(1395, 0, crate::explain::testing::waking(5, 120)));
+        evs.sort_by_key(|e| e.ts);
+        let wakes = [rec(2, 2000, 2030), rec(1, 1000, 1750)];
+        let m = match_all(&on_cpu1(&evs), &wakes);
         let p1 = m[1].unwrap().phases(&wakes[1]);
         assert_eq!(
             p1,
@@ -232,23 +237,28 @@ mod tests {
             p2,
             Phases { irq_delay: Nanos(3), wakeup_path: Nanos(7), scheduling: Nanos(10), return_to_user: Nanos(10) }
         );
-        assert_eq!((m[0].unwrap().hrtimer, m[0].unwrap().cpu), (0xa0, 1));
+        assert_eq!((m[0].unwrap().hrtimer, m[0].unwrap().cpu, m[0].unwrap().prio), (0xa0, 1, 9));
     }
 
     #[test]
-    fn a_wait_that_did_not_sleep_is_said_so() {
+    fn waits_that_did_not_sleep_and_wake_ups_without_a_switch() {
         let evs = cycle(0, 1000, 1001, 1002, 1003);
-        let wakes = [
-            Recorded { tid: 77, cpu: Some(1), cycle: 1, planned: Time(1000), actual: Time(1010) },
-            // Served back to back after it (catch-up): no switch in between.
-            Recorded { tid: 77, cpu: Some(1), cycle: 2, planned: Time(1005), actual: Time(1020) },
-        ];
-        let m = match_all(&evs, &wakes);
+        // Served back to back after it (catch-up): no wake-up in between.
+        let wakes = [rec(1, 1000, 1010), rec(2, 1005, 1020)];
+        let m = match_all(&on_cpu1(&evs), &wakes);
         assert!(m[0].is_ok());
         assert_eq!(m[1], Err(Unmatched::DidNotSleep));
+        // Woken while still on the CPU: no switch out or in, scheduling 0.
+        let evs: Vec<_> =
+            cycle(0, 1000, 1004, 1006, 0).into_iter().filter(|e| !matches!(e.kind, K::SchedSwitch(_))).collect();
+        let m = match_all(&on_cpu1(&evs), &wakes[..1]);
+        let p = m[0].unwrap().phases(&wakes[0]);
+        assert_eq!(
+            (p.irq_delay, p.wakeup_path, p.scheduling, p.return_to_user),
+            (Nanos(4), Nanos(2), Nanos(0), Nanos(4))
+        );
         // A thread whose timer was never seen armed.
-        let mut lone = cycle(0, 1000, 1001, 1002, 1003);
-        lone.remove(0);
-        assert_eq!(match_all(&lone, &wakes[..1]), [Err(Unmatched::NoTimer)]);
+        let lone: Vec<_> = cycle(0, 1000, 1001, 1002, 1003).into_iter().skip(1).collect();
+        assert_eq!(match_all(&on_cpu1(&lone), &wakes[..1]), [Err(Unmatched::NoTimer)]);
     }
 }

@@ -1,51 +1,49 @@
 //! Spikes made to order, as event sequences with exact times (ns), and the
 //! verdict each must get.
 
-use super::input::KernelEvent as K;
+use super::testing::{ev, switch, waking, IDLE, ME, MEE};
 use super::*;
+use crate::ktrace::{Event, EventKind as K};
 
-const ME: i32 = 77;
+/// The thread sleeps at 0 (armed for 10_000); `between` happens on the CPU;
+/// the timer fires at `exp`, the thread is woken at `wake` and switched in
+/// at `run` from `from`; it reads its clock 1 µs later.
+fn scenario(between: Vec<Event>, exp: i64, wake: i64, run: i64, from: (&str, i32, i32)) -> (Vec<Event>, [Recorded; 1]) {
+    let mut evs = vec![
+        ev(
+            0,
+            ME,
+            K::HrtimerStart {
+                hrtimer: 0xa0,
+                function: 0xf0,
+                expires: Time(10_000),
+                softexpires: Time(10_000),
+                mode: 0,
+            },
+        ),
+        ev(1, ME, switch(MEE, IDLE)),
+    ];
+    evs.extend(between);
+    evs.push(ev(exp, 0, K::HrtimerExpireEntry { hrtimer: 0xa0, now: Time(exp), function: 0xf0 }));
+    evs.push(ev(wake, 0, waking(ME, 9)));
+    evs.push(ev(wake + 1, 0, K::HrtimerExpireExit { hrtimer: 0xa0 }));
+    evs.push(ev(run, from.1, switch(from, MEE)));
+    evs.sort_by_key(|e| e.ts);
+    (evs, [Recorded { tid: ME, cycle: 18, planned: Time(10_000), actual: Time(run + 1_000) }])
+}
+
+fn explain(evs: &[Event], w: &[Recorded], steal: &[StealSample]) -> Spike {
+    let cpus = [CpuTrace { cpu: 1, events: evs }];
+    Analysis::new(&cpus, w).spike(w, 0, steal).expect("matched")
+}
 
 fn task(comm: &str, pid: i32, prio: i32) -> Task {
     Task { comm: comm.into(), pid, prio }
 }
 
-fn me() -> Task {
-    task("rtick-m0", ME, 9)
-}
-
-fn ev(ts: i64, pid: i32, event: K) -> Stamped {
-    Stamped { ts: Time(ts), cpu: 1, pid, event }
-}
-
-/// The thread sleeps at 0 (armed for 10_000), the CPU then runs `between`,
-/// the timer fires at `exp`, the thread is woken at `wake` and runs at `run`;
-/// it reads its clock 1 µs later.
-fn scenario(between: Vec<Stamped>, exp: i64, wake: i64, run: i64) -> (Vec<Stamped>, [Recorded; 1]) {
-    let mut evs = vec![
-        ev(0, ME, K::HrtimerStart { hrtimer: 0xa0, softexpires: Time(10_000) }),
-        ev(1, ME, K::Switch { prev: me(), prev_state: 1, next: task("swapper/1", 0, 120) }),
-    ];
-    evs.extend(between);
-    evs.push(ev(exp, 0, K::HrtimerExpireEntry { hrtimer: 0xa0, function: 0xf0 }));
-    evs.push(ev(wake, 0, K::Waking { pid: ME }));
-    evs.push(ev(wake + 1, 0, K::HrtimerExpireExit { hrtimer: 0xa0 }));
-    let prev = evs.iter().rev().find_map(|e| match &e.event {
-        K::Switch { next, .. } => Some(next.clone()),
-        _ => None,
-    });
-    evs.push(ev(run, 0, K::Switch { prev: prev.unwrap(), prev_state: 0, next: me() }));
-    let w = Recorded { tid: ME, cpu: Some(1), cycle: 18, planned: Time(10_000), actual: Time(run + 1_000) };
-    (evs, [w])
-}
-
-fn explain(evs: &[Stamped], w: &[Recorded], steal: &[StealSample]) -> Spike {
-    Analysis::new(evs, w).spike(w, 0, steal).expect("matched")
-}
-
 #[test]
 fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
-    let (evs, w) = scenario(vec![], 810_000, 812_000, 824_000);
+    let (evs, w) = scenario(vec![], 810_000, 812_000, 824_000, IDLE);
     let steal = [
         StealSample { at: Time(0), cpu: 1, steal: Nanos::from_ms(40) },
         StealSample { at: Time(900_000), cpu: 1, steal: Nanos::from_ms(40) + Nanos::from_us(790) },
@@ -65,32 +63,23 @@ fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
 
 #[test]
 fn a_late_interrupt_while_a_task_ran_blames_that_task() {
-    let busy = task("kworker/1:2", 300, 120);
-    let (evs, w) = scenario(
-        vec![ev(5_000, 0, K::Switch { prev: task("swapper/1", 0, 120), prev_state: 0, next: busy.clone() })],
-        310_000,
-        311_000,
-        320_000,
-    );
+    let busy = ("kworker/1:2", 300, 120);
+    let (evs, w) = scenario(vec![ev(5_000, 0, switch(IDLE, busy))], 310_000, 311_000, 320_000, busy);
     let s = explain(&evs, &w, &[]);
-    assert_eq!(s.cause, Cause::IrqsOffIn(busy.clone()));
-    assert_eq!(s.culprits[0], [(Culprit::Task(busy), Nanos(300_000))]);
+    assert_eq!(s.cause, Cause::IrqsOffIn(task("kworker/1:2", 300, 120)));
+    assert_eq!(s.culprits[0], [(Culprit::Task(task("kworker/1:2", 300, 120)), Nanos(300_000))]);
 }
 
 #[test]
 fn a_higher_priority_thread_is_named_as_the_preemptor() {
-    // The timer is on time; a SCHED_FIFO 95 hog (kernel prio 4) runs 2–512 µs past the deadline.
-    let hog = task("hog", 4242, 4);
-    let idle = task("swapper/1", 0, 120);
-    let between = vec![ev(12_000, 0, K::Switch { prev: idle, prev_state: 0, next: hog.clone() })];
-    let (mut evs, w) = scenario(between, 10_500, 11_000, 512_000);
-    // The hog is what the thread is switched in from.
-    let last = evs.len() - 1;
-    evs[last] = ev(512_000, 4242, K::Switch { prev: hog.clone(), prev_state: 1, next: me() });
+    // The timer is on time; a SCHED_FIFO 95 hog (kernel prio 4) runs from 2 µs past
+    // the deadline to 512 µs, and the thread is switched in from it.
+    let hog = ("hog", 4242, 4);
+    let (evs, w) = scenario(vec![ev(12_000, 0, switch(IDLE, hog))], 10_500, 11_000, 512_000, hog);
     let s = explain(&evs, &w, &[]);
     assert_eq!(s.phases.scheduling, Nanos(501_000));
-    assert_eq!(s.cause, Cause::PreemptedBy(hog.clone()));
-    assert_eq!(s.culprits[2][0], (Culprit::Task(hog), Nanos(500_000)));
+    assert_eq!(s.cause, Cause::PreemptedBy(task("hog", 4242, 4)));
+    assert_eq!(s.culprits[2][0], (Culprit::Task(task("hog", 4242, 4)), Nanos(500_000)));
     assert!(s.line().contains("wake→run 501.0 µs: preempted by hog:4242 (prio 4)"), "{}", s.line());
 }
 
@@ -98,12 +87,14 @@ fn a_higher_priority_thread_is_named_as_the_preemptor() {
 fn interrupt_work_and_throttling_in_the_scheduling_delay() {
     // A TIMER softirq runs 100 µs between the wake-up and the switch.
     let soft = vec![ev(11_100, 0, K::SoftirqEntry { vec: 1 }), ev(111_100, 0, K::SoftirqExit { vec: 1 })];
-    let (mut evs, w) = scenario(vec![], 10_500, 11_000, 112_000);
-    evs.extend(soft);
+    let (evs, w) = scenario(soft, 10_500, 11_000, 112_000, IDLE);
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::InterruptWork(Culprit::Softirq("TIMER")));
     // The CPU stays idle for 50 ms while the woken real-time thread waits: throttled.
-    let (evs, w) = scenario(vec![], 10_500, 11_000, 50_011_000);
+    let (evs, w) = scenario(vec![], 10_500, 11_000, 50_011_000, IDLE);
     let s = explain(&evs, &w, &[]);
     assert_eq!(s.cause, Cause::Throttled);
     assert_eq!(phase_summary(&[s.phases])[2], ("scheduling", [Nanos(50_000_000); 3]));
+    // A short idle stretch is the CPU leaving an idle state, not throttling.
+    let (evs, w) = scenario(vec![], 10_500, 11_000, 40_000, IDLE);
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
 }

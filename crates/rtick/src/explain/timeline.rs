@@ -2,7 +2,8 @@
 //! softirqs and hrtimer callbacks ran, so that any window of time can be
 //! asked "what ran here, and for how long".
 
-use super::input::{softirq_name, KernelEvent, Stamped, Task};
+use super::input::Task;
+use crate::ktrace::{softirq_name, Event, EventKind};
 use crate::time::{Nanos, Time};
 
 /// Something that took a CPU's time.
@@ -65,7 +66,7 @@ pub struct Timeline {
 impl Timeline {
     /// Builds the timeline of the events of one CPU, sorted by time.
     /// Intervals still open at the end close at `end`.
-    pub fn build(events: &[&Stamped], end: Time) -> Timeline {
+    pub fn build(events: &[Event], end: Time) -> Timeline {
         let mut t = Timeline::default();
         let mut current: Option<(Time, Culprit)> = None;
         let mut open: Vec<(Time, Culprit)> = Vec::new();
@@ -77,28 +78,29 @@ impl Timeline {
                 }
             };
         for e in events {
-            match &e.event {
-                KernelEvent::Switch { next, .. } => {
+            match &e.kind {
+                EventKind::SchedSwitch(sw) => {
                     if let Some((start, what)) = current.take() {
                         t.tasks.push(Span { start, end: e.ts, what });
                     }
-                    current = Some((e.ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next.clone()) }));
+                    let next = Task::new(&sw.next_comm, sw.next_pid, sw.next_prio);
+                    current = Some((e.ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next) }));
                 }
-                KernelEvent::IrqEntry { irq, name } => {
-                    open.push((e.ts, Culprit::Irq { irq: *irq, name: name.clone() }))
+                EventKind::IrqHandlerEntry { irq, name } => {
+                    open.push((e.ts, Culprit::Irq { irq: *irq, name: name.to_string() }))
                 }
-                KernelEvent::IrqExit { irq } => {
+                EventKind::IrqHandlerExit { irq, .. } => {
                     close(&mut open, e.ts, &|c| matches!(c, Culprit::Irq { irq: i, .. } if i == irq), &mut t.interrupts)
                 }
-                KernelEvent::SoftirqEntry { vec } => open.push((e.ts, Culprit::Softirq(softirq_name(*vec)))),
-                KernelEvent::SoftirqExit { vec } => {
+                EventKind::SoftirqEntry { vec } => open.push((e.ts, Culprit::Softirq(softirq_name(*vec)))),
+                EventKind::SoftirqExit { vec } => {
                     let name = softirq_name(*vec);
                     close(&mut open, e.ts, &|c| *c == Culprit::Softirq(name), &mut t.interrupts)
                 }
-                KernelEvent::HrtimerExpireEntry { hrtimer, function } => {
+                EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
                     open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
                 }
-                KernelEvent::HrtimerExpireExit { hrtimer } => close(
+                EventKind::HrtimerExpireExit { hrtimer } => close(
                     &mut open,
                     e.ts,
                     &|c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer),
@@ -157,32 +159,27 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::input::KernelEvent as K;
+    use crate::explain::testing::{ev, switch};
+    use crate::ktrace::EventKind as K;
 
     fn task(comm: &str, pid: i32, prio: i32) -> Task {
         Task { comm: comm.into(), pid, prio }
     }
 
-    fn ev(ts: i64, event: K) -> Stamped {
-        Stamped { ts: Time(ts), cpu: 1, pid: 0, event }
-    }
-
     #[test]
     fn windows_add_up_what_ran() {
         // 0: idle; 100: hog runs; 300: idle again, an IRQ 150–180 and a softirq 200–260 inside hog.
-        let idle = task("swapper/1", 0, 120);
-        let hog = task("hog", 42, 9);
         let evs = [
-            ev(0, K::Switch { prev: task("x", 7, 120), prev_state: 1, next: idle.clone() }),
-            ev(100, K::Switch { prev: idle.clone(), prev_state: 0, next: hog.clone() }),
-            ev(150, K::IrqEntry { irq: 11, name: "virtio0".into() }),
-            ev(180, K::IrqExit { irq: 11 }),
-            ev(200, K::SoftirqEntry { vec: 1 }),
-            ev(260, K::SoftirqExit { vec: 1 }),
-            ev(300, K::Switch { prev: hog.clone(), prev_state: 1, next: idle.clone() }),
+            ev(0, 7, switch(("x", 7, 120), ("swapper/1", 0, 120))),
+            ev(100, 0, switch(("swapper/1", 0, 120), ("hog", 42, 9))),
+            ev(150, 42, K::IrqHandlerEntry { irq: 11, name: "virtio0".into() }),
+            ev(180, 42, K::IrqHandlerExit { irq: 11, ret: 1 }),
+            ev(200, 42, K::SoftirqEntry { vec: 1 }),
+            ev(260, 42, K::SoftirqExit { vec: 1 }),
+            ev(300, 42, switch(("hog", 42, 9), ("swapper/1", 0, 120))),
         ];
-        let refs: Vec<&Stamped> = evs.iter().collect();
-        let t = Timeline::build(&refs, Time(1000));
+        let t = Timeline::build(&evs, Time(1000));
+        let hog = task("hog", 42, 9);
         assert_eq!(t.current(Time(50)), Some(&Culprit::Idle));
         assert_eq!(t.current(Time(120)), Some(&Culprit::Task(hog.clone())));
         let w = t.in_window(Time(50), Time(250), 99, 0);

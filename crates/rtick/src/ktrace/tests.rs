@@ -69,12 +69,12 @@ fn sleep_loop(cpu: usize, period: Nanos, cycles: usize) -> (i32, Vec<Cycle>) {
         sys::sched::set_affinity(&[cpu]).unwrap();
         sys::sched::set_scheduler(libc::SCHED_FIFO, 90).unwrap();
         let mut out = Vec::with_capacity(cycles);
-        let first = sys::clock::now(MONO) + Nanos::from_ms(5);
+        let first = crate::ClockId::Monotonic.now() + Nanos::from_ms(5);
         for k in 0..cycles as i64 {
             let deadline = first + Nanos(period.0 * k);
-            let before = sys::clock::now(MONO);
+            let before = crate::ClockId::Monotonic.now();
             sys::clock::sleep_until(MONO, deadline).unwrap();
-            let after = sys::clock::now(MONO);
+            let after = crate::ClockId::Monotonic.now();
             out.push(Cycle { deadline, before, after });
         }
         (sys::timer::gettid(), out)
@@ -191,9 +191,9 @@ fn a_20_khz_loop_on_one_cpu_loses_nothing_with_the_default_buffer() {
     let Some((root, _lock)) = kernel() else { return };
     let cpu = test_cpu();
     let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
-    let t0 = sys::clock::now(MONO);
+    let t0 = crate::ClockId::Monotonic.now();
     let (tid, cycles) = sleep_loop(cpu, Nanos::from_us(50), 40_000);
-    let elapsed = sys::clock::now(MONO) - t0;
+    let elapsed = crate::ClockId::Monotonic.now() - t0;
     let capture = session.stop().unwrap();
     assert!(!capture.lost.any(), "{:?}", capture.lost);
     let c = capture.cpu(cpu).unwrap();

@@ -52,7 +52,7 @@ fn capture() {
             marker.write_all(LONG_MARK.as_bytes()).unwrap();
             // A timer disarmed before it expires: hrtimer_cancel.
             let t = crate::sys::fd::TimerFd::new(libc::CLOCK_MONOTONIC).unwrap();
-            t.arm(crate::sys::clock::now(libc::CLOCK_MONOTONIC) + Nanos::from_secs(1), Nanos::ZERO).unwrap();
+            t.arm(crate::ClockId::Monotonic.now() + Nanos::from_secs(1), Nanos::ZERO).unwrap();
             t.arm(Time(0), Nanos::ZERO).unwrap();
         });
         let (_, _) = sleep_loop(cpu, Nanos::from_ms(1), 1);
