@@ -24,6 +24,7 @@
 
 pub mod input;
 mod phases;
+mod run;
 #[cfg(test)]
 mod testing;
 mod timeline;
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 
 pub use input::{CpuTrace, Recorded, Task};
 pub use phases::{match_all, Matched, Phases, Unmatched};
+pub use run::{explain_run, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
 
 use crate::time::{Nanos, Time};

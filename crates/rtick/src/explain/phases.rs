@@ -81,7 +81,7 @@ impl Matched {
 }
 
 /// Why a wake-up could not be split.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Unmatched {
     /// The thread was not switched in since its previous wake-up: the wait
     /// returned without sleeping (its deadline had passed), or it spun.
@@ -108,6 +108,7 @@ impl Unmatched {
 struct ThreadEvents {
     switched_in: Vec<(Time, u32, i32)>,
     waking: Vec<(Time, u32, i32)>,
+    wakeup: Vec<(Time, u32, i32)>,
     timers: HashSet<u64>,
 }
 
@@ -132,6 +133,11 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
                         t.waking.push((e.ts, c.cpu, w.prio));
                     }
                 }
+                EventKind::SchedWakeup(w) => {
+                    if let Some(t) = by_tid.get_mut(&w.pid) {
+                        t.wakeup.push((e.ts, c.cpu, w.prio));
+                    }
+                }
                 EventKind::SchedSwitch(sw) => {
                     if let Some(t) = by_tid.get_mut(&sw.next_pid) {
                         t.switched_in.push((e.ts, c.cpu, sw.next_prio));
@@ -145,6 +151,7 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
     for t in by_tid.values_mut() {
         t.switched_in.sort_unstable();
         t.waking.sort_unstable();
+        t.wakeup.sort_unstable();
     }
     for v in expiries.values_mut() {
         v.sort_unstable();
@@ -181,11 +188,20 @@ fn match_one(
     let switch = last_in(&t.switched_in, |s| s.0, after, w.actual);
     let (waking, switched_in, cpu, prio) = match switch {
         Some((at, cpu, prio)) => (last_in(&t.waking, |x| x.0, after, at).ok_or(Unmatched::NoWaking)?.0, at, cpu, prio),
-        // Woken before it was switched out (its timer fired while it was
-        // still going to sleep): no switch, nothing to wait for.
+        // No switch in recorded: it was woken before it was switched out
+        // (its timer fired while it was still going to sleep), or the kernel
+        // did not record the switch (on this VM's CPU 1 no switch out of the
+        // idle task ever is). It ran from its sched_wakeup on: on an idle
+        // CPU the switch follows at once.
         None => {
-            let (at, cpu, prio) = last_in(&t.waking, |x| x.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
-            (at, at, cpu, prio)
+            let (waking, ..) = last_in(&t.waking, |x| x.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
+            match last_in(&t.wakeup, |x| x.0, after, w.actual).filter(|x| x.0 >= waking) {
+                Some((at, cpu, prio)) => (waking, at, cpu, prio),
+                None => {
+                    let (at, cpu, prio) = last_in(&t.waking, |x| x.0, after, w.actual).ok_or(Unmatched::DidNotSleep)?;
+                    (at, at, cpu, prio)
+                }
+            }
         }
     };
     let (hrtimer, expired) = t

@@ -53,3 +53,7 @@ pub(crate) fn cycle(arm: i64, deadline: i64, exp: i64, wake: i64, run: i64) -> V
         ev(run.max(exp.max(wake) + 2), 0, switch(IDLE, MEE)),
     ]
 }
+
+pub(crate) fn wakeup(pid: i32, prio: i32) -> EventKind {
+    EventKind::SchedWakeup(Wakeup { comm: Comm::new(b"t"), pid, prio, target_cpu: 1 })
+}

@@ -2,6 +2,8 @@
 //! softirqs and hrtimer callbacks ran, so that any window of time can be
 //! asked "what ran here, and for how long".
 
+use std::collections::HashMap;
+
 use super::input::Task;
 use crate::ktrace::{softirq_name, Event, EventKind};
 use crate::time::{Nanos, Time};
@@ -77,14 +79,48 @@ impl Timeline {
                     out.push(Span { start, end: at, what });
                 }
             };
+        // When each pid was last made runnable here, and first seen running
+        // (as an event's common_pid), since the current span began: the
+        // switch into a task is sometimes not recorded (on this VM's CPU 1 no
+        // switch out of the idle task ever is), and is inferred from them.
+        let mut woken: HashMap<i32, Time> = HashMap::new();
+        let mut seen: HashMap<i32, Time> = HashMap::new();
         for e in events {
+            if e.pid != 0 {
+                seen.entry(e.pid).or_insert(e.ts);
+            }
             match &e.kind {
+                EventKind::SchedWakeup(w) => {
+                    woken.insert(w.pid, e.ts);
+                }
                 EventKind::SchedSwitch(sw) => {
+                    let prev = Task::new(&sw.prev_comm, sw.prev_pid, sw.prev_prio);
+                    let current_pid = current.as_ref().map(|(_, c)| match c {
+                        Culprit::Task(t) => t.pid,
+                        _ => 0,
+                    });
+                    if current_pid.is_some_and(|p| p != prev.pid) && !prev.is_idle() {
+                        // The switch into `prev` was not recorded: it ran from
+                        // its wake-up here (or its first event) until now.
+                        let since = current.as_ref().map_or(e.ts, |(s, _)| *s);
+                        let start = woken
+                            .get(&prev.pid)
+                            .or(seen.get(&prev.pid))
+                            .copied()
+                            .filter(|&t| t >= since)
+                            .unwrap_or(e.ts);
+                        if let Some((s0, what)) = current.take() {
+                            t.tasks.push(Span { start: s0, end: start, what });
+                        }
+                        current = Some((start, Culprit::Task(prev)));
+                    }
                     if let Some((start, what)) = current.take() {
                         t.tasks.push(Span { start, end: e.ts, what });
                     }
                     let next = Task::new(&sw.next_comm, sw.next_pid, sw.next_prio);
                     current = Some((e.ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next) }));
+                    woken.clear();
+                    seen.clear();
                 }
                 EventKind::IrqHandlerEntry { irq, name } => {
                     open.push((e.ts, Culprit::Irq { irq: *irq, name: name.to_string() }))
@@ -194,5 +230,22 @@ mod tests {
         );
         // The measuring thread itself is not a culprit.
         assert_eq!(t.in_window(Time(100), Time(140), 42, 0), []);
+    }
+
+    #[test]
+    fn a_switch_out_of_idle_that_was_not_recorded_is_inferred() {
+        // idle from 0; hog woken at 100 (no switch recorded), runs, leaves at 400.
+        let evs = [
+            ev(0, 7, switch(("x", 7, 120), ("swapper/1", 0, 120))),
+            ev(100, 0, crate::explain::testing::wakeup(42, 4)),
+            ev(250, 42, K::SoftirqEntry { vec: 7 }),
+            ev(260, 42, K::SoftirqExit { vec: 7 }),
+            ev(400, 42, switch(("hog", 42, 4), ("me", 77, 9))),
+        ];
+        let t = Timeline::build(&evs, Time(1000));
+        let hog = Culprit::Task(task("hog", 42, 4));
+        assert_eq!(t.current(Time(50)), Some(&Culprit::Idle));
+        assert_eq!(t.current(Time(150)), Some(&hog));
+        assert_eq!(t.in_window(Time(0), Time(400), 77, 0)[0], (hog, Nanos(300)));
     }
 }
