@@ -221,6 +221,14 @@ pub struct MeasureArgs {
     #[arg(long, requires = "breaktrace")]
     pub tracemark: bool,
 
+    /// Why was it late: trace the measured CPUs (an instance of rtick's own in tracefs) and split every wake-up's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each; explain the worst wake-ups of each mechanism, and with US every one later than US. Needs root (or CAP_SYS_ADMIN/CAP_PERFMON) and tracefs.
+    #[arg(long, value_name = "US", num_args = 0..=1, default_missing_value = "0", value_parser = units::explain_threshold)]
+    pub explain: Option<Nanos>,
+
+    /// With --explain: how many of each mechanism's worst wake-ups to explain.
+    #[arg(long, value_name = "N", default_value = "5", requires = "explain")]
+    pub explain_top: usize,
+
     /// The tracefs directory --tracemark writes to, or an instance in it (…/instances/NAME) [default: where tracefs is mounted].
     #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
     pub tracefs: Option<PathBuf>,

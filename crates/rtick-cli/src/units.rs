@@ -92,6 +92,11 @@ pub fn micros(s: &str) -> Result<Nanos, String> {
     positive_time(s, Plain::Micros, false)
 }
 
+/// clap value parser: `--explain [US]`, a threshold in plain µs (0: none, only the worst wake-ups).
+pub fn explain_threshold(s: &str) -> Result<Nanos, String> {
+    parse_time(s, Plain::Micros, false)
+}
+
 /// clap value parser: timer slack in plain ns (≥ 1 ns: 0 would mean "default").
 pub fn timer_slack(s: &str) -> Result<Nanos, String> {
     positive_time(s, Plain::Nanos, false)

@@ -8,12 +8,14 @@
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark};
+use rtick::explain::SpikeChoice;
+use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark, TraceRow};
 use rtick::rt::{self, DmaLatency, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
 use rtick::system::SystemInfo;
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
+use super::explain::{Explaining, Explanation};
 use super::plan::{plan, Cpus};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
@@ -82,6 +84,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         warnings,
         results: Vec::new(),
         unavailable: Vec::new(),
+        explain: None,
     };
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
@@ -89,8 +92,19 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         print!("{}", header::render(&file, &mlock_detail));
     }
 
-    let (report, rows) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem))?;
+    // Started last, just before the run: nothing is traced while setting up.
+    let mut explaining = a
+        .explain
+        .map(|over| {
+            let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
+            Explaining::start(a.tracefs.as_deref(), &cfg, choice)
+        })
+        .transpose()?;
+    let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
+    let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
+    drop(kept);
     record_report(&mut file, &report);
+    file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
     write_outputs(outputs, &file, &cfg, &report)?;
@@ -101,6 +115,9 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
     }
     print_results(a, &cfg, &file, &report, rows, &after);
+    if let Some(e) = &explanation {
+        print!("{}", e.render(a.nsecs));
+    }
     if file.results.is_empty() && !report.interrupted {
         anyhow::bail!(
             "no mechanism could run here ({})",
@@ -186,25 +203,37 @@ fn measure_restoring(
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
     held: (Option<DmaLatency>, Option<MemoryLock>),
-) -> Result<(MeasureReport, Option<u64>)> {
-    let (mut producers, writer) = match &outputs.trace {
-        Some(f) => {
+    mut explaining: Option<&mut Explaining>,
+) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>)> {
+    // --explain needs every wake-up: the rings run, and the writer keeps the rows.
+    let keep = explaining.is_some();
+    let (mut producers, writer) = match (&outputs.trace, keep) {
+        (None, false) => (None, None),
+        (file, _) => {
             let (p, c) = measure::trace_rings(cfg.threads.len(), a.trace_buffer as usize);
-            (Some(p), Some(TraceWriter::spawn(f.try_clone()?, c)?))
+            let file = file.as_ref().map(|f| f.try_clone()).transpose()?;
+            (Some(p), Some(TraceWriter::spawn(file, c, keep)?))
         }
-        None => (None, None),
     };
     let live = LiveLine::new(a.quiet, cfg.expected_duration(), a.nsecs);
-    let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| live.update(p));
+    let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| {
+        live.update(p);
+        if let Some(e) = explaining.as_deref_mut() {
+            e.sample_steal();
+        }
+    });
     live.finish();
     drop(held);
     let report = result?;
     drop(producers);
-    let rows = match writer {
-        Some(w) => Some(w.finish()?),
-        None => None,
+    let (rows, kept) = match writer {
+        Some(w) => {
+            let (n, kept) = w.finish()?;
+            (outputs.trace.is_some().then_some(n), kept)
+        }
+        None => (None, Vec::new()),
     };
-    Ok((report, rows))
+    Ok((report, rows, kept))
 }
 
 /// Puts what the run measured into the run file.

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod clocks;
 pub mod drift;
+pub mod explain;
 pub mod measure;
 pub mod mechanisms;
 mod plan;

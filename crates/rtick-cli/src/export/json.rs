@@ -28,6 +28,9 @@ pub struct RunFile {
     /// Mechanisms that could not run on this system, and why.
     #[serde(default)]
     pub unavailable: Vec<UnavailableJson>,
+    /// With --explain: the kernel phases of the wake-ups and the spikes explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::cmd::explain::ExplainJson>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

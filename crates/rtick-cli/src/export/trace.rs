@@ -1,5 +1,6 @@
 //! The CSV trace writer: a non-real-time thread draining the measuring
-//! threads' rings into `thread,mechanism,cycle,planned_ns,actual_ns,latency_ns`.
+//! threads' rings into `thread,mechanism,cycle,planned_ns,actual_ns,latency_ns`,
+//! and keeping the rows in memory when `--explain` needs them.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -9,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rtick::measure::TraceConsumer;
+use rtick::measure::{TraceConsumer, TraceRow};
 
 /// The CSV header.
 pub const HEADER: [&str; 6] = ["thread", "mechanism", "cycle", "planned_ns", "actual_ns", "latency_ns"];
@@ -18,19 +19,22 @@ pub const HEADER: [&str; 6] = ["thread", "mechanism", "cycle", "planned_ns", "ac
 #[derive(Debug)]
 pub struct TraceWriter {
     done: Arc<AtomicBool>,
-    handle: JoinHandle<Result<u64>>,
+    handle: JoinHandle<Result<(u64, Vec<TraceRow>)>>,
 }
 
 impl TraceWriter {
-    /// Starts draining `rings` into `file`.
-    pub fn spawn(file: File, mut rings: Vec<TraceConsumer>) -> Result<TraceWriter> {
+    /// Starts draining `rings` into `file` (if any), keeping the rows when `keep`.
+    pub fn spawn(file: Option<File>, mut rings: Vec<TraceConsumer>, keep: bool) -> Result<TraceWriter> {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let handle = std::thread::Builder::new()
             .name("rtick-trace".into())
             .spawn(move || {
-                let mut w = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
-                w.write_record(HEADER)?;
+                let mut w = file.map(|f| csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, f)));
+                if let Some(w) = w.as_mut() {
+                    w.write_record(HEADER)?;
+                }
+                let mut kept = Vec::new();
                 let mut rows = 0u64;
                 loop {
                     // Read the flag first: rows pushed before it was set are drained below.
@@ -38,6 +42,13 @@ impl TraceWriter {
                     let mut got = 0;
                     for ring in rings.iter_mut() {
                         while let Ok(r) = ring.pop() {
+                            if keep {
+                                kept.push(r);
+                            }
+                            let Some(w) = w.as_mut() else {
+                                got += 1;
+                                continue;
+                            };
                             w.write_record(&[
                                 r.thread.to_string(),
                                 r.mechanism.name().to_string(),
@@ -57,15 +68,17 @@ impl TraceWriter {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                 }
-                w.flush()?;
-                Ok(rows)
+                if let Some(w) = w.as_mut() {
+                    w.flush()?;
+                }
+                Ok((rows, kept))
             })
             .context("starting the trace writer thread")?;
         Ok(TraceWriter { done, handle })
     }
 
-    /// Drains what is left and returns the rows written.
-    pub fn finish(self) -> Result<u64> {
+    /// Drains what is left and returns the rows drained, and those kept.
+    pub fn finish(self) -> Result<(u64, Vec<TraceRow>)> {
         self.done.store(true, Ordering::Release);
         self.handle
             .join()

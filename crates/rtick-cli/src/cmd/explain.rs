@@ -1,0 +1,245 @@
+//! `rtick measure --explain`: the kernel's side of every wake-up. A tracing
+//! session of rtick's own runs on the measured CPUs during the measurement;
+//! afterwards each wake-up is split into its kernel phases and the worst
+//! ones are explained, with their culprits named.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rtick::explain::{explain_run, CpuTrace, Explained, SpikeChoice, StealSample};
+use rtick::ktrace::{LostEvents, Options, Session};
+use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
+use rtick::system::cpustat;
+use rtick::ClockId;
+use serde::{Deserialize, Serialize};
+
+use crate::output::{fmt_latency, unit};
+
+/// Where tracefs is when `--tracefs` does not say.
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// A tracing session for the run, and the steal time sampled beside it.
+pub struct Explaining {
+    session: Session,
+    cpus: Vec<usize>,
+    steal: Vec<StealSample>,
+    last_sample: Option<Instant>,
+    choice: SpikeChoice,
+}
+
+impl Explaining {
+    /// Starts tracing the CPUs the run measures (all it may use when its
+    /// threads are not pinned), before the measurement.
+    pub fn start(tracefs: Option<&Path>, cfg: &MeasureConfig, choice: SpikeChoice) -> Result<Explaining> {
+        let mut cpus: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+        if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
+            cpus = rtick::info::allowed_cpus()?;
+        }
+        let root = tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf);
+        let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
+        let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice };
+        e.sample_steal();
+        Ok(e)
+    }
+
+    /// Samples the measured CPUs' steal time (from the caller's progress
+    /// callback, ten times a second: never from a measuring thread).
+    pub fn sample_steal(&mut self) {
+        if self.last_sample.is_some_and(|t| t.elapsed().as_millis() < 100) {
+            return;
+        }
+        self.last_sample = Some(Instant::now());
+        let at = ClockId::Monotonic.now();
+        if let Ok(times) = cpustat::read() {
+            for c in times.into_iter().filter(|c| self.cpus.contains(&(c.cpu as usize))) {
+                self.steal.push(StealSample { at, cpu: c.cpu, steal: c.steal });
+            }
+        }
+    }
+
+    /// Stops tracing (the instance is removed) and explains the run.
+    pub fn finish(mut self, rows: &[TraceRow], report: &MeasureReport) -> Result<Explanation> {
+        self.last_sample = None;
+        self.sample_steal();
+        let missing: Vec<String> = self.session.missing_events().iter().map(|s| s.to_string()).collect();
+        let capture = self.session.stop().context("--explain: reading the trace")?;
+        let cpus: Vec<CpuTrace<'_>> = capture.per_cpu.iter().map(CpuTrace::from).collect();
+        let explained = explain_run(&cpus, rows, &report.results, &self.steal, self.choice);
+        Ok(Explanation { explained, lost: capture.lost, missing, events: cpus.iter().map(|c| c.events.len()).sum() })
+    }
+}
+
+/// What `--explain` found.
+pub struct Explanation {
+    explained: Vec<Explained>,
+    lost: LostEvents,
+    missing: Vec<String>,
+    events: usize,
+}
+
+fn lost_total(l: &LostEvents) -> u64 {
+    l.overrun + l.commit_overrun + l.dropped + l.missed_in_pages + l.uncounted_gaps + l.unread + l.malformed
+}
+
+impl Explanation {
+    /// The phase table, then one line per spike.
+    pub fn render(&self, nsecs: bool) -> String {
+        let mut s = format!(
+            "\nwhere the latency went (kernel phases, {}): p50 / p99 / max of each phase over the wake-ups matched to their kernel events\n",
+            unit(nsecs)
+        );
+        s.push_str(&format!(
+            "{:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
+            "mechanism", "T", "matched", "IRQ delay", "wake-up path", "scheduling", "return to user"
+        ));
+        for e in &self.explained {
+            let name = e.mechanism.name();
+            if let Some(why) = e.not_timer_woken {
+                s.push_str(&format!("{name:<20} {:>2}  no phases: {why}\n", e.thread));
+                continue;
+            }
+            let cells: Vec<String> = e
+                .phases
+                .iter()
+                .map(|(_, [p50, p99, max])| {
+                    format!(
+                        "{} / {} / {}",
+                        fmt_latency(p50.as_ns(), nsecs),
+                        fmt_latency(p99.as_ns(), nsecs),
+                        fmt_latency(max.as_ns(), nsecs)
+                    )
+                })
+                .collect();
+            s.push_str(&format!(
+                "{name:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
+                e.thread,
+                format!("{}/{}", e.matched, e.wakeups),
+                cells[0],
+                cells[1],
+                cells[2],
+                cells[3]
+            ));
+            for (reason, n) in &e.unmatched {
+                s.push_str(&format!("  {n} wake-up(s) not split: {reason}\n"));
+            }
+        }
+        for e in self.explained.iter().filter(|e| !e.spikes.is_empty()) {
+            s.push_str(&format!("spikes of {} T{}:\n", e.mechanism.name(), e.thread));
+            for sp in &e.spikes {
+                s.push_str(&format!("  {}\n", sp.line()));
+            }
+        }
+        let lost = lost_total(&self.lost);
+        s.push_str(&format!(
+            "note: explain: {} kernel events on the measured CPUs, {}",
+            self.events,
+            if lost == 0 { "none lost".to_string() } else { format!("{lost} LOST (the phases near them may be wrong): {:?}", self.lost) }
+        ));
+        if !self.missing.is_empty() {
+            s.push_str(&format!("; this kernel lacks {} (their phase boundaries are unavailable)", self.missing.join(", ")));
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The JSON form (`explain` in the run file).
+    pub fn json(&self) -> ExplainJson {
+        ExplainJson {
+            events: self.events as u64,
+            lost_events: lost_total(&self.lost),
+            missing_events: self.missing.clone(),
+            results: self
+                .explained
+                .iter()
+                .map(|e| ExplainedJson {
+                    mechanism: e.mechanism.name().into(),
+                    thread: e.thread,
+                    wakeups: e.wakeups,
+                    matched: e.matched,
+                    not_timer_woken: e.not_timer_woken.map(str::to_string),
+                    unmatched: e.unmatched.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+                    phases_ns: e
+                        .phases
+                        .iter()
+                        .map(|(name, [p50, p99, max])| PhaseJson {
+                            phase: name.to_string(),
+                            p50: p50.as_ns(),
+                            p99: p99.as_ns(),
+                            max: max.as_ns(),
+                        })
+                        .collect(),
+                    spikes: e
+                        .spikes
+                        .iter()
+                        .map(|s| SpikeJson {
+                            cycle: s.wake.cycle,
+                            cpu: s.matched.cpu,
+                            latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
+                            phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
+                            cause: s.cause.to_string(),
+                            culprits: s
+                                .culprits
+                                .iter()
+                                .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
+                                .collect(),
+                            line: s.line(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `explain` in the JSON run file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainJson {
+    /// Kernel events recorded on the measured CPUs.
+    pub events: u64,
+    /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
+    pub lost_events: u64,
+    /// Trace events this kernel lacks.
+    pub missing_events: Vec<String>,
+    /// One per mechanism and thread.
+    pub results: Vec<ExplainedJson>,
+}
+
+/// One mechanism and thread explained.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainedJson {
+    pub mechanism: String,
+    pub thread: usize,
+    pub wakeups: usize,
+    pub matched: usize,
+    pub not_timer_woken: Option<String>,
+    /// Reasons wake-ups could not be split, with counts.
+    pub unmatched: Vec<(String, usize)>,
+    /// irq_delay, wakeup_path, scheduling, return_to_user.
+    pub phases_ns: Vec<PhaseJson>,
+    pub spikes: Vec<SpikeJson>,
+}
+
+/// One phase's distribution.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseJson {
+    pub phase: String,
+    pub p50: i64,
+    pub p99: i64,
+    pub max: i64,
+}
+
+/// One spike explained.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpikeJson {
+    pub cycle: u64,
+    pub cpu: u32,
+    pub latency_ns: i64,
+    /// (phase, ns) in order.
+    pub phases_ns: Vec<(String, i64)>,
+    pub cause: String,
+    /// Per phase, the top culprits (what ran, ns).
+    pub culprits: Vec<Vec<(String, i64)>>,
+    /// The terminal line.
+    pub line: String,
+}
