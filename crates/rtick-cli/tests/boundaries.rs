@@ -106,6 +106,7 @@ fn plots_go_through_the_atomic_writer() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "mock"), ignore = "drives the hidden -m mock: needs --features mock")]
 fn the_command_line_chooses_the_tracefs() {
     let fs = tempfile::tempdir().unwrap();
     std::fs::write(fs.path().join("trace_marker"), "").unwrap();
@@ -145,7 +146,12 @@ fn named_options_are_parsed_by_clap_and_list_their_values() {
     for (args, want) in cases {
         usage_error(&[&["measure", "-l", "1"], args].concat(), want);
     }
-    // The library's spellings still work: kernel names, cyclictest's numbers.
+}
+
+#[test]
+#[cfg_attr(not(feature = "mock"), ignore = "drives the hidden -m mock: needs --features mock")]
+fn named_options_take_the_library_spellings_too() {
+    // Kernel names, cyclictest's numbers.
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     let o = rtick(&[

@@ -54,9 +54,18 @@ fn each_mechanism_uses_its_system_calls() {
         return;
     }
     let loops = 50;
-    // Every call a mechanism makes per wait, plus those that arm the timers.
+    // Every call a mechanism makes per wait, plus those that arm the timers,
+    // and the mask query that must not come with any wait.
     let mut traced: Vec<&str> = rtick::wait::KINDS.iter().flat_map(|k| k.syscalls.iter().copied()).collect();
-    traced.extend(["nanosleep", "timer_create", "timer_settime", "setitimer", "timerfd_settime", "sched_setattr"]);
+    traced.extend([
+        "nanosleep",
+        "timer_create",
+        "timer_settime",
+        "setitimer",
+        "timerfd_settime",
+        "sched_setattr",
+        "rt_sigprocmask",
+    ]);
     traced.sort_unstable();
     traced.dedup();
     let filter = format!("trace={}", traced.join(","));
@@ -104,6 +113,9 @@ fn each_mechanism_uses_its_system_calls() {
                 assert!(counts.iter().all(|c| *c >= 1), "{}: {sc} in every wait: {counts:?}\n{text}", k.name);
             }
         }
+        // The wait is the only call: no signal mask is read or set around it.
+        let masks: Vec<usize> = per_wait.iter().map(|w| count(w, "rt_sigprocmask")).collect();
+        assert!(masks.iter().all(|c| *c == 0), "{}: rt_sigprocmask in a wait: {masks:?}\n{text}", k.name);
         match k.name {
             "posix-timer" => {
                 assert!(text.contains("timer_create(") && text.contains("SIGEV_THREAD_ID"), "{text}");
@@ -113,7 +125,12 @@ fn each_mechanism_uses_its_system_calls() {
             "clock_nanosleep" | "hybrid" => assert!(text.contains("TIMER_ABSTIME"), "{text}"),
             "timerfd" | "timerfd-epoll" => assert!(text.contains("TFD_TIMER_ABSTIME"), "{text}"),
             "posix-timer-handler" => {
-                assert!(text.contains("timer_settime(") && text.contains("TIMER_ABSTIME"), "{text}")
+                assert!(text.contains("timer_settime(") && text.contains("TIMER_ABSTIME"), "{text}");
+                // The mask sigsuspend takes is computed when the timer is armed.
+                assert!(
+                    per_wait.iter().all(|w| w == &["rt_sigsuspend"]),
+                    "posix-timer-handler: exactly rt_sigsuspend in each wait: {per_wait:?}\n{text}"
+                );
             }
             "sched-deadline" => assert!(text.contains("SCHED_DEADLINE"), "{text}"),
             "futex" => assert!(text.contains("FUTEX_WAIT_BITSET"), "{text}"),

@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <stddef.h>
 
+// `rtick_periodic_config.hybrid_slack_ns` that calibrates the slack at start.
+#define RTICK_HYBRID_SLACK_AUTO 0
+
 // What a call returns: 0 on success, a negative code on failure.
 enum rtick_status
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -26,7 +29,8 @@ enum rtick_status
   // Missing privilege (CAP_SYS_NICE, CAP_IPC_LOCK, root).
   RTICK_ERR_PERMISSION = -5,
   // Called from a thread other than the one that created the loop or rt
-  // guard (they are bound to it); nothing was done.
+  // guard (they are bound to it), or from a signal handler that
+  // interrupted a call on it; nothing was done.
   RTICK_ERR_THREAD = -6,
   // A bug in rtick (a panic caught at the boundary).
   RTICK_ERR_PANIC = -99,
@@ -168,7 +172,7 @@ typedef struct rtick_telemetry_handle rtick_telemetry_handle;
 
 // A periodic loop's configuration; fill it with rtick_periodic_config_init first.
 typedef struct rtick_periodic_config {
-  // The period in ns (> 0).
+  // The period in ns (1 ns to 73 years).
   int64_t period_ns;
   // An rtick_mechanism.
   int32_t mechanism;
@@ -178,17 +182,18 @@ typedef struct rtick_periodic_config {
   int32_t overrun;
   // An rtick_start.
   int32_t start;
-  // With RTICK_START_AT: the first deadline, ns on the clock.
+  // With RTICK_START_AT: the first deadline, ns on the clock (0 to 146 years).
   int64_t start_ns;
-  // RTICK_MECH_HYBRID's slack in ns; 0 calibrates it (auto).
+  // RTICK_MECH_HYBRID's slack in ns (1 ns to 73 years), or
+  // RTICK_HYBRID_SLACK_AUTO to calibrate it; negative is an error.
   int64_t hybrid_slack_ns;
-  // rtick_periodic_sync: proportional gain.
+  // rtick_periodic_sync: proportional gain (finite, 0 or more).
   double sync_kp;
-  // rtick_periodic_sync: integral gain.
+  // rtick_periodic_sync: integral gain (finite, 0 or more).
   double sync_ki;
-  // rtick_periodic_sync: largest shift per cycle, ns.
+  // rtick_periodic_sync: largest shift per cycle, ns (0 to 73 years).
   int64_t sync_max_step_ns;
-  // rtick_periodic_sync: wanted phase of the deadlines in the reference cycle, ns.
+  // rtick_periodic_sync: wanted phase of the deadlines in the reference cycle, ns (±73 years).
   int64_t sync_offset_ns;
 } rtick_periodic_config;
 
@@ -196,14 +201,19 @@ typedef struct rtick_periodic_config {
 typedef struct rtick_rt_config {
   // An rtick_policy (RTICK_POLICY_UNCHANGED leaves it).
   int32_t policy;
-  // 1–99 for FIFO/RR, 0 otherwise.
+  // 1–99 for FIFO/RR, 0 otherwise (and with RTICK_POLICY_UNCHANGED).
   int32_t priority;
   // CPUs to pin the thread to (NULL or n_cpus 0: leave the affinity).
   const uint32_t *cpus;
+  // How many CPUs `cpus` holds (at most 1024, CPU_SETSIZE).
   uintptr_t n_cpus;
   // Non-zero: mlockall and prefault heap_prefault / stack_prefault bytes.
   int32_t lock_memory;
+  // Heap touched after locking (0: 8 MiB); at most half the physical
+  // memory, and within RLIMIT_MEMLOCK without CAP_IPC_LOCK.
   uintptr_t heap_prefault;
+  // Stack of the calling thread touched (0: none); at most half of what
+  // is left of that thread's stack (for the main thread: of RLIMIT_STACK).
   uintptr_t stack_prefault;
   // Hold /dev/cpu_dma_latency at this many µs; negative leaves it.
   int32_t dma_latency_us;
@@ -292,14 +302,16 @@ rtick_status rtick_periodic_create(const struct rtick_periodic_config *cfg,
 // already skipped ahead; keep calling).
 rtick_status rtick_periodic_wait(struct rtick_periodic *p, struct rtick_tick *tick);
 
-// Changes the period (> 0) from the last deadline on.
+// Changes the period (1 ns to 73 years) from the last deadline on.
 rtick_status rtick_periodic_set_period(struct rtick_periodic *p, int64_t period_ns);
 
-// Moves every following deadline by `by_ns` (negative: earlier).
+// Moves every following deadline by `by_ns` (negative: earlier); the next
+// deadline must stay a time on the clock (0 to 146 years).
 rtick_status rtick_periodic_shift(struct rtick_periodic *p, int64_t by_ns);
 
-// Feeds the reference clock's reading at the last deadline to the PI
-// controller; the bounded shift applied goes to `correction_ns` (may be NULL).
+// Feeds the reference clock's reading at the last deadline (ns, at most
+// 146 years either way) to the PI controller; the bounded shift applied
+// goes to `correction_ns` (may be NULL).
 rtick_status rtick_periodic_sync(struct rtick_periodic *p,
                                  int64_t reference_ns,
                                  int64_t *correction_ns);

@@ -12,7 +12,9 @@
 //!
 //! A loop and an rt guard belong to the thread that created them (their
 //! timer signals it, their setup is its own): called from another thread
-//! they refuse with `RTICK_ERR_THREAD` and change nothing.
+//! they refuse with `RTICK_ERR_THREAD` and change nothing. The calls are
+//! not async-signal-safe: one made from a signal handler that interrupted a
+//! call on the same object is refused the same way.
 
 //!
 //! Pointer contract: every pointer argument is checked for NULL; a non-NULL
@@ -27,11 +29,12 @@
 mod periodic;
 mod rt;
 mod types;
+mod values;
 
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 
 pub use periodic::*;
 pub use rt::*;
@@ -145,5 +148,76 @@ impl Owner {
              call it from that thread (the {object} is bound to it)"
         ));
         Err(rtick_status::RTICK_ERR_THREAD)
+    }
+}
+
+/// An object C reaches through a raw pointer, bound to the thread that
+/// created it. The owner check reads only `owner` and `busy`, through a
+/// shared reference to this wrapper, which asserts nothing about `inner`
+/// (it is in an `UnsafeCell`): a refused call from another thread makes no
+/// reference to the object while its owner holds `&mut` to it (inside
+/// rtick_periodic_wait, say). Only a call that passes the check makes one.
+#[derive(Debug)]
+struct Bound<T> {
+    owner: Owner,
+    /// Set while the owner thread is inside a call on the object, so that a
+    /// second call from that thread (a signal handler interrupting the
+    /// first) is refused instead of making a second `&mut`. Written only by
+    /// the owner thread; atomic because a signal handler may read it.
+    busy: AtomicBool,
+    inner: UnsafeCell<T>,
+}
+
+/// Clears [`Bound::busy`] when the call ends, by return or by unwinding.
+struct Leave<'a>(&'a AtomicBool);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        // The object is not touched after this point (a signal handler runs
+        // between instructions of this thread: only the compiler may reorder).
+        compiler_fence(Ordering::SeqCst);
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+impl<T> Bound<T> {
+    fn new(inner: T) -> Bound<T> {
+        Bound { owner: Owner::current(), busy: AtomicBool::new(false), inner: UnsafeCell::new(inner) }
+    }
+
+    /// Refuses (`RTICK_ERR_THREAD`, with its message) a call from another
+    /// thread, or from this one while it is inside another call on the object.
+    fn check(&self, what: &str, object: &str) -> Result<(), rtick_status> {
+        self.owner.check(what, object)?;
+        if self.busy.load(Ordering::Relaxed) {
+            set_error(&format!(
+                "{what}: called while this thread is inside another rtick call on the {object} \
+                 (from a signal handler?); rtick calls are not async-signal-safe: make it after that call returns"
+            ));
+            return Err(rtick_status::RTICK_ERR_THREAD);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the object once [`Bound::check`] lets the call through.
+    fn enter<R>(
+        &self,
+        what: &str,
+        object: &str,
+        f: impl FnOnce(&mut T) -> Result<R, rtick_status>,
+    ) -> Result<R, rtick_status> {
+        self.check(what, object)?;
+        self.busy.store(true, Ordering::Relaxed);
+        let _leave = Leave(&self.busy);
+        // The flag is set before the object is touched.
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: this `&mut` is the only reference to the object while `f`
+        // runs. Other threads make none: they stop at the owner check, which
+        // reads only `owner`. In this thread, `busy` was clear, so no other
+        // call on the object is in progress further up the stack; a signal
+        // handler that interrupts this one finds it set and is refused; and
+        // `f` runs library code that never calls back into C. The pointer is
+        // valid: `self` is a live wrapper (the pointer contract).
+        f(unsafe { &mut *self.inner.get() })
     }
 }

@@ -4,21 +4,21 @@ use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
 use rtick_core::periodic::{Periodic, Start, SyncConfig, Telemetry};
-use rtick_core::wait::HybridSlack;
 use rtick_core::{Mechanism, Nanos, Time};
 
 use crate::types::*;
-use crate::{guard, invalid, status_of, Owner};
+use crate::values::{self, MAX_TIME_NS};
+use crate::{guard, invalid, status_of, Bound};
 
 /// A periodic loop (opaque). Bound to the thread that created it: every
 /// rtick_periodic_* call on it from another thread returns RTICK_ERR_THREAD.
 #[derive(Debug)]
 pub struct rtick_periodic {
-    inner: Periodic,
-    /// The creating thread: the Rust loop is not `Send` (its timer signals
-    /// that thread, its real-time setup is that thread's), which C cannot be
-    /// told, so each call checks.
-    owner: Owner,
+    /// The loop, and the creating thread: the Rust loop is not `Send` (its
+    /// timer signals that thread, its real-time setup is that thread's),
+    /// which C cannot be told, so each call checks, without touching the
+    /// loop until the check has passed.
+    inner: Bound<Periodic>,
 }
 
 /// A handle on a loop's telemetry, usable from any thread (opaque).
@@ -42,7 +42,7 @@ pub extern "C" fn rtick_periodic_config_init(cfg: *mut rtick_periodic_config) ->
             overrun: rtick_overrun::RTICK_OVERRUN_SKIP as i32,
             start: rtick_start::RTICK_START_NOW as i32,
             start_ns: 0,
-            hybrid_slack_ns: 0,
+            hybrid_slack_ns: RTICK_HYBRID_SLACK_AUTO,
             sync_kp: s.kp,
             sync_ki: s.ki,
             sync_max_step_ns: s.max_step.as_ns(),
@@ -64,6 +64,7 @@ pub extern "C" fn rtick_periodic_create(
     rt: *const rtick_rt_config,
     out: *mut *mut rtick_periodic,
 ) -> rtick_status {
+    const WHAT: &str = "rtick_periodic_create";
     guard(|| {
         // SAFETY: checked for NULL; the caller passes valid structs.
         let (cfg, out) = unsafe { (cfg.as_ref(), out.as_mut()) };
@@ -79,32 +80,28 @@ pub extern "C" fn rtick_periodic_create(
         let start = match cfg.start {
             0 => Start::Now,
             1 => Start::Aligned,
-            2 => Start::At(Time(cfg.start_ns)),
+            2 => Start::At(values::time(WHAT, "start_ns", cfg.start_ns)?),
             s => return Err(invalid(&format!("rtick_periodic_create: unknown start {s}"))),
         };
         let mut b = Periodic::builder()
-            .period(Nanos(cfg.period_ns))
+            .period(values::length(WHAT, "period_ns", cfg.period_ns, 1)?)
             .mechanism(mechanism)
             .clock(clock)
             .overrun(overrun)
             .start(start)
-            .hybrid_slack(if cfg.hybrid_slack_ns > 0 {
-                HybridSlack::Fixed(Nanos(cfg.hybrid_slack_ns))
-            } else {
-                HybridSlack::Auto
-            })
+            .hybrid_slack(values::hybrid_slack(WHAT, cfg.hybrid_slack_ns)?)
             .sync(SyncConfig {
-                kp: cfg.sync_kp,
-                ki: cfg.sync_ki,
-                max_step: Nanos(cfg.sync_max_step_ns),
-                offset: Nanos(cfg.sync_offset_ns),
+                kp: values::gain(WHAT, "sync_kp", cfg.sync_kp)?,
+                ki: values::gain(WHAT, "sync_ki", cfg.sync_ki)?,
+                max_step: values::length(WHAT, "sync_max_step_ns", cfg.sync_max_step_ns, 0)?,
+                offset: values::signed_length(WHAT, "sync_offset_ns", cfg.sync_offset_ns)?,
             });
         // SAFETY: checked for NULL inside; the caller passes a valid struct.
         if let Some(rt) = unsafe { rt.as_ref() } {
             b = b.setup(crate::rt::setup_of(rt)?);
         }
         let inner = b.build().map_err(|e| status_of(&e))?;
-        *out = Box::into_raw(Box::new(rtick_periodic { inner, owner: Owner::current() }));
+        *out = Box::into_raw(Box::new(rtick_periodic { inner: Bound::new(inner) }));
         Ok(())
     })
 }
@@ -114,11 +111,8 @@ pub extern "C" fn rtick_periodic_create(
 /// already skipped ahead; keep calling).
 #[no_mangle]
 pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_tick) -> rtick_status {
-    guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create.
-        let p = unsafe { p.as_mut() }.ok_or_else(|| invalid("rtick_periodic_wait: loop is NULL"))?;
-        p.owner.check("rtick_periodic_wait", "loop")?;
-        let t = p.inner.wait().map_err(|e| status_of(&e))?;
+    with_loop(p, "rtick_periodic_wait", |l| {
+        let t = l.wait().map_err(|e| status_of(&e))?;
         // SAFETY: checked for NULL; the caller passes a writable struct.
         if let Some(out) = unsafe { tick.as_mut() } {
             *out = rtick_tick {
@@ -134,33 +128,53 @@ pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_t
     })
 }
 
+/// Runs `f` on the loop `p` points to, once the call is let through: from
+/// the loop's thread, and not from inside another call on it.
 fn with_loop(
-    p: *mut rtick_periodic,
+    p: *const rtick_periodic,
     what: &str,
     f: impl FnOnce(&mut Periodic) -> Result<(), rtick_status>,
 ) -> rtick_status {
     guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create.
-        let p = unsafe { p.as_mut() }.ok_or_else(|| invalid(&format!("{what}: loop is NULL")))?;
-        p.owner.check(what, "loop")?;
-        f(&mut p.inner)
+        // SAFETY: checked for NULL; p comes from rtick_periodic_create and is
+        // not freed (the pointer contract). A shared reference to the wrapper
+        // asserts nothing about the loop inside its UnsafeCell, which its
+        // owner may hold as `&mut` right now (in rtick_periodic_wait): only
+        // `enter` makes a reference to the loop, after the owner check.
+        let p = unsafe { p.as_ref() }.ok_or_else(|| invalid(&format!("{what}: loop is NULL")))?;
+        p.inner.enter(what, "loop", f)
     })
 }
 
-/// Changes the period (> 0) from the last deadline on.
+/// Changes the period (1 ns to 73 years) from the last deadline on.
 #[no_mangle]
 pub extern "C" fn rtick_periodic_set_period(p: *mut rtick_periodic, period_ns: i64) -> rtick_status {
-    with_loop(p, "rtick_periodic_set_period", |l| l.set_period(Nanos(period_ns)).map_err(|e| status_of(&e)))
+    const WHAT: &str = "rtick_periodic_set_period";
+    with_loop(p, WHAT, |l| {
+        let period = values::length(WHAT, "period_ns", period_ns, 1)?;
+        l.set_period(period).map_err(|e| status_of(&e))
+    })
 }
 
-/// Moves every following deadline by `by_ns` (negative: earlier).
+/// Moves every following deadline by `by_ns` (negative: earlier); the next
+/// deadline must stay a time on the clock (0 to 146 years).
 #[no_mangle]
 pub extern "C" fn rtick_periodic_shift(p: *mut rtick_periodic, by_ns: i64) -> rtick_status {
-    with_loop(p, "rtick_periodic_shift", |l| l.shift(Nanos(by_ns)).map_err(|e| status_of(&e)))
+    with_loop(p, "rtick_periodic_shift", |l| {
+        let next = l.next_deadline().as_ns();
+        if !next.checked_add(by_ns).is_some_and(|t| (0..=MAX_TIME_NS).contains(&t)) {
+            return Err(invalid(&format!(
+                "rtick_periodic_shift: by_ns {by_ns} would move the next deadline ({next} ns) off the clock \
+                 (0 to {MAX_TIME_NS} ns): shift by less"
+            )));
+        }
+        l.shift(Nanos(by_ns)).map_err(|e| status_of(&e))
+    })
 }
 
-/// Feeds the reference clock's reading at the last deadline to the PI
-/// controller; the bounded shift applied goes to `correction_ns` (may be NULL).
+/// Feeds the reference clock's reading at the last deadline (ns, at most
+/// 146 years either way) to the PI controller; the bounded shift applied
+/// goes to `correction_ns` (may be NULL).
 #[no_mangle]
 pub extern "C" fn rtick_periodic_sync(
     p: *mut rtick_periodic,
@@ -168,6 +182,11 @@ pub extern "C" fn rtick_periodic_sync(
     correction_ns: *mut i64,
 ) -> rtick_status {
     with_loop(p, "rtick_periodic_sync", |l| {
+        if !(-MAX_TIME_NS..=MAX_TIME_NS).contains(&reference_ns) {
+            return Err(invalid(&format!(
+                "rtick_periodic_sync: reference_ns {reference_ns} is out of range: give -{MAX_TIME_NS} to {MAX_TIME_NS} ns"
+            )));
+        }
         let c = l.sync_to(Time(reference_ns)).map_err(|e| status_of(&e))?;
         // SAFETY: checked for NULL; the caller passes a writable int64_t.
         if let Some(out) = unsafe { correction_ns.as_mut() } {
@@ -181,13 +200,12 @@ pub extern "C" fn rtick_periodic_sync(
 /// they use a telemetry handle).
 #[no_mangle]
 pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut rtick_telemetry) -> rtick_status {
-    guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create, out is writable.
-        let (p, out) = unsafe { (p.as_ref(), out.as_mut()) };
-        let p = p.ok_or_else(|| invalid("rtick_periodic_telemetry: loop is NULL"))?;
-        let out = out.ok_or_else(|| invalid("rtick_periodic_telemetry: out is NULL"))?;
-        p.owner.check("rtick_periodic_telemetry", "loop")?;
-        *out = telemetry_of(&p.inner.telemetry().snapshot());
+    // SAFETY: checked for NULL; the caller passes a writable struct.
+    let Some(out) = (unsafe { out.as_mut() }) else {
+        return guard(|| Err(invalid("rtick_periodic_telemetry: out is NULL")));
+    };
+    with_loop(p, "rtick_periodic_telemetry", |l| {
+        *out = telemetry_of(&l.telemetry().snapshot());
         Ok(())
     })
 }
@@ -200,13 +218,12 @@ pub extern "C" fn rtick_periodic_telemetry_handle(
     p: *const rtick_periodic,
     out: *mut *mut rtick_telemetry_handle,
 ) -> rtick_status {
-    guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create, out is writable.
-        let (p, out) = unsafe { (p.as_ref(), out.as_mut()) };
-        let p = p.ok_or_else(|| invalid("rtick_periodic_telemetry_handle: loop is NULL"))?;
-        let out = out.ok_or_else(|| invalid("rtick_periodic_telemetry_handle: out is NULL"))?;
-        p.owner.check("rtick_periodic_telemetry_handle", "loop")?;
-        *out = Box::into_raw(Box::new(rtick_telemetry_handle { inner: p.inner.telemetry() }));
+    // SAFETY: checked for NULL; the caller passes a writable pointer.
+    let Some(out) = (unsafe { out.as_mut() }) else {
+        return guard(|| Err(invalid("rtick_periodic_telemetry_handle: out is NULL")));
+    };
+    with_loop(p, "rtick_periodic_telemetry_handle", |l| {
+        *out = Box::into_raw(Box::new(rtick_telemetry_handle { inner: l.telemetry() }));
         Ok(())
     })
 }
@@ -242,10 +259,13 @@ pub extern "C" fn rtick_telemetry_handle_free(h: *mut rtick_telemetry_handle) {
 #[no_mangle]
 pub extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) -> rtick_status {
     guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create and is not freed yet.
+        // SAFETY: checked for NULL; p comes from rtick_periodic_create and is
+        // not freed yet. Only the wrapper is borrowed, as in `with_loop`.
         let Some(lp) = (unsafe { p.as_ref() }) else { return Ok(()) };
-        lp.owner.check("rtick_periodic_free", "loop")?;
-        // SAFETY: p comes from rtick_periodic_create and is freed once, here.
+        lp.inner.check("rtick_periodic_free", "loop")?;
+        // SAFETY: p comes from rtick_periodic_create and is freed once, here:
+        // the check passed, so this is the loop's thread and no other call on
+        // the loop is in progress (no reference to it is alive).
         drop(unsafe { Box::from_raw(p) });
         Ok(())
     })

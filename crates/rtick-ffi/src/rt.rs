@@ -4,15 +4,14 @@ use rtick_core::rt::{Policy, Setup, SetupGuard};
 use rtick_core::Nanos;
 
 use crate::types::*;
-use crate::{guard, invalid, status_of, Owner};
+use crate::{guard, invalid, status_of, Bound};
 
 /// A real-time setup in force (opaque); rtick_rt_restore undoes it, in the
 /// thread that applied it.
 #[derive(Debug)]
 pub struct rtick_rt_guard {
-    _inner: SetupGuard,
-    /// The thread whose policy, affinity and slack the guard restores.
-    owner: Owner,
+    /// The setup, bound to the thread whose policy, affinity and slack it restores.
+    inner: Bound<SetupGuard>,
 }
 
 /// Fills `cfg` with "change nothing".
@@ -36,8 +35,19 @@ pub extern "C" fn rtick_rt_config_init(cfg: *mut rtick_rt_config) -> rtick_statu
     })
 }
 
+/// The most CPUs an affinity can name (`CPU_SETSIZE`).
+const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
+
+/// The setup `c` asks for, every value checked (the stack prefault against
+/// the calling thread's stack: call it in the thread that applies it).
 pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
     let mut s = Setup::new();
+    if c.policy == rtick_policy::RTICK_POLICY_UNCHANGED as i32 && c.priority != 0 {
+        return Err(invalid(&format!(
+            "rtick_rt_config: priority {} without a policy (RTICK_POLICY_UNCHANGED): give a policy, or priority 0",
+            c.priority
+        )));
+    }
     if c.policy != rtick_policy::RTICK_POLICY_UNCHANGED as i32 {
         let p = match c.policy {
             0 => Policy::Other,
@@ -53,7 +63,14 @@ pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
         if c.cpus.is_null() {
             return Err(invalid("rtick_rt_config: cpus is NULL but n_cpus is not 0"));
         }
-        // SAFETY: the caller passes n_cpus readable values at cpus (checked for NULL).
+        if c.n_cpus > MAX_CPUS {
+            return Err(invalid(&format!(
+                "rtick_rt_config: n_cpus {} is more than the {MAX_CPUS} CPUs an affinity can name",
+                c.n_cpus
+            )));
+        }
+        // SAFETY: the caller passes n_cpus readable values at cpus (checked
+        // for NULL); at most MAX_CPUS of them, far below isize::MAX bytes.
         let cpus = unsafe { std::slice::from_raw_parts(c.cpus, c.n_cpus) };
         s = s.affinity(&cpus.iter().map(|&c| c as usize).collect::<Vec<_>>());
     }
@@ -81,7 +98,7 @@ pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rti
         let out = out.ok_or_else(|| invalid("rtick_rt_apply: out is NULL"))?;
         *out = std::ptr::null_mut();
         let g = setup_of(cfg)?.apply().map_err(|e| status_of(&e))?;
-        *out = Box::into_raw(Box::new(rtick_rt_guard { _inner: g, owner: Owner::current() }));
+        *out = Box::into_raw(Box::new(rtick_rt_guard { inner: Bound::new(g) }));
         Ok(())
     })
 }
@@ -92,10 +109,12 @@ pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rti
 #[no_mangle]
 pub extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) -> rtick_status {
     guard(|| {
-        // SAFETY: checked for NULL; g comes from rtick_rt_apply and is not freed yet.
+        // SAFETY: checked for NULL; g comes from rtick_rt_apply and is not
+        // freed yet. Only the wrapper is borrowed: the check reads its owner.
         let Some(gd) = (unsafe { g.as_ref() }) else { return Ok(()) };
-        gd.owner.check("rtick_rt_restore", "rt guard")?;
-        // SAFETY: g comes from rtick_rt_apply and is freed once, here.
+        gd.inner.check("rtick_rt_restore", "rt guard")?;
+        // SAFETY: g comes from rtick_rt_apply and is freed once, here, in its
+        // thread, with no other call on it in progress.
         drop(unsafe { Box::from_raw(g) });
         Ok(())
     })

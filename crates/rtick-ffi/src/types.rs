@@ -19,7 +19,8 @@ pub enum rtick_status {
     /// Missing privilege (CAP_SYS_NICE, CAP_IPC_LOCK, root).
     RTICK_ERR_PERMISSION = -5,
     /// Called from a thread other than the one that created the loop or rt
-    /// guard (they are bound to it); nothing was done.
+    /// guard (they are bound to it), or from a signal handler that
+    /// interrupted a call on it; nothing was done.
     RTICK_ERR_THREAD = -6,
     /// A bug in rtick (a panic caught at the boundary).
     RTICK_ERR_PANIC = -99,
@@ -96,11 +97,14 @@ pub enum rtick_policy {
     RTICK_POLICY_IDLE = 5,
 }
 
+/// `rtick_periodic_config.hybrid_slack_ns` that calibrates the slack at start.
+pub const RTICK_HYBRID_SLACK_AUTO: i64 = 0;
+
 /// A periodic loop's configuration; fill it with rtick_periodic_config_init first.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct rtick_periodic_config {
-    /// The period in ns (> 0).
+    /// The period in ns (1 ns to 73 years).
     pub period_ns: i64,
     /// An rtick_mechanism.
     pub mechanism: i32,
@@ -110,17 +114,18 @@ pub struct rtick_periodic_config {
     pub overrun: i32,
     /// An rtick_start.
     pub start: i32,
-    /// With RTICK_START_AT: the first deadline, ns on the clock.
+    /// With RTICK_START_AT: the first deadline, ns on the clock (0 to 146 years).
     pub start_ns: i64,
-    /// RTICK_MECH_HYBRID's slack in ns; 0 calibrates it (auto).
+    /// RTICK_MECH_HYBRID's slack in ns (1 ns to 73 years), or
+    /// RTICK_HYBRID_SLACK_AUTO to calibrate it; negative is an error.
     pub hybrid_slack_ns: i64,
-    /// rtick_periodic_sync: proportional gain.
+    /// rtick_periodic_sync: proportional gain (finite, 0 or more).
     pub sync_kp: f64,
-    /// rtick_periodic_sync: integral gain.
+    /// rtick_periodic_sync: integral gain (finite, 0 or more).
     pub sync_ki: f64,
-    /// rtick_periodic_sync: largest shift per cycle, ns.
+    /// rtick_periodic_sync: largest shift per cycle, ns (0 to 73 years).
     pub sync_max_step_ns: i64,
-    /// rtick_periodic_sync: wanted phase of the deadlines in the reference cycle, ns.
+    /// rtick_periodic_sync: wanted phase of the deadlines in the reference cycle, ns (±73 years).
     pub sync_offset_ns: i64,
 }
 
@@ -180,14 +185,19 @@ pub struct rtick_telemetry {
 pub struct rtick_rt_config {
     /// An rtick_policy (RTICK_POLICY_UNCHANGED leaves it).
     pub policy: i32,
-    /// 1–99 for FIFO/RR, 0 otherwise.
+    /// 1–99 for FIFO/RR, 0 otherwise (and with RTICK_POLICY_UNCHANGED).
     pub priority: i32,
     /// CPUs to pin the thread to (NULL or n_cpus 0: leave the affinity).
     pub cpus: *const u32,
+    /// How many CPUs `cpus` holds (at most 1024, CPU_SETSIZE).
     pub n_cpus: usize,
     /// Non-zero: mlockall and prefault heap_prefault / stack_prefault bytes.
     pub lock_memory: i32,
+    /// Heap touched after locking (0: 8 MiB); at most half the physical
+    /// memory, and within RLIMIT_MEMLOCK without CAP_IPC_LOCK.
     pub heap_prefault: usize,
+    /// Stack of the calling thread touched (0: none); at most half of what
+    /// is left of that thread's stack (for the main thread: of RLIMIT_STACK).
     pub stack_prefault: usize,
     /// Hold /dev/cpu_dma_latency at this many µs; negative leaves it.
     pub dma_latency_us: i32,

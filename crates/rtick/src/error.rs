@@ -31,9 +31,12 @@ pub enum Error {
         /// Deadlines skipped.
         missed: u64,
     },
-    /// A measuring thread panicked: a bug in rtick (please report it with
-    /// the message).
-    #[error("measuring thread {thread} panicked: {message}")]
+    /// A measuring thread panicked: a bug in rtick, which the message says
+    /// together with the panic's own (on one line) and how to report it.
+    #[error(
+        "measuring thread {thread} panicked: {}; this is a bug in rtick: please report it with the command line",
+        one_line(.message)
+    )]
     Panicked {
         /// The thread's index.
         thread: usize,
@@ -58,6 +61,11 @@ fn fix_suffix(fix: &str) -> String {
     }
 }
 
+/// A panic message on one line (a multi-line one keeps its lines, joined).
+fn one_line(message: &str) -> String {
+    message.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ")
+}
+
 impl Error {
     /// A failed call with an explicit fix.
     pub fn sys(call: impl Into<String>, source: io::Error, fix: impl Into<String>) -> Error {
@@ -73,3 +81,23 @@ impl Error {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_reported_as_a_bug_on_one_line() {
+        let e = Error::Panicked { thread: 2, message: "slot 5 of 4".into() };
+        assert_eq!(
+            e.to_string(),
+            "measuring thread 2 panicked: slot 5 of 4; this is a bug in rtick: please report it with the command line"
+        );
+        let e = Error::Panicked { thread: 0, message: "assertion failed\n  left: 1\n right: 2\n".into() };
+        assert_eq!(
+            e.to_string(),
+            "measuring thread 0 panicked: assertion failed / left: 1 / right: 2; \
+             this is a bug in rtick: please report it with the command line"
+        );
+    }
+}

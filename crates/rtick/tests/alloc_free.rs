@@ -1,11 +1,15 @@
-//! `Periodic::wait` allocates nothing, for every mechanism: a counting global
-//! allocator watches 50 waits of each. A test without the libtest harness
-//! (`harness = false`): it runs in the main thread, which blocks the timer
-//! signals before any other thread exists, as an application does, and
-//! nothing else allocates meanwhile.
+//! `Periodic::wait`, `set_period` and `shift` allocate nothing, for every
+//! mechanism: a counting global allocator watches 50 waits of each, and
+//! period changes and shifts between waits after the first of each (which
+//! may set something up once). A shift that the mechanism refuses (it keeps
+//! no grid it could move: relative sleeps, sched-deadline) is an error whose
+//! message allocates; only shifts that succeed are watched. A test without
+//! the libtest harness (`harness = false`): it runs in the main thread,
+//! which blocks the timer signals before any other thread exists, as an
+//! application does, and nothing else allocates meanwhile.
 
 use rtick::periodic::Periodic;
-use rtick::wait::{HybridSlack, KINDS};
+use rtick::wait::{HybridSlack, KindInfo, KINDS};
 use rtick::{Error, Nanos};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -16,37 +20,80 @@ use skip::{kernel_lacks, skip};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
+/// The two periods the loops alternate between (whole µs, for itimer).
+const PERIODS: [Nanos; 2] = [Nanos(300_000), Nanos(400_000)];
+
 fn main() {
-    wait_allocates_nothing();
-    println!("test result: ok. 1 passed; 0 failed (alloc_free: wait() allocated nothing)");
+    rtick::wait::block_timer_signals().unwrap();
+    let mut checked = Vec::new();
+    for k in KINDS.iter() {
+        if let Some(shifted) = allocates_nothing(k) {
+            checked.push(format!("{}{}", k.name, if shifted { "" } else { " (no shift)" }));
+        }
+    }
+    assert!(checked.len() >= 12, "only {} mechanisms checked: {checked:?}", checked.len());
+    println!(
+        "test result: ok. 1 passed; 0 failed (alloc_free: wait, set_period and shift allocated nothing: {})",
+        checked.join(", ")
+    );
 }
 
-fn wait_allocates_nothing() {
-    rtick::wait::block_timer_signals().unwrap();
-    let mut checked = 0;
-    for k in KINDS.iter().filter(|k| !k.relative) {
-        let built = Periodic::builder()
-            .period(Nanos::from_us(300))
-            .mechanism(k.mechanism)
-            .hybrid_slack(HybridSlack::Fixed(Nanos::from_us(50)))
-            .mock(rtick::wait::MockScript { latencies: vec![100, 200], step: None })
-            .build();
-        let mut lp = match built {
-            Ok(lp) => lp,
-            Err(Error::Unavailable { reason, .. }) => {
-                skip(&format!("{}: {reason}", k.name), kernel_lacks(k.name));
-                continue;
-            }
-            Err(e) => panic!("{}: {e}", k.name),
-        };
-        lp.wait().unwrap();
-        let region = Region::new(GLOBAL);
+/// Allocations and reallocations while `f` runs (what it returns is dropped after).
+fn allocations<T>(f: impl FnOnce() -> T) -> (usize, usize) {
+    let region = Region::new(GLOBAL);
+    let out = f();
+    let c = region.change();
+    drop(out);
+    (c.allocations, c.reallocations)
+}
+
+/// Checks one mechanism; `None` when it is unavailable here, else whether
+/// it takes shifts.
+fn allocates_nothing(k: &KindInfo) -> Option<bool> {
+    let built = Periodic::builder()
+        .period(PERIODS[0])
+        .mechanism(k.mechanism)
+        .hybrid_slack(HybridSlack::Fixed(Nanos::from_us(50)))
+        .mock(rtick::wait::MockScript { latencies: vec![100, 200], step: None })
+        .build();
+    let mut lp = match built {
+        Ok(lp) => lp,
+        Err(Error::Unavailable { reason, .. }) => {
+            skip(&format!("{}: {reason}", k.name), kernel_lacks(k.name));
+            return None;
+        }
+        Err(e) => panic!("{}: {e}", k.name),
+    };
+    // The first of each: whatever is set up once happens here.
+    lp.wait().unwrap();
+    lp.set_period(PERIODS[1]).unwrap();
+    lp.wait().unwrap();
+    let shifts = match lp.shift(Nanos(1_000)) {
+        Ok(()) => true,
+        Err(Error::Invalid(why)) if k.relative || k.estimated_grid => {
+            println!("{}: shift refused, as documented: {why}", k.name);
+            false
+        }
+        Err(e) => panic!("{}: shift: {e}", k.name),
+    };
+    lp.wait().unwrap();
+
+    let waits = allocations(|| {
         for _ in 0..50 {
             lp.wait().unwrap();
         }
-        let c = region.change();
-        assert_eq!((c.allocations, c.reallocations), (0, 0), "{} allocated in wait()", k.name);
-        checked += 1;
+    });
+    assert_eq!(waits, (0, 0), "{} allocated in wait() (allocations, reallocations)", k.name);
+    for i in 0..10 {
+        let changed = allocations(|| lp.set_period(PERIODS[i % 2]).unwrap());
+        assert_eq!(changed, (0, 0), "{} allocated in set_period()", k.name);
+        if shifts {
+            let by = if i % 2 == 0 { Nanos(-1_000) } else { Nanos(1_000) };
+            let shifted = allocations(|| lp.shift(by).unwrap());
+            assert_eq!(shifted, (0, 0), "{} allocated in shift()", k.name);
+        }
+        let waited = allocations(|| lp.wait().unwrap());
+        assert_eq!(waited, (0, 0), "{} allocated in wait() after a change", k.name);
     }
-    assert!(checked >= 10, "only {checked} mechanisms checked");
+    Some(shifts)
 }

@@ -5,34 +5,32 @@ use super::{Finding, KernelConfig, Status};
 use crate::system::{Preempt, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
-    out.push(preempt_rt(ctx));
+    out.push(preempt_rt(&ctx.preempt, ctx.config.as_ref()));
     out.push(preempt_model(&ctx.preempt, ctx.config.as_ref()));
     build_config(ctx, out);
 }
 
-fn preempt_rt(ctx: &Context<'_>) -> Finding {
-    let version = ctx.read("/proc/sys/kernel/version");
-    let realtime = ctx.read("/sys/kernel/realtime");
-    if version.is_none() && realtime.is_none() && ctx.config.is_none() {
+/// Whether the kernel is PREEMPT_RT, from the typed reading of the model,
+/// which checks every sign of it (the kernel config, `/sys/kernel/realtime`,
+/// `uname -v`) before anything else: it names RT, with the file that said so,
+/// or some other model, or nothing.
+fn preempt_rt(p: &PreemptModel, config: Option<&KernelConfig>) -> Finding {
+    const ID: &str = "kernel.preempt_rt";
+    if p.is_rt() {
+        return Finding::new(ID, Status::Ok, "PREEMPT_RT kernel").evidence(preempt_evidence(p, config));
+    }
+    // A model, PREEMPT_DYNAMIC or a config was read, and none said PREEMPT_RT.
+    if p.model.is_none() && !p.dynamic && config.is_none() {
         return Finding::unreadable(
-            "kernel.preempt_rt",
+            ID,
             "the kernel build",
-            &["/proc/sys/kernel/version", "/sys/kernel/realtime"],
+            &["/proc/sys/kernel/version", "/sys/kernel/realtime", "the kernel config"],
         );
     }
-    let ev = format!(
-        "uname -v: {}; /sys/kernel/realtime: {}",
-        version.as_deref().unwrap_or("unreadable"),
-        realtime.as_deref().unwrap_or("absent")
-    );
-    if ctx.preempt.is_rt() {
-        Finding::new("kernel.preempt_rt", Status::Ok, "PREEMPT_RT kernel").evidence(ev)
-    } else {
-        Finding::new("kernel.preempt_rt", Status::Warn, "not a PREEMPT_RT kernel")
-            .evidence(ev)
-            .impact("long non-preemptible kernel sections can delay a real-time thread's wake-up by hundreds of µs")
-            .remedy("boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64) for hard real-time")
-    }
+    Finding::new(ID, Status::Warn, "not a PREEMPT_RT kernel")
+        .evidence(format!("no sign of PREEMPT_RT; preemption model {p}: {}", preempt_evidence(p, config)))
+        .impact("long non-preemptible kernel sections can delay a real-time thread's wake-up by hundreds of µs")
+        .remedy("boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64) for hard real-time")
 }
 
 /// The preemption model, with PREEMPT_DYNAMIC's current mode where debugfs shows it.
@@ -144,5 +142,42 @@ fn high_res_timers(cfg: &KernelConfig) -> Finding {
             ))
             .impact("every sleep and timer is rounded up to the scheduler tick")
             .remedy("a kernel built with CONFIG_HIGH_RES_TIMERS=y")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The finding follows the typed reading alone: its evidence is where
+    /// the reading found the model, not a second reading of the files.
+    #[test]
+    fn preempt_rt_takes_its_evidence_from_the_typed_reading() {
+        let model = |model, dynamic, source| PreemptModel { model, dynamic, source };
+        let rt = preempt_rt(&model(Some(Preempt::Rt), false, PreemptSource::Realtime), None);
+        assert_eq!((rt.status, rt.evidence.as_str()), (Status::Ok, "/sys/kernel/realtime: 1"));
+        let rt = preempt_rt(&model(Some(Preempt::Rt), false, PreemptSource::Version), None);
+        assert_eq!(rt.evidence, "uname -v: PREEMPT_RT");
+        let rt = preempt_rt(&model(Some(Preempt::Rt), false, PreemptSource::Config("CONFIG_PREEMPT_RT")), None);
+        assert_eq!(rt.evidence, "CONFIG_PREEMPT_RT=y in the kernel config");
+
+        let cmdline = preempt_rt(&model(Some(Preempt::None), true, PreemptSource::Cmdline), None);
+        assert_eq!(cmdline.status, Status::Warn);
+        assert_eq!(
+            cmdline.evidence,
+            "no sign of PREEMPT_RT; preemption model none (PREEMPT_DYNAMIC): /proc/cmdline: preempt=none"
+        );
+        // PREEMPT_DYNAMIC was read (uname -v), the mode was not.
+        let dynamic = preempt_rt(&model(None, true, PreemptSource::Unknown), None);
+        assert_eq!(dynamic.status, Status::Warn);
+        assert!(dynamic.evidence.contains("unknown (PREEMPT_DYNAMIC): mode not readable"), "{dynamic:?}");
+        // A config without any CONFIG_PREEMPT_*: read, and not RT.
+        let c = KernelConfig::parse("CONFIG_HZ=250\n", "/boot/config-x");
+        let config = preempt_rt(&model(None, false, PreemptSource::Unknown), Some(&c));
+        assert_eq!(config.status, Status::Warn);
+        assert!(config.evidence.ends_with("/boot/config-x: no CONFIG_PREEMPT_* option set"), "{config:?}");
+        // Nothing read: no claim.
+        let nothing = preempt_rt(&model(None, false, PreemptSource::Unknown), None);
+        assert!(nothing.is_unreadable() && nothing.status == Status::Info, "{nothing:?}");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::TraceMark;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::rt::{ThreadSetup, DEFAULT_STACK_PREFAULT};
+use crate::rt::{ThreadSetup, DEFAULT_STACK_PREFAULT, MAX_SPAWNED_STACK_PREFAULT};
 use crate::schedule::OverrunPolicy;
 use crate::time::Nanos;
 use crate::wait::{HybridSlack, Mechanism, WaitConfig};
@@ -152,6 +152,13 @@ impl MeasureConfig {
                 )));
             }
         }
+        if self.stack_prefault > MAX_SPAWNED_STACK_PREFAULT {
+            return Err(Error::Invalid(format!(
+                "a stack prefault of {} KiB is more than the {} KiB a measuring thread (2 MiB of stack) can take: prefault less",
+                self.stack_prefault.div_ceil(1 << 10),
+                MAX_SPAWNED_STACK_PREFAULT >> 10
+            )));
+        }
         self.validate_lengths()
     }
 
@@ -272,6 +279,8 @@ mod tests {
                 ..ok.clone()
             },
             MeasureConfig { mechanisms: vec![Mechanism::Itimer], interval: Nanos(1500), ..ok.clone() },
+            MeasureConfig { stack_prefault: MAX_SPAWNED_STACK_PREFAULT + 1, ..ok.clone() },
+            MeasureConfig { stack_prefault: usize::MAX, ..ok.clone() },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }

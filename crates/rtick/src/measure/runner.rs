@@ -286,9 +286,13 @@ mod tests {
         let e =
             thread_outcome(3, joined(|| panic!("index out of bounds: the len is 2 but the index is 7"))).unwrap_err();
         assert!(matches!(e, Error::Panicked { thread: 3, .. }), "{e:?}");
-        assert_eq!(e.to_string(), "measuring thread 3 panicked: index out of bounds: the len is 2 but the index is 7");
+        assert_eq!(e.to_string(), "measuring thread 3 panicked: index out of bounds: the len is 2 but the index is 7; this is a bug in rtick: please report it with the command line");
         let e = thread_outcome(0, joined(|| panic!("slot {} of {}", 5, 4))).unwrap_err();
-        assert_eq!(e.to_string(), "measuring thread 0 panicked: slot 5 of 4", "a formatted message is a String");
+        assert_eq!(
+            e.to_string(),
+            "measuring thread 0 panicked: slot 5 of 4; this is a bug in rtick: please report it with the command line",
+            "a formatted message is a String"
+        );
         let e = thread_outcome(1, joined(|| std::panic::panic_any(42u32))).unwrap_err();
         assert!(e.to_string().starts_with("measuring thread 1 panicked: "), "{e}");
         // What a thread returns passes through.

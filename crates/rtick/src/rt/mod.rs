@@ -10,6 +10,9 @@ mod policy;
 mod setup;
 
 pub use dma::{DmaLatency, DmaLatencyLimit, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
-pub use memory::{prefault_stack, MemoryLock, DEFAULT_HEAP_PREFAULT, DEFAULT_STACK_PREFAULT};
+pub use memory::{
+    check_heap_prefault, check_stack_prefault, prefault_stack, stack_prefault_limit, MemoryLock, DEFAULT_HEAP_PREFAULT,
+    DEFAULT_STACK_PREFAULT, MAX_SPAWNED_STACK_PREFAULT,
+};
 pub use policy::{probe, Policy, ThreadSetup};
 pub use setup::{DeadlineParams, Setup, SetupGuard};

@@ -6,7 +6,9 @@ use crate::error::{Error, Result};
 use crate::sys::{deadline, sched};
 use crate::time::Nanos;
 
-use super::{DmaLatency, MemoryLock, Policy, ThreadSetup, DEFAULT_HEAP_PREFAULT};
+use super::{
+    check_heap_prefault, check_stack_prefault, DmaLatency, MemoryLock, Policy, ThreadSetup, DEFAULT_HEAP_PREFAULT,
+};
 
 /// SCHED_DEADLINE parameters: `runtime` of CPU every `period`, finished by
 /// `deadline` after the period starts.
@@ -68,7 +70,9 @@ impl Setup {
         self.cpus = Some(cpus.to_vec());
         self
     }
-    /// `mlockall` and prefault this much heap and stack.
+    /// `mlockall` and prefault this much heap (0: [`DEFAULT_HEAP_PREFAULT`];
+    /// at most half the physical memory) and stack (0: none; at most half of
+    /// what is left of the stack of the thread that validates and applies).
     pub fn lock_memory(mut self, heap_prefault: usize, stack_prefault: usize) -> Self {
         self.lock = Some((heap_prefault, stack_prefault));
         self
@@ -84,7 +88,8 @@ impl Setup {
         self
     }
 
-    /// Checks every value without changing anything.
+    /// Checks every value without changing anything. The stack prefault is
+    /// checked against the calling thread's stack.
     pub fn validate(&self) -> Result<()> {
         if let Some((policy, priority)) = self.policy {
             ThreadSetup { policy, priority, cpus: self.cpus.clone().unwrap_or_default(), timer_slack: None }
@@ -103,6 +108,10 @@ impl Setup {
             if !(d.runtime > Nanos::ZERO && d.runtime <= d.deadline && d.deadline <= d.period) {
                 return Err(Error::Invalid("SCHED_DEADLINE needs 0 < runtime ≤ deadline ≤ period".into()));
             }
+        }
+        if let Some((heap, stack)) = self.lock {
+            check_heap_prefault(if heap == 0 { DEFAULT_HEAP_PREFAULT } else { heap })?;
+            check_stack_prefault(stack)?;
         }
         if matches!(self.timer_slack, Some(s) if s <= Nanos::ZERO) {
             return Err(Error::Invalid("the timer slack must be at least 1 ns".into()));
@@ -242,6 +251,8 @@ mod tests {
             Setup::new().affinity(&[]),
             Setup::new().timer_slack(Nanos(0)),
             Setup::new().dma_latency(-1),
+            Setup::new().lock_memory(usize::MAX, 0),
+            Setup::new().lock_memory(0, usize::MAX),
             Setup::new().deadline(DeadlineParams { runtime: Nanos(10), deadline: Nanos(5), period: Nanos(20) }),
         ] {
             assert!(s.apply().is_err(), "{s:?}");

@@ -125,20 +125,14 @@ impl Drop for HandlerGuard {
     }
 }
 
-/// `sigsuspend` with the caller's mask minus `signo`: sleeps until a handler
-/// ran (for `signo` or any other unblocked signal).
+/// `sigsuspend(mask)`: sleeps with `mask` as the thread's signal mask until
+/// a handler ran, then restores the mask. The one system call of the wait;
+/// the mask is computed beforehand ([`SigSet::current_without`]).
 #[inline]
-pub fn suspend_unblocking(signo: libc::c_int) {
-    let mut mask = MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: a NULL new set queries the current mask into mask; then signo is
-    // removed from the copy, and sigsuspend takes it. sigsuspend always
-    // returns -1/EINTR after a handler ran.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), mask.as_mut_ptr());
-        let mut mask = mask.assume_init();
-        libc::sigdelset(&mut mask, signo);
-        libc::sigsuspend(&mask);
-    }
+pub fn suspend(mask: &SigSet) {
+    // SAFETY: mask is a valid sigset_t. sigsuspend always returns -1/EINTR
+    // after a handler ran; there is nothing else to report.
+    unsafe { libc::sigsuspend(&mask.0) };
 }
 
 /// A set of signals.
@@ -167,6 +161,34 @@ impl SigSet {
     }
 }
 
+impl SigSet {
+    /// The calling thread's signal mask now.
+    pub fn current() -> SigSet {
+        let mut cur = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: a NULL new set only queries the mask into cur, and with
+        // SIG_BLOCK (a valid `how`) and valid pointers pthread_sigmask cannot fail.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), cur.as_mut_ptr());
+            SigSet(cur.assume_init())
+        }
+    }
+
+    /// The calling thread's mask without `signo`: for [`suspend`] to let
+    /// `signo` in (and what the thread already lets in), and nothing else.
+    pub fn current_without(signo: libc::c_int) -> SigSet {
+        let mut set = SigSet::current();
+        // SAFETY: set is initialised; an invalid signal number only returns EINVAL.
+        unsafe { libc::sigdelset(&mut set.0, signo) };
+        set
+    }
+
+    /// Whether `signal` is in the set.
+    pub fn contains(&self, signal: libc::c_int) -> bool {
+        // SAFETY: the set is initialised; an invalid signal number returns -1.
+        unsafe { libc::sigismember(&self.0, signal) == 1 }
+    }
+}
+
 /// Blocks `signals` in the calling thread (and in threads it spawns later);
 /// returns the previous mask.
 pub fn block(signals: &[libc::c_int]) -> io::Result<SigSet> {
@@ -187,11 +209,7 @@ pub fn set_mask(mask: &SigSet) -> io::Result<()> {
 
 /// Whether `signal` is blocked in the calling thread.
 pub fn is_blocked(signal: libc::c_int) -> bool {
-    let mut cur = MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: a NULL new set only queries the mask into cur.
-    let code = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), cur.as_mut_ptr()) };
-    // SAFETY: on success cur holds the current mask.
-    code == 0 && unsafe { libc::sigismember(cur.as_ptr(), signal) } == 1
+    SigSet::current().contains(signal)
 }
 
 /// For a POSIX timer's signal (`SI_TIMER`): the expirations merged into it
@@ -308,6 +326,19 @@ mod tests {
             unsafe { libc::sigpending(pending.as_mut_ptr()) };
             // SAFETY: sigpending filled it.
             assert_eq!(unsafe { libc::sigismember(pending.as_ptr(), sig) }, 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_suspend_mask_lets_only_its_signal_in() {
+        std::thread::spawn(|| {
+            let (a, b) = (libc::SIGUSR1, libc::SIGUSR2);
+            block(&[a, b]).unwrap();
+            let mask = SigSet::current_without(a);
+            assert!(!mask.contains(a) && mask.contains(b));
+            assert!(is_blocked(a), "computing the mask changes nothing");
         })
         .join()
         .unwrap();

@@ -23,6 +23,10 @@ pub(super) struct HandlerTimerWait {
     handler: HandlerGuard,
     interval: Nanos,
     seen: u64,
+    /// The thread's mask without the signal, computed when built and when
+    /// armed, so that each wait makes one system call (`sigsuspend`), not a
+    /// mask query too.
+    suspend_mask: SigSet,
 }
 
 impl HandlerTimerWait {
@@ -40,7 +44,8 @@ impl HandlerTimerWait {
         })?;
         let timer = PosixTimer::create(clock.raw(), Notify::Process { signo })
             .map_err(|e| Error::sys("timer_create(SIGEV_SIGNAL)", e, "check RLIMIT_SIGPENDING (ulimit -i)"))?;
-        Ok(HandlerTimerWait { clock, signo, timer, handler, interval: Nanos::ZERO, seen: 0 })
+        let suspend_mask = SigSet::current_without(signo);
+        Ok(HandlerTimerWait { clock, signo, timer, handler, interval: Nanos::ZERO, seen: 0, suspend_mask })
     }
 }
 
@@ -52,6 +57,7 @@ impl Waiter for HandlerTimerWait {
     fn arm(&mut self, first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
         self.seen = self.handler.runs();
+        self.suspend_mask = SigSet::current_without(self.signo);
         self.timer.arm_periodic(first, interval).map_err(|e| Error::sys("timer_settime(TIMER_ABSTIME)", e, ""))
     }
 
@@ -66,7 +72,7 @@ impl Waiter for HandlerTimerWait {
         // The signal is blocked outside sigsuspend, so one that arrives between
         // the check and the suspend stays pending and ends the suspend at once.
         while self.handler.runs() == self.seen {
-            signal::suspend_unblocking(self.signo);
+            signal::suspend(&self.suspend_mask);
         }
         self.seen = self.handler.runs();
         let actual = self.handler.last_entry();
