@@ -134,10 +134,17 @@ impl Explanation {
         s.push_str(&format!(
             "note: explain: {} kernel events on the measured CPUs, {}",
             self.events,
-            if lost == 0 { "none lost".to_string() } else { format!("{lost} LOST (the phases near them may be wrong): {:?}", self.lost) }
+            if lost == 0 {
+                "none lost".to_string()
+            } else {
+                format!("{lost} LOST (the phases near them may be wrong): {:?}", self.lost)
+            }
         ));
         if !self.missing.is_empty() {
-            s.push_str(&format!("; this kernel lacks {} (their phase boundaries are unavailable)", self.missing.join(", ")));
+            s.push_str(&format!(
+                "; this kernel lacks {} (their phase boundaries are unavailable)",
+                self.missing.join(", ")
+            ));
         }
         s.push('\n');
         s

@@ -69,7 +69,7 @@ impl std::fmt::Display for Cause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => {
-                write!(f, "CPU idle, steal +{s} → the host held the vCPU")
+                write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")
             }
             Cause::IdleExit { steal: Some(_) } => f.write_str("CPU idle, no steal → idle-state exit"),
             Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
@@ -141,6 +141,9 @@ pub struct StealSample {
 }
 
 /// Steal time of `cpu` between the samples around `[from, to]`, if sampled.
+/// `/proc/stat` counts it in USER_HZ ticks and the CLI samples it ten times
+/// a second, so this says whether the host took time from the vCPU around
+/// the spike, not exactly how much during it.
 fn steal_over(samples: &[StealSample], cpu: u32, from: Time, to: Time) -> Option<Nanos> {
     let mine: Vec<&StealSample> = samples.iter().filter(|s| s.cpu == cpu).collect();
     let before = mine.iter().rev().find(|s| s.at <= from)?;

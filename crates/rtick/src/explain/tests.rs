@@ -55,7 +55,7 @@ fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
     assert_eq!(s.cause, Cause::IdleExit { steal: Some(Nanos::from_us(790)) });
     assert_eq!(
         s.line(),
-        "cycle 18  815.0 µs = IRQ late 800.0 µs: CPU idle, steal +790.0 µs → the host held the vCPU | wake→run 12.0 µs"
+        "cycle 18  815.0 µs = IRQ late 800.0 µs: CPU idle, steal +790.0 µs around it → the host held the vCPU | wake→run 12.0 µs"
     );
     // No steal sampled: it cannot tell the host from the idle state.
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
