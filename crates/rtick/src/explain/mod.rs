@@ -75,7 +75,7 @@ impl std::fmt::Display for Cause {
             Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
             Cause::IrqsOffIn(t) => write!(f, "interrupts off in {}:{}", t.comm, t.pid),
             Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
-            Cause::WaitedFor(t) => write!(f, "waited for {}:{} (prio {})", t.comm, t.pid, t.prio),
+            Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio),
             Cause::InterruptWork(c) => write!(f, "{c}"),
             Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)"),
             Cause::KernelPath(p) => write!(f, "{p}"),
