@@ -142,8 +142,20 @@ fn check_wake_ups(events: &[Event], tid: i32, cycles: &[Cycle], period: Nanos) -
             EventKind::SchedSwitch(s) if s.next_pid == tid => Some(false),
             _ => None,
         });
+        // Then it runs: its switch in, or, where the kernel records no switch
+        // out of the idle task (this VM's CPU 1 never does), its own next event.
         at = if off == Some(true) {
-            find(w, "sched_switch", &|e| matches!(&e.kind, EventKind::SchedSwitch(s) if s.next_pid == tid))
+            let switched_in = events[w..]
+                .iter()
+                .take_while(|e| e.ts <= c.after)
+                .position(|e| matches!(&e.kind, EventKind::SchedSwitch(s) if s.next_pid == tid));
+            match switched_in {
+                Some(i) => w + i,
+                // No switch in recorded before its clock read: the kernel did
+                // not record the switch out of the idle task. The thread's own
+                // next event (the next sleep's timer) shows it ran.
+                None => w + events[w..].iter().position(|e| e.pid == tid).expect("the thread ran again"),
+            }
         } else {
             w
         };
