@@ -156,9 +156,13 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
     for v in expiries.values_mut() {
         v.sort_unstable();
     }
-    // The previous wake-up of each thread bounds the search for the next.
+    // The previous wake-up of each thread bounds the search for the next,
+    // and so do two periods before its deadline: the first wake-up of a run
+    // or of a slice must not match the events of an earlier one (one thread
+    // measures several mechanisms in turn).
     let mut order: Vec<usize> = (0..wakes.len()).collect();
     order.sort_by_key(|&i| (wakes[i].tid, wakes[i].actual));
+    let span = typical_period(wakes, &order);
     let mut out = vec![Err(Unmatched::NoTimer); wakes.len()];
     let mut prev: Option<(i32, Time)> = None;
     for i in order {
@@ -167,10 +171,25 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
             Some((tid, t)) if tid == w.tid => t,
             _ => Time(i64::MIN),
         };
+        let after = after.max(w.planned - span - span);
         prev = Some((w.tid, w.actual));
         out[i] = match_one(&by_tid[&w.tid], &expiries, w, after);
     }
     out
+}
+
+/// The median spacing of consecutive deadlines (in `order`, per thread):
+/// the period, also for relative sleeps; a second when there is none.
+fn typical_period(wakes: &[Recorded], order: &[usize]) -> Nanos {
+    let mut gaps: Vec<i64> = order
+        .windows(2)
+        .map(|p| (&wakes[p[0]], &wakes[p[1]]))
+        .filter(|(a, b)| a.tid == b.tid)
+        .map(|(a, b)| (b.planned - a.planned).as_ns())
+        .filter(|&g| g > 0)
+        .collect();
+    gaps.sort_unstable();
+    Nanos(crate::stats::percentile::of_sorted(&gaps, 0.5).unwrap_or(1_000_000_000))
 }
 
 /// The last element of `v` (sorted by `key`) with `after < key ≤ upto`.
@@ -254,6 +273,19 @@ mod tests {
             Phases { irq_delay: Nanos(3), wakeup_path: Nanos(7), scheduling: Nanos(10), return_to_user: Nanos(10) }
         );
         assert_eq!((m[0].unwrap().hrtimer, m[0].unwrap().cpu, m[0].unwrap().prio), (0xa0, 1, 9));
+    }
+
+    #[test]
+    fn a_first_wake_up_never_matches_the_events_of_an_earlier_run() {
+        // One run at 1000 (period 1000), then, 1 s later, a wake-up of the same
+        // thread whose own events were not recorded: no match, rather than the
+        // earlier run's events (1 s of "return to user").
+        let evs = cycle(0, 1000, 1001, 1002, 1003);
+        let later = [rec(9, 1_000_000_000, 1_000_000_010), rec(10, 1_000_001_000, 1_000_001_010)];
+        let m = match_all(&on_cpu1(&evs), &later);
+        assert_eq!(m, [Err(Unmatched::DidNotSleep), Err(Unmatched::DidNotSleep)]);
+        let wakes = [rec(1, 1000, 1010), rec(2, 2000, 2010)];
+        assert!(match_all(&on_cpu1(&evs), &wakes)[0].is_ok());
     }
 
     #[test]
