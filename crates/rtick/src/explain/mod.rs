@@ -71,7 +71,9 @@ impl std::fmt::Display for Cause {
             Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => {
                 write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")
             }
-            Cause::IdleExit { steal: Some(_) } => f.write_str("CPU idle, no steal → idle-state exit"),
+            Cause::IdleExit { steal: Some(_) } => {
+                f.write_str("CPU idle, no steal counted → idle-state exit (or a host stall below steal's 10 ms ticks)")
+            }
             Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
             Cause::IrqsOffIn(t) => write!(f, "interrupts off in {}:{}", t.comm, t.pid),
             Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
