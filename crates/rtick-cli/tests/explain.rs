@@ -46,6 +46,7 @@ fn explain_splits_every_wake_up_and_names_the_spikes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
+    let t = dir.path().join("t.csv");
     let cpu = cpu();
     let args = [
         "measure",
@@ -59,6 +60,8 @@ fn explain_splits_every_wake_up_and_names_the_spikes() {
         "--explain",
         "--json",
         j.to_str().unwrap(),
+        "--trace",
+        t.to_str().unwrap(),
     ];
     let o = rtick(&args);
     ok(&o);
@@ -90,6 +93,29 @@ fn explain_splits_every_wake_up_and_names_the_spikes() {
     assert!(spikes.windows(2).all(|w| w[0]["latency_ns"].as_i64() >= w[1]["latency_ns"].as_i64()), "worst first");
     assert_eq!(e["results"][1]["mechanism"], "spin");
     assert!(e["results"][1]["not_timer_woken"].is_string());
+    // The trace rows carry each wake-up's phases, which add up to its latency;
+    // spin's rows have none. `rtick report` reads the trace back.
+    let text = std::fs::read_to_string(&t).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("thread,mechanism,cycle,planned_ns,actual_ns,latency_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns")
+    );
+    let (mut with, mut spin_rows) = (0, 0);
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!(f.len(), 10, "{l}");
+        if f[1] == "spin" {
+            assert!(f[6..].iter().all(|x| x.is_empty()), "{l}");
+            spin_rows += 1;
+        } else if !f[6].is_empty() {
+            let sum: i64 = f[6..].iter().map(|x| x.parse::<i64>().unwrap()).sum();
+            assert_eq!(sum, f[5].parse::<i64>().unwrap(), "{l}");
+            with += 1;
+        }
+    }
+    assert_eq!((spin_rows, with as u64), (400, cn["matched"].as_u64().unwrap()));
+    ok(&rtick(&["report", t.to_str().unwrap()]));
 }
 
 #[test]

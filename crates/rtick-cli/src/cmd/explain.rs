@@ -83,6 +83,14 @@ fn lost_total(l: &LostEvents) -> u64 {
 }
 
 impl Explanation {
+    /// The phases of the wake-up of trace row `r`, if it was matched.
+    pub fn phases_of(&self, r: &TraceRow) -> Option<rtick::explain::Phases> {
+        self.explained
+            .iter()
+            .find(|e| e.mechanism == r.mechanism && e.thread == r.thread as usize)
+            .and_then(|e| e.by_cycle.get(&r.cycle).copied())
+    }
+
     /// The phase table, then one line per spike.
     pub fn render(&self, nsecs: bool) -> String {
         let mut s = format!(

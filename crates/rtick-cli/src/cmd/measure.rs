@@ -21,7 +21,7 @@ use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
-use crate::export::{histogram, trace::TraceWriter};
+use crate::export::{histogram, trace::write_with_phases, trace::TraceWriter};
 use crate::output::{fmt_latency, header, progress::LiveLine, recommend, table};
 use crate::Usage;
 
@@ -102,6 +102,10 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         .transpose()?;
     let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
+    let rows = match (&explanation, &outputs.trace) {
+        (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),
+        _ => rows,
+    };
     drop(kept);
     record_report(&mut file, &report);
     file.explain = explanation.as_ref().map(Explanation::json);
@@ -211,7 +215,8 @@ fn measure_restoring(
         (None, false) => (None, None),
         (file, _) => {
             let (p, c) = measure::trace_rings(cfg.threads.len(), a.trace_buffer as usize);
-            let file = file.as_ref().map(|f| f.try_clone()).transpose()?;
+            // With --explain the trace is written after the run, with the phases.
+            let file = file.as_ref().filter(|_| !keep).map(|f| f.try_clone()).transpose()?;
             (Some(p), Some(TraceWriter::spawn(file, c, keep)?))
         }
     };

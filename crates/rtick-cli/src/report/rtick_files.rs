@@ -41,7 +41,8 @@ struct Acc {
     rows: Vec<(u64, i64, i64)>,
 }
 
-/// Reads a trace; checks every row (six fields, latency = actual − planned).
+/// Reads a trace; checks every row (six fields, or ten with `--explain`'s
+/// phases, latency = actual − planned).
 pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
     let mut by: BTreeMap<(String, usize), Acc> = BTreeMap::new();
     let mut order: Vec<(String, usize)> = Vec::new();
@@ -52,7 +53,7 @@ pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
         }
         let f: Vec<&str> = line.split(',').collect();
         let bad = |what: &str| format!("{n}: {what}; expected {TRACE_HEADER}");
-        if f.len() != 6 {
+        if f.len() != 6 && f.len() != 10 {
             return Err(bad(&format!("{} fields", f.len())));
         }
         let num = |s: &str| s.parse::<i64>().map_err(|_| bad(&format!("'{s}' is not a whole number")));

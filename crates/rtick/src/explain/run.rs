@@ -44,6 +44,8 @@ pub struct Explained {
     pub spikes: Vec<Spike>,
     /// Why it has no phases (mechanisms not woken by a timer), if so.
     pub not_timer_woken: Option<&'static str>,
+    /// The phases of each matched wake-up, by cycle (for the trace rows).
+    pub by_cycle: HashMap<u64, Phases>,
 }
 
 /// Explains every mechanism and thread of a run: `rows` are its trace rows
@@ -94,6 +96,7 @@ fn explain_slot(
         phases: phase_summary(&[]),
         spikes: Vec::new(),
         not_timer_woken: None,
+        by_cycle: HashMap::new(),
     };
     if r.mechanism.info().burns_cpu {
         out.not_timer_woken = Some("it ends its waits by spinning on the clock, not woken by a timer");
@@ -104,7 +107,10 @@ fn explain_slot(
     let mut unmatched: HashMap<Unmatched, usize> = HashMap::new();
     for (w, m) in wakes.iter().zip(analysis.matched()) {
         match m {
-            Ok(m) => phases.push(m.phases(w)),
+            Ok(m) => {
+                phases.push(m.phases(w));
+                out.by_cycle.insert(w.cycle, m.phases(w));
+            }
             Err(u) => *unmatched.entry(*u).or_default() += 1,
         }
     }
