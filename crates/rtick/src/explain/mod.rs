@@ -48,9 +48,17 @@ pub enum Cause {
         /// Steal time over the spike's interval, when known.
         steal: Option<Nanos>,
     },
-    /// The timer interrupt came late while this task ran: interrupts (or
-    /// preemption of the vCPU by the host) were off in it.
+    /// The timer interrupt came late while this task ran: interrupts were
+    /// off in it (or the host held the vCPU below steal's resolution).
     IrqsOffIn(Task),
+    /// The timer interrupt came late while this task ran, and the host took
+    /// steal time from the vCPU around it: the host held the vCPU.
+    HostWhile {
+        /// The task that was running.
+        task: Task,
+        /// Steal time around the spike.
+        steal: Nanos,
+    },
     /// A task of higher priority ran while the thread was runnable.
     PreemptedBy(Task),
     /// A task of the same or lower priority held the CPU (it was running
@@ -75,7 +83,12 @@ impl std::fmt::Display for Cause {
                 f.write_str("CPU idle, no steal counted → idle-state exit (or a host stall below steal's 10 ms ticks)")
             }
             Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
-            Cause::IrqsOffIn(t) => write!(f, "interrupts off in {}:{}", t.comm, t.pid),
+            Cause::IrqsOffIn(t) => {
+                write!(f, "interrupts off in {}:{} (or a host stall below steal's 10 ms ticks)", t.comm, t.pid)
+            }
+            Cause::HostWhile { task, steal } => {
+                write!(f, "steal +{steal} around it while {}:{} ran → the host held the vCPU", task.comm, task.pid)
+            }
             Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
             Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio),
             Cause::InterruptWork(c) => write!(f, "{c}"),
@@ -188,7 +201,12 @@ impl Analysis {
         spike.cause = match big {
             0 => match (interrupt(0), tl.current(w.planned)) {
                 (Some(c), _) => Cause::InterruptWork(c),
-                (None, Some(Culprit::Task(t))) if t.pid != w.tid => Cause::IrqsOffIn(t.clone()),
+                (None, Some(Culprit::Task(t))) if t.pid != w.tid => {
+                    match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
+                        Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
+                        None => Cause::IrqsOffIn(t.clone()),
+                    }
+                }
                 _ => Cause::IdleExit { steal: steal_over(steal, m.cpu, w.planned, m.expired) },
             },
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),

@@ -68,6 +68,18 @@ fn a_late_interrupt_while_a_task_ran_blames_that_task() {
     let s = explain(&evs, &w, &[]);
     assert_eq!(s.cause, Cause::IrqsOffIn(task("kworker/1:2", 300, 120)));
     assert_eq!(s.culprits[0], [(Culprit::Task(task("kworker/1:2", 300, 120)), Nanos(300_000))]);
+    // The same with steal counted around it: the host, while that task ran.
+    let steal = [
+        StealSample { at: Time(0), cpu: 1, steal: Nanos::ZERO },
+        StealSample { at: Time(400_000), cpu: 1, steal: Nanos::from_ms(10) },
+    ];
+    let s = explain(&evs, &w, &steal);
+    assert_eq!(s.cause, Cause::HostWhile { task: task("kworker/1:2", 300, 120), steal: Nanos::from_ms(10) });
+    assert!(
+        s.line().contains("steal +10.00 ms around it while kworker/1:2:300 ran → the host held the vCPU"),
+        "{}",
+        s.line()
+    );
 }
 
 #[test]
