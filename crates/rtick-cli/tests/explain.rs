@@ -21,11 +21,15 @@ fn ready() -> bool {
         skip("this kernel has no tracefs", true);
         return false;
     }
-    if !Path::new(TRACEFS).join("instances").exists()
-        && !Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status().is_ok_and(|s| s.success())
-    {
-        skip("could not mount tracefs", false);
-        return false;
+    // Tests run in parallel: one mounts, the others wait for it.
+    static MOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = MOUNTING.lock().unwrap_or_else(|p| p.into_inner());
+    if !Path::new(TRACEFS).join("instances").exists() {
+        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status();
+        if !Path::new(TRACEFS).join("instances").exists() {
+            skip("could not mount tracefs", false);
+            return false;
+        }
     }
     true
 }
