@@ -18,24 +18,29 @@ pub const HEADER: [&str; 6] = ["thread", "mechanism", "cycle", "planned_ns", "ac
 /// it could not be matched to its kernel events).
 pub const PHASE_HEADER: [&str; 4] = ["irq_delay_ns", "wakeup_path_ns", "scheduling_ns", "return_to_user_ns"];
 
+/// The six CSV fields of a row, in [`HEADER`]'s order.
+fn fields(r: &TraceRow) -> [String; 6] {
+    [
+        r.thread.to_string(),
+        r.mechanism.name().to_string(),
+        r.cycle.to_string(),
+        r.planned.as_ns().to_string(),
+        r.actual.as_ns().to_string(),
+        (r.actual - r.planned).as_ns().to_string(),
+    ]
+}
+
 /// Writes `rows` with their phases (`--trace` with `--explain`): after the
 /// run, since the phases come from the trace read at its end.
 pub fn write_with_phases(
     file: File,
-    rows: &[rtick::measure::TraceRow],
-    phases: impl Fn(&rtick::measure::TraceRow) -> Option<rtick::explain::Phases>,
+    rows: &[TraceRow],
+    phases: impl Fn(&TraceRow) -> Option<rtick::explain::Phases>,
 ) -> Result<u64> {
     let mut w = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
     w.write_record(HEADER.iter().chain(PHASE_HEADER.iter()))?;
     for r in rows {
-        let mut rec = vec![
-            r.thread.to_string(),
-            r.mechanism.name().to_string(),
-            r.cycle.to_string(),
-            r.planned.as_ns().to_string(),
-            r.actual.as_ns().to_string(),
-            (r.actual - r.planned).as_ns().to_string(),
-        ];
+        let mut rec = fields(r).to_vec();
         match phases(r) {
             Some(p) => rec.extend(p.named().iter().map(|(_, d)| d.as_ns().to_string())),
             None => rec.extend(std::iter::repeat_n(String::new(), 4)),
@@ -80,14 +85,7 @@ impl TraceWriter {
                                 got += 1;
                                 continue;
                             };
-                            w.write_record(&[
-                                r.thread.to_string(),
-                                r.mechanism.name().to_string(),
-                                r.cycle.to_string(),
-                                r.planned.as_ns().to_string(),
-                                r.actual.as_ns().to_string(),
-                                (r.actual - r.planned).as_ns().to_string(),
-                            ])?;
+                            w.write_record(fields(&r))?;
                             got += 1;
                         }
                     }

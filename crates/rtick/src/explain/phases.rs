@@ -40,14 +40,13 @@ impl Phases {
         self.irq_delay + self.wakeup_path + self.scheduling + self.return_to_user
     }
 
+    /// The phases' names, in order.
+    pub const NAMES: [&'static str; 4] = ["irq_delay", "wakeup_path", "scheduling", "return_to_user"];
+
     /// The phases as (name, value), in order.
     pub fn named(&self) -> [(&'static str, Nanos); 4] {
-        [
-            ("irq_delay", self.irq_delay),
-            ("wakeup_path", self.wakeup_path),
-            ("scheduling", self.scheduling),
-            ("return_to_user", self.return_to_user),
-        ]
+        let v = [self.irq_delay, self.wakeup_path, self.scheduling, self.return_to_user];
+        std::array::from_fn(|k| (Self::NAMES[k], v[k]))
     }
 }
 

@@ -103,19 +103,18 @@ fn explain_slot(
         return out;
     }
     let analysis = Analysis::new(cpus, wakes);
-    let mut phases: Vec<Phases> = Vec::new();
     let mut unmatched: HashMap<Unmatched, usize> = HashMap::new();
     for (w, m) in wakes.iter().zip(analysis.matched()) {
         match m {
             Ok(m) => {
-                phases.push(m.phases(w));
                 out.by_cycle.insert(w.cycle, m.phases(w));
             }
             Err(u) => *unmatched.entry(*u).or_default() += 1,
         }
     }
-    out.matched = phases.len();
-    out.phases = phase_summary(&phases);
+    // Cycles are grid indices: one wake-up each per mechanism and thread.
+    out.matched = out.by_cycle.len();
+    out.phases = phase_summary(&out.by_cycle.values().copied().collect::<Vec<_>>());
     out.unmatched = unmatched.into_iter().map(|(u, n)| (u.reason(), n)).collect();
     out.unmatched.sort();
     // The worst first; then every one over the threshold.

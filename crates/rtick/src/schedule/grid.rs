@@ -173,14 +173,7 @@ impl Grid {
     #[inline]
     pub fn advance(&mut self, wake: Wake) -> Advance {
         let (next, periods, overrun) = self.following(&wake, self.effective_policy());
-        let tick = Tick {
-            cycle: self.cycle,
-            deadline: wake.planned,
-            woke: wake.actual,
-            latency: wake.actual - wake.planned,
-            missed: self.pending_missed,
-            clock_step: Nanos::ZERO,
-        };
+        let tick = self.tick(&wake, Nanos::ZERO);
         let period_deviation = self.last_wake.map(|p| wake.actual - p - self.period);
         self.move_to(next, periods, Some(wake.actual));
         Advance { tick, overrun, skipped: periods - 1, period_deviation }
@@ -191,18 +184,24 @@ impl Grid {
     #[cold]
     pub fn stepped(&mut self, wake: Wake, jump: Nanos) -> Advance {
         let (next, periods, _) = self.following(&wake, OverrunPolicy::Skip);
-        let tick = Tick {
+        let tick = self.tick(&wake, jump);
+        self.move_to(next, periods, None);
+        // The periods stepped over are not missed: the next tick says 0.
+        self.pending_missed = 0;
+        Advance { tick, overrun: false, skipped: 0, period_deviation: None }
+    }
+
+    /// The tick of `wake` at the current cycle.
+    #[inline]
+    fn tick(&self, wake: &Wake, clock_step: Nanos) -> Tick {
+        Tick {
             cycle: self.cycle,
             deadline: wake.planned,
             woke: wake.actual,
             latency: wake.actual - wake.planned,
             missed: self.pending_missed,
-            clock_step: jump,
-        };
-        self.move_to(next, periods, None);
-        // The periods stepped over are not missed: the next tick says 0.
-        self.pending_missed = 0;
-        Advance { tick, overrun: false, skipped: 0, period_deviation: None }
+            clock_step,
+        }
     }
 
     #[inline]
