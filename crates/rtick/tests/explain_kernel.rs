@@ -97,7 +97,7 @@ fn traced(
     }
     let cpus: Vec<CpuTrace<'_>> = capture.per_cpu.iter().map(CpuTrace::from).collect();
     let explained = explain_run(&cpus, &rows, &report.results, &[], choice);
-    let lost = capture.lost.overrun + capture.lost.dropped + capture.lost.missed_in_pages;
+    let lost = capture.lost.count() + u64::from(capture.lost.any());
     (report, rows, explained, lost)
 }
 

@@ -78,10 +78,6 @@ pub struct Explanation {
     events: usize,
 }
 
-fn lost_total(l: &LostEvents) -> u64 {
-    l.overrun + l.commit_overrun + l.dropped + l.missed_in_pages + l.uncounted_gaps + l.unread + l.malformed
-}
-
 impl Explanation {
     /// The phases of the wake-up of trace row `r`, if it was matched.
     pub fn phases_of(&self, r: &TraceRow) -> Option<rtick::explain::Phases> {
@@ -138,14 +134,13 @@ impl Explanation {
                 s.push_str(&format!("  {}\n", sp.line()));
             }
         }
-        let lost = lost_total(&self.lost);
         s.push_str(&format!(
             "note: explain: {} kernel events on the measured CPUs, {}",
             self.events,
-            if lost == 0 {
-                "none lost".to_string()
+            if self.lost.any() {
+                format!("{} LOST (the phases near them may be wrong): {:?}", self.lost.count(), self.lost)
             } else {
-                format!("{lost} LOST (the phases near them may be wrong): {:?}", self.lost)
+                "none lost".to_string()
             }
         ));
         if !self.missing.is_empty() {
@@ -162,7 +157,7 @@ impl Explanation {
     pub fn json(&self) -> ExplainJson {
         ExplainJson {
             events: self.events as u64,
-            lost_events: lost_total(&self.lost),
+            lost_events: self.lost.count(),
             missing_events: self.missing.clone(),
             results: self
                 .explained

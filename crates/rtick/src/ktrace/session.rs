@@ -88,6 +88,14 @@ impl LostEvents {
     pub fn any(&self) -> bool {
         *self != LostEvents::default()
     }
+
+    /// How many events are known lost: the buffer's own counts and the
+    /// pages' marks are two views of the same losses, so the larger of the
+    /// two, plus what was left unread or too short to decode. Gaps of
+    /// unknown size and corrupt pages add to [`LostEvents::any`], not here.
+    pub fn count(&self) -> u64 {
+        (self.overrun + self.commit_overrun + self.dropped).max(self.missed_in_pages) + self.unread + self.malformed
+    }
 }
 
 /// What a session recorded.
@@ -274,6 +282,17 @@ fn open_pipe(instance: &Instance, cpu: usize) -> Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_events_are_counted_once() {
+        assert_eq!(LostEvents::default().count(), 0);
+        // The buffer counted 7, the pages marked the same 7: 7 lost, not 14.
+        let l = LostEvents { overrun: 5, dropped: 2, missed_in_pages: 7, unread: 1, malformed: 1, ..Default::default() };
+        assert_eq!(l.count(), 9);
+        // A gap of unknown size counts nowhere but makes `any` true.
+        let gap = LostEvents { uncounted_gaps: 1, ..Default::default() };
+        assert_eq!((gap.count(), gap.any()), (0, true));
+    }
 
     #[test]
     fn wake_ups_are_filtered_to_the_measured_cpus_and_nothing_else_is() {
