@@ -10,28 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
+use support::TRACEFS;
 
 fn ready() -> bool {
-    if !is_root() {
-        skip("--explain needs root", false);
-        return false;
-    }
-    if !Path::new(TRACEFS).exists() {
-        skip("this kernel has no tracefs", true);
-        return false;
-    }
-    // Tests run in parallel: one mounts, the others wait for it.
-    static MOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = MOUNTING.lock().unwrap_or_else(|p| p.into_inner());
-    if !Path::new(TRACEFS).join("instances").exists() {
-        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status();
-        if !Path::new(TRACEFS).join("instances").exists() {
-            skip("could not mount tracefs", false);
-            return false;
-        }
-    }
-    true
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
 }
 
 fn instance(pid: u32) -> PathBuf {

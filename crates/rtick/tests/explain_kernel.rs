@@ -6,6 +6,8 @@
 
 #[path = "support/skip.rs"]
 mod skip;
+#[path = "support/tracefs.rs"]
+mod support;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,38 +19,12 @@ use rtick::measure::{self, MeasureConfig, MeasureReport, TraceRow};
 use rtick::rt::{Policy, ThreadSetup};
 use rtick::{ClockId, Mechanism, Nanos, Time};
 
-const TRACEFS: &str = "/sys/kernel/tracing";
-
 /// The tests take turns: a process has one instance (`rtick-<pid>`).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The tracefs root, or `None` when the test must skip.
 fn tracefs() -> Option<PathBuf> {
-    let root = PathBuf::from(TRACEFS);
-    if !root.exists() {
-        skip::skip("this kernel has no tracefs", true);
-        return None;
-    }
-    let root_user = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
-    if !root_user {
-        skip::skip("kernel tracing needs root", false);
-        return None;
-    }
-    // Tests run in parallel: one mounts, the others wait for it.
-    static MOUNTING: Mutex<()> = Mutex::new(());
-    let _one = MOUNTING.lock().unwrap_or_else(|p| p.into_inner());
-    if !root.join("instances").exists() {
-        let _ = std::process::Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).status();
-        if !root.join("instances").exists() {
-            skip::skip("could not mount tracefs", false);
-            return None;
-        }
-    }
-    Some(root)
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip::skip(why, kernel_lacks_it)).ok()
 }
 
 /// The CPU measured: the last one this process may use.

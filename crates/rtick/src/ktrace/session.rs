@@ -287,7 +287,8 @@ mod tests {
     fn lost_events_are_counted_once() {
         assert_eq!(LostEvents::default().count(), 0);
         // The buffer counted 7, the pages marked the same 7: 7 lost, not 14.
-        let l = LostEvents { overrun: 5, dropped: 2, missed_in_pages: 7, unread: 1, malformed: 1, ..Default::default() };
+        let l =
+            LostEvents { overrun: 5, dropped: 2, missed_in_pages: 7, unread: 1, malformed: 1, ..Default::default() };
         assert_eq!(l.count(), 9);
         // A gap of unknown size counts nowhere but makes `any` true.
         let gap = LostEvents { uncounted_gaps: 1, ..Default::default() };

@@ -5,6 +5,8 @@
 //! They run one at a time: the instance name is per process.
 
 mod fixture;
+#[path = "../../tests/support/tracefs.rs"]
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -13,7 +15,7 @@ use super::*;
 use crate::sys;
 use crate::time::{Nanos, Time};
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+use support::TRACEFS;
 const MONO: libc::clockid_t = libc::CLOCK_MONOTONIC;
 
 static KERNEL: Mutex<()> = Mutex::new(());
@@ -21,32 +23,13 @@ static KERNEL: Mutex<()> = Mutex::new(());
 /// The tracefs root and the lock on it, or `None` to skip the test.
 fn kernel() -> Option<(PathBuf, MutexGuard<'static, ()>)> {
     let guard = KERNEL.lock().unwrap_or_else(|p| p.into_inner());
-    let root = PathBuf::from(TRACEFS);
-    if !root.exists() {
-        eprintln!("skipped: this kernel has no tracefs ({TRACEFS} does not exist)");
-        return None;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:")?.split_whitespace().nth(1)?.parse::<u32>().ok()));
-    if uid != Some(0) {
-        assert!(!ci, "kernel tracing tests need root under CI");
-        eprintln!("skipped: kernel tracing needs root");
-        return None;
-    }
-    if !root.join("instances").exists() {
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tracefs", "nodev", TRACEFS])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok || !ci, "could not mount tracefs at {TRACEFS} under CI");
-        if !ok {
-            eprintln!("skipped: could not mount tracefs at {TRACEFS}");
-            return None;
+    match support::tracefs() {
+        Ok(root) => Some((root, guard)),
+        Err((why, kernel_lacks_it)) => {
+            crate::sys::skip::skip(why, kernel_lacks_it);
+            None
         }
     }
-    Some((root, guard))
 }
 
 /// The CPU the tests trace: the last one this process may use.

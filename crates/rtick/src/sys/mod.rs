@@ -23,7 +23,7 @@ pub mod tsc;
 /// (it fails under CI), for the unit tests of the kernel interfaces too.
 #[cfg(test)]
 #[path = "../../tests/support/skip.rs"]
-mod skip;
+pub(crate) mod skip;
 
 use std::io;
 
