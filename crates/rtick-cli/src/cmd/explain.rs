@@ -14,7 +14,7 @@ use rtick::system::cpustat;
 use rtick::ClockId;
 use serde::{Deserialize, Serialize};
 
-use crate::output::{fmt_latency, unit};
+use crate::report::breakdown::Breakdown;
 
 /// Where tracefs is when `--tracefs` does not say.
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -87,70 +87,11 @@ impl Explanation {
             .and_then(|e| e.by_cycle.get(&r.cycle).copied())
     }
 
-    /// The phase table, then one line per spike.
+    /// The phase table, then one line per spike (`output::explain`, which
+    /// `rtick report` prints a saved run through).
     pub fn render(&self, nsecs: bool) -> String {
-        let mut s = format!(
-            "\nwhere the latency went (kernel phases, {}): p50 / p99 / max of each phase over the wake-ups matched to their kernel events\n",
-            unit(nsecs)
-        );
-        s.push_str(&format!(
-            "{:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
-            "mechanism", "T", "matched", "IRQ delay", "wake-up path", "scheduling", "return to user"
-        ));
-        for e in &self.explained {
-            let name = e.mechanism.name();
-            if let Some(why) = e.not_timer_woken {
-                s.push_str(&format!("{name:<20} {:>2}  no phases: {why}\n", e.thread));
-                continue;
-            }
-            let cells: Vec<String> = e
-                .phases
-                .iter()
-                .map(|(_, [p50, p99, max])| {
-                    format!(
-                        "{} / {} / {}",
-                        fmt_latency(p50.as_ns(), nsecs),
-                        fmt_latency(p99.as_ns(), nsecs),
-                        fmt_latency(max.as_ns(), nsecs)
-                    )
-                })
-                .collect();
-            s.push_str(&format!(
-                "{name:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
-                e.thread,
-                format!("{}/{}", e.matched, e.wakeups),
-                cells[0],
-                cells[1],
-                cells[2],
-                cells[3]
-            ));
-            for (reason, n) in &e.unmatched {
-                s.push_str(&format!("  {n} wake-up(s) not split: {reason}\n"));
-            }
-        }
-        for e in self.explained.iter().filter(|e| !e.spikes.is_empty()) {
-            s.push_str(&format!("spikes of {} T{}:\n", e.mechanism.name(), e.thread));
-            for sp in &e.spikes {
-                s.push_str(&format!("  {}\n", sp.line()));
-            }
-        }
-        s.push_str(&format!(
-            "note: explain: {} kernel events on the measured CPUs, {}",
-            self.events,
-            if self.lost.any() {
-                format!("{} LOST (the phases near them may be wrong): {:?}", self.lost.count(), self.lost)
-            } else {
-                "none lost".to_string()
-            }
-        ));
-        if !self.missing.is_empty() {
-            s.push_str(&format!(
-                "; this kernel lacks {} (their phase boundaries are unavailable)",
-                self.missing.join(", ")
-            ));
-        }
-        s.push('\n');
-        s
+        let b = Breakdown::from_explain(&self.json()).expect("measure writes every phase");
+        crate::output::explain::render(&b, nsecs, self.lost.any().then(|| format!("{:?}", self.lost)).as_deref())
     }
 
     /// The JSON form (`explain` in the run file).

@@ -114,7 +114,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     write_outputs(outputs, &file, &cfg, &report)?;
 
     if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
-        let input = crate::report::from_measure(&file.results);
+        let input = crate::report::from_measure(&file.results, file.explain.as_ref()).map_err(anyhow::Error::msg)?;
         let kind = crate::plot::default_kind(std::slice::from_ref(&input));
         crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
     }

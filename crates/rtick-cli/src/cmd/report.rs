@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ReportArgs;
+use crate::cmd::explain::ExplainJson;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::ResultJson;
 use crate::output::{fmt_latency, table, unit};
@@ -25,6 +26,9 @@ pub struct ReportFile {
 pub struct InputJson {
     pub file: String,
     pub kind: String,
+    /// The file's `explain` object (measure --explain --json), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainJson>,
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
@@ -42,12 +46,16 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         .iter()
         .map(|f| report::load(f, unit_of_hist))
         .collect::<Result<_, String>>()
-        .map_err(anyhow::Error::msg)?;
+        // The file named is not one report reads: the user's to fix, like an option's value.
+        .map_err(Usage)?;
 
     for input in &inputs {
         println!("== {} ({})", input.path.display(), input.kind.name());
         let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
         print!("{}", table::render(&rows, a.nsecs));
+        if let Some(b) = &input.breakdown {
+            print!("{}", crate::output::explain::render(b, a.nsecs, None));
+        }
         println!();
     }
     if inputs.len() > 1 {
@@ -119,7 +127,11 @@ fn report_file(inputs: &[Input]) -> ReportFile {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         inputs: inputs
             .iter()
-            .map(|i| InputJson { file: i.path.display().to_string(), kind: i.kind.name().into() })
+            .map(|i| InputJson {
+                file: i.path.display().to_string(),
+                kind: i.kind.name().into(),
+                explain: i.breakdown.as_ref().and_then(|b| b.explain.clone()),
+            })
             .collect(),
         results: inputs
             .iter()

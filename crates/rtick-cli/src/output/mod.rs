@@ -1,5 +1,6 @@
 //! What `rtick` prints on the terminal.
 
+pub mod explain;
 pub mod header;
 pub mod progress;
 pub mod recommend;

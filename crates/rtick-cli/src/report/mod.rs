@@ -1,15 +1,19 @@
 //! `rtick report`: saved runs — rtick's JSON and traces, cyclictest's JSON
 //! and histograms — read into one model: `results` rows exactly as
 //! `rtick measure` writes them, plus the latency distribution behind each
-//! row (and, from a trace, the latency over time).
+//! row (and, from a trace, the latency over time), and the kernel phases of
+//! a run made with `--explain` (`breakdown`).
 
 pub mod analysis;
+pub mod breakdown;
 mod cyclictest;
 mod rtick_files;
 
 use std::path::{Path, PathBuf};
 
+use crate::cmd::explain::ExplainJson;
 use crate::export::json::{PercentilesJson, ResultJson};
+use breakdown::Breakdown;
 
 /// What kind of file an input is, detected from its content.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -65,6 +69,8 @@ pub struct Input {
     pub path: PathBuf,
     pub kind: Kind,
     pub series: Vec<Series>,
+    /// The kernel phases, from a run measured with `--explain`.
+    pub breakdown: Option<Breakdown>,
 }
 
 impl Input {
@@ -88,18 +94,23 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         .map_err(|_| format!("{}: not a text file (expected JSON, CSV or a cyclictest histogram)", path.display()))?;
     let at = |msg: String| format!("{}:{msg}", path.display());
     let trimmed = text.trim_start();
+    let mut breakdown = None;
     let (kind, series) = if trimmed.starts_with('{') {
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
         if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
             (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if v.get("rtick_version").is_some() {
-            (Kind::RtickJson, rtick_files::from_json(&v).map_err(|e| at(format!(" {e}")))?)
+            let (series, b) = rtick_files::from_json(&v, &text).map_err(at)?;
+            breakdown = b;
+            (Kind::RtickJson, series)
         } else {
             return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
         }
     } else if trimmed.starts_with(rtick_files::TRACE_HEADER) {
-        (Kind::RtickTrace, rtick_files::from_trace(&text).map_err(at)?)
+        let (series, b) = rtick_files::from_trace(&text).map_err(at)?;
+        breakdown = b;
+        (Kind::RtickTrace, series)
     } else if cyclictest::looks_like_histogram(&text) {
         (Kind::CyclictestHistogram, cyclictest::from_histogram(&text, unit).map_err(at)?)
     } else {
@@ -111,16 +122,18 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
     if series.is_empty() {
         return Err(format!("{}: holds no measurement", path.display()));
     }
-    Ok(Input { path: path.to_path_buf(), kind, series })
+    Ok(Input { path: path.to_path_buf(), kind, series, breakdown })
 }
 
-/// The results of a run just measured, as an input (for `measure --plot`).
-pub fn from_measure(results: &[ResultJson]) -> Input {
-    Input {
+/// The results of a run just measured, and its explanation, as an input
+/// (for `measure --plot`).
+pub fn from_measure(results: &[ResultJson], explain: Option<&ExplainJson>) -> Result<Input, String> {
+    Ok(Input {
         path: PathBuf::from("this run"),
         kind: Kind::RtickJson,
         series: rtick_files::series_of_results(results.to_vec()),
-    }
+        breakdown: explain.map(Breakdown::from_explain).transpose()?,
+    })
 }
 
 /// A results row from a distribution and the figures the source states.

@@ -4,22 +4,48 @@ use std::collections::BTreeMap;
 
 use rtick::stats::LatencyStats;
 
+use super::breakdown::Breakdown;
 use super::{row, Dist, Series, Timeline};
+use crate::cmd::explain::ExplainJson;
 use crate::export::json::{PercentilesJson, ResultJson};
+use crate::export::trace::{HEADER, PHASE_HEADER};
 
 pub const TRACE_HEADER: &str = "thread,mechanism,cycle,planned_ns,actual_ns,latency_ns";
 
-pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
+/// Reads a run file: its results and, from `--explain`, its phases. An
+/// error starts with its line when it has one (`12: …`), else a space.
+pub fn from_json(v: &serde_json::Value, text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String> {
     if v.get("findings").is_some() {
-        return Err("an rtick audit file; expected rtick measure results".into());
+        return Err(" an rtick audit file; expected rtick measure results".into());
     }
     if v.get("clocks").is_some() || v.get("hz").is_some() {
-        return Err("an rtick clocks or drift file; expected rtick measure results".into());
+        return Err(" an rtick clocks or drift file; expected rtick measure results".into());
     }
-    let results = v.get("results").ok_or("no \"results\" array; expected rtick measure --json output")?;
+    let results = v.get("results").ok_or(" no \"results\" array; expected rtick measure --json output")?;
     let results: Vec<ResultJson> = serde_json::from_value(results.clone())
         .map_err(|e| format!(" \"results\" does not match the measure schema: {e}"))?;
-    Ok(series_of_results(results))
+    Ok((series_of_results(results), explain_of(v, text)?))
+}
+
+/// The `explain` object, read from the text (not the parsed value) so that
+/// a field that is missing or of the wrong type is reported with its line.
+fn explain_of(v: &serde_json::Value, text: &str) -> Result<Option<Breakdown>, String> {
+    #[derive(serde::Deserialize)]
+    struct WithExplain {
+        explain: Option<ExplainJson>,
+    }
+    if v.get("explain").is_none_or(|e| e.is_null()) {
+        return Ok(None);
+    }
+    let e = serde_json::from_str::<WithExplain>(text)
+        .map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |m| m.0).to_string();
+            format!("{}: the \"explain\" object does not match measure --explain's schema: {msg}", e.line())
+        })?
+        .explain
+        .expect("checked above");
+    Breakdown::from_explain(&e).map(Some).map_err(|e| format!(" {e}"))
 }
 
 /// Measure results as series, each with the distribution its histogram gives.
@@ -42,18 +68,28 @@ struct Acc {
 }
 
 /// Reads a trace; checks every row (six fields, or ten with `--explain`'s
-/// phases, latency = actual − planned).
-pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
+/// phases, as many as the header has; latency = actual − planned, and the
+/// phases, where the wake-up was matched, add up to it).
+pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String> {
+    let header: Vec<&str> = text.lines().next().unwrap_or_default().split(',').collect();
+    let with_phases = header.len() > HEADER.len();
+    if header[..] != HEADER[..] && !header.iter().copied().eq(HEADER.iter().chain(PHASE_HEADER.iter()).copied()) {
+        return Err(format!(
+            "1: not a trace header; expected {TRACE_HEADER} (and with --explain {})",
+            PHASE_HEADER.join(",")
+        ));
+    }
     let mut by: BTreeMap<(String, usize), Acc> = BTreeMap::new();
     let mut order: Vec<(String, usize)> = Vec::new();
+    let mut wakeups: Vec<(String, usize, u64, i64, Option<[i64; 4]>)> = Vec::new();
     for (i, line) in text.lines().enumerate().skip(1) {
         let n = i + 1;
         if line.is_empty() {
             continue;
         }
         let f: Vec<&str> = line.split(',').collect();
-        let bad = |what: &str| format!("{n}: {what}; expected {TRACE_HEADER}");
-        if f.len() != 6 && f.len() != 10 {
+        let bad = |what: &str| format!("{n}: {what}; expected {}", header.join(","));
+        if f.len() != header.len() {
             return Err(bad(&format!("{} fields", f.len())));
         }
         let num = |s: &str| s.parse::<i64>().map_err(|_| bad(&format!("'{s}' is not a whole number")));
@@ -66,13 +102,38 @@ pub fn from_trace(text: &str) -> Result<Vec<Series>, String> {
             order.push(key.clone());
         }
         by.entry(key).or_insert(Acc { rows: Vec::new() }).rows.push((cycle as u64, planned, actual));
+        if with_phases {
+            let phases = phases_of_row(&f[6..], latency).map_err(|e| bad(&e))?;
+            wakeups.push((f[1].to_string(), thread as usize, cycle as u64, latency, phases));
+        }
     }
     // As `rtick measure` lists them: mechanisms in run order, threads in
     // index order (the writer thread interleaves the threads' rows as they come).
     let rank = |m: &str| order.iter().position(|k| k.0 == m);
     let mut keys = order.clone();
     keys.sort_by_key(|k| (rank(&k.0), k.1));
-    Ok(keys.iter().map(|k| series_of(&k.0, k.1, &by[k].rows)).collect())
+    let breakdown = with_phases.then(|| {
+        let mut b = Breakdown::from_wakeups(wakeups.iter().map(|w| (w.0.as_str(), w.1, w.2, w.3, w.4)));
+        b.series.sort_by_key(|s| (rank(&s.mechanism), s.thread));
+        b
+    });
+    Ok((keys.iter().map(|k| series_of(&k.0, k.1, &by[k].rows)).collect(), breakdown))
+}
+
+/// A row's four phase fields: all empty (not matched), or four whole
+/// numbers that add up to the latency.
+fn phases_of_row(f: &[&str], latency: i64) -> Result<Option<[i64; 4]>, String> {
+    if f.iter().all(|x| x.is_empty()) {
+        return Ok(None);
+    }
+    let mut p = [0i64; 4];
+    for (v, s) in p.iter_mut().zip(f) {
+        *v = s.parse().map_err(|_| format!("phase '{s}' is not a whole number (or all four empty)"))?;
+    }
+    if p.iter().sum::<i64>() != latency {
+        return Err(format!("the phases add up to {} ns, not to latency_ns {latency}", p.iter().sum::<i64>()));
+    }
+    Ok(Some(p))
 }
 
 fn series_of(mechanism: &str, thread: usize, rows: &[(u64, i64, i64)]) -> Series {
@@ -127,7 +188,7 @@ mod tests {
         let text = format!(
             "{TRACE_HEADER}\n1,timerfd,0,1000,1100,100\n0,timerfd,0,1000,1200,200\n1,spin,5,6000,6000,0\n0,spin,5,6000,6001,1\n"
         );
-        let s = from_trace(&text).unwrap();
+        let s = from_trace(&text).unwrap().0;
         let keys: Vec<(&str, usize)> = s.iter().map(|x| (x.result.mechanism.as_str(), x.result.thread)).collect();
         assert_eq!(keys, [("timerfd", 0), ("timerfd", 1), ("spin", 0), ("spin", 1)]);
     }

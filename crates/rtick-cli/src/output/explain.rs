@@ -1,0 +1,107 @@
+//! Where the latency went, on the terminal: the table of each phase's
+//! p50 / p99 / max per mechanism, then one line per spike. `measure
+//! --explain` and `rtick report` both print through here, from the same
+//! model (`report::breakdown`), so a saved run reads back exactly as it was
+//! shown.
+
+use rtick::Nanos;
+
+use super::{fmt_latency, unit};
+use crate::report::breakdown::{Breakdown, Spike};
+
+/// The table, the spike lines and the note on the kernel events.
+/// `lost_detail`: measure's itemised losses, which the JSON does not keep.
+pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
+    let mut s = format!(
+        "\nwhere the latency went (kernel phases, {}): p50 / p99 / max of each phase over the wake-ups matched to their kernel events\n",
+        unit(nsecs)
+    );
+    s.push_str(&format!(
+        "{:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
+        "mechanism", "T", "matched", "IRQ delay", "wake-up path", "scheduling", "return to user"
+    ));
+    for e in &b.series {
+        let name = &e.mechanism;
+        let Some(summary) = e.summary.filter(|_| e.not_timer_woken.is_none()) else {
+            let why = e.not_timer_woken.as_deref().unwrap_or("no wake-up was matched to its kernel events");
+            s.push_str(&format!("{name:<20} {:>2}  no phases: {why}\n", e.thread));
+            continue;
+        };
+        let cells = summary.map(|v| v.map(|x| fmt_latency(x, nsecs)).join(" / "));
+        s.push_str(&format!(
+            "{name:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
+            e.thread,
+            format!("{}/{}", e.matched, e.wakeups),
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3]
+        ));
+        for (reason, n) in &e.unmatched {
+            s.push_str(&format!("  {n} wake-up(s) not split: {reason}\n"));
+        }
+    }
+    for e in b.series.iter().filter(|e| !e.spikes.is_empty()) {
+        if b.explain.is_some() {
+            s.push_str(&format!("spikes of {} T{}:\n", e.mechanism, e.thread));
+        } else {
+            s.push_str(&format!(
+                "worst wake-ups of {} T{} (a trace has the phases, not the culprits):\n",
+                e.mechanism, e.thread
+            ));
+        }
+        for sp in &e.spikes {
+            s.push_str(&format!("  {}\n", sp.line.clone().unwrap_or_else(|| phases_line(sp))));
+        }
+    }
+    if let Some(e) = &b.explain {
+        s.push_str(&format!(
+            "note: explain: {} kernel events on the measured CPUs, {}",
+            e.events,
+            match (e.lost_events, lost_detail) {
+                (0, None) => "none lost".to_string(),
+                (n, None) => format!("{n} LOST (the phases near them may be wrong)"),
+                (n, Some(d)) => format!("{n} LOST (the phases near them may be wrong): {d}"),
+            }
+        ));
+        if !e.missing_events.is_empty() {
+            s.push_str(&format!(
+                "; this kernel lacks {} (their phase boundaries are unavailable)",
+                e.missing_events.join(", ")
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A spike of a trace: its phases in the words of measure's spike lines.
+fn phases_line(sp: &Spike) -> String {
+    let labels = ["IRQ late", "wake-up path", "wake→run", "return to user"];
+    let parts: Vec<String> = labels.iter().zip(sp.phases_ns).map(|(l, v)| format!("{l} {}", Nanos(v))).collect();
+    format!("cycle {}  {} = {}", sp.cycle, Nanos(sp.latency_ns), parts.join(" | "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::breakdown::Breakdown;
+
+    #[test]
+    fn a_trace_renders_its_table_and_worst_wake_ups() {
+        let b = Breakdown::from_wakeups([
+            ("timerfd", 0, 7, 18_000, Some([12_000, 1_000, 3_000, 2_000])),
+            ("spin", 0, 0, 5, None),
+        ]);
+        let out = render(&b, false, None);
+        assert!(out.contains("timerfd               0       1/1  12.0 / 12.0 / 12.0"), "{out}");
+        assert!(out.contains("spin                  0  no phases: no wake-up was matched"), "{out}");
+        assert!(
+            out.contains(
+                "  cycle 7  18.0 µs = IRQ late 12.0 µs | wake-up path 1.0 µs | wake→run 3.0 µs | return to user 2.0 µs"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("note: explain"), "a trace counts no kernel events");
+    }
+}
