@@ -5,7 +5,8 @@
 //! - `histogram`: the OSADL style — latency on x, log count on y, one line
 //!   per series;
 //! - `timeline`: latency over time from a trace, overruns marked (seed 004's chart);
-//! - `percentiles`: latency against p50 … p99.999 on a "nines" axis.
+//! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
+//! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -20,6 +21,8 @@ use crate::export::atomic::AtomicFile;
 use crate::report::{analysis, Input, Series};
 use crate::Usage;
 
+mod breakdown;
+
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 /// Picture size in pixels.
@@ -31,13 +34,17 @@ pub enum PlotKind {
     Histogram,
     Timeline,
     Percentiles,
+    Breakdown,
 }
 
-/// The kind the inputs support best: a timeline for one trace series,
-/// percentiles to compare several series, else a histogram.
+/// The kind the inputs support best: the breakdown when they carry kernel
+/// phases (`--explain`), a timeline for one trace series, percentiles to
+/// compare several series, else a histogram.
 pub fn default_kind(inputs: &[Input]) -> PlotKind {
     let series: Vec<&Series> = inputs.iter().flat_map(|i| &i.series).collect();
-    if series.len() == 1 && series[0].timeline.is_some() {
+    if breakdown::has_phases(inputs) {
+        PlotKind::Breakdown
+    } else if series.len() == 1 && series[0].timeline.is_some() {
         PlotKind::Timeline
     } else if series.len() > 1 {
         PlotKind::Percentiles
@@ -85,16 +92,17 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
     let many = inputs.len() > 1;
     let series: Vec<(String, &Series)> =
         inputs.iter().flat_map(|i| i.series.iter().map(move |s| (label(i, s, many), s))).collect();
+    let size = if kind == PlotKind::Breakdown { breakdown::size(inputs) } else { SIZE };
     match format {
         Format::Png => {
-            let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
             {
-                let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-                render(&root, &series, kind)?;
+                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                render(&root, inputs, &series, kind)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
             let mut png = Vec::new();
-            let mut enc = png::Encoder::new(&mut png, SIZE.0, SIZE.1);
+            let mut enc = png::Encoder::new(&mut png, size.0, size.1);
             enc.set_color(png::ColorType::Rgb);
             enc.set_depth(png::BitDepth::Eight);
             let mut w = enc.write_header().context("encoding the PNG")?;
@@ -105,8 +113,8 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
         Format::Svg => {
             let mut svg = String::new();
             {
-                let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-                render(&root, &series, kind)?;
+                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+                render(&root, inputs, &series, kind)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
             Ok(svg.into_bytes())
@@ -114,7 +122,12 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
     }
 }
 
-fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)], kind: PlotKind) -> Result<()>
+fn render<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    inputs: &[Input],
+    series: &[(String, &Series)],
+    kind: PlotKind,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -123,6 +136,7 @@ where
         PlotKind::Histogram => histogram(root, series),
         PlotKind::Timeline => timeline(root, series),
         PlotKind::Percentiles => percentiles(root, series),
+        PlotKind::Breakdown => breakdown::render(root, inputs),
     }
 }
 
