@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 mod support;
 use support::TRACEFS;
 
+#[path = "common/breakdown.rs"]
+mod breakdown_check;
+
 fn ready() -> bool {
     support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
 }
@@ -146,4 +149,44 @@ fn no_tracefs_is_one_line_with_the_fix() {
     let err = stderr(&o);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("mount -t tracefs nodev"), "{err}");
+}
+
+#[test]
+fn report_reads_the_explanation_back_and_draws_it() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (j, t, m) = (dir.path().join("r.json"), dir.path().join("t.csv"), dir.path().join("m.png"));
+    let cpu = cpu();
+    let o = rtick(&[
+        "measure",
+        "-m",
+        "clock_nanosleep,timerfd",
+        "--compare",
+        "-l",
+        "300",
+        "-a",
+        &cpu,
+        "-q",
+        "-N",
+        "--explain",
+        "--explain-top",
+        "3",
+        "--json",
+        path_str(&j),
+        "--trace",
+        path_str(&t),
+        "--plot",
+        path_str(&m),
+    ]);
+    ok(&o);
+    // What measure printed is what its JSON holds, and what report prints from either file.
+    let want = breakdown_check::rows_of_json(&json(&j));
+    assert_eq!(breakdown_check::phase_rows(&stdout(&o)), want, "{}", stdout(&o));
+    breakdown_check::report_prints_the_json(&j, &t);
+    // measure --plot draws the breakdown; report draws it from both files.
+    let (w, _) = breakdown_check::png_size(&std::fs::read(&m).unwrap());
+    assert_eq!(w, 1200);
+    breakdown_check::draws_whole_pictures(&[&j, &t], dir.path());
 }

@@ -186,7 +186,7 @@ fn bad_input_exits_1_naming_file_and_line() {
     for (path, want) in cases {
         let o = rtick(&["report", path_str(&path)]);
         let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{}: {err}", path.display());
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", path.display());
         assert_eq!(err.lines().count(), 1, "{}: {err}", path.display());
         assert!(err.contains(path_str(&path)) && err.contains(want), "{}: want '{want}': {err}", path.display());
         assert!(!err.contains("panicked"));
