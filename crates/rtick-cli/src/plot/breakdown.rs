@@ -283,13 +283,9 @@ where
     let ys = pts.iter().flatten().map(|p| p.1);
     let (lo, hi) = ys.fold((f64::MAX, 0.01f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
     let (lo, hi) = (lo / 2.0, hi * 2.5);
-    let source = if d.samples.is_empty() {
-        format!("p50 / p99 / max of {} wake-ups", d.phases.matched)
-    } else {
-        format!("{} wake-ups", d.phases.matched)
-    };
+    let x_desc = if d.samples.is_empty() { "percentile (p50, p99 and max kept)" } else { "percentile of the wake-ups" };
     let mut chart = try_plot!(ChartBuilder::on(area)
-        .caption(format!("{}: {source}", d.label), (FAMILY, 18))
+        .caption(format!("{} ({} wake-ups)", d.label, d.phases.matched), (FAMILY, 18))
         .margin(12)
         .margin_right(24)
         .x_label_area_size(50)
@@ -306,7 +302,7 @@ where
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
-        .x_desc("percentile of the wake-ups")
+        .x_desc(x_desc)
         .y_desc("time in the phase (log scale)")
         .y_label_formatter(&|v| short(*v))
         .label_style((FAMILY, 14))

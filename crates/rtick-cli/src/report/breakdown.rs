@@ -15,6 +15,10 @@ use crate::cmd::explain::{ExplainJson, ExplainedJson, SpikeJson};
 /// no culprits, only the phases): as many as `--explain-top`'s default.
 pub const TRACE_SPIKES: usize = 5;
 
+/// A trace's wake-up: (mechanism, thread, cycle, latency ns, its phases
+/// when it was matched to its kernel events).
+pub type Wakeup<'a> = (&'a str, usize, u64, i64, Option<[i64; 4]>);
+
 /// The phases of one input (or of the run just measured).
 #[derive(Clone, Debug)]
 pub struct Breakdown {
@@ -66,9 +70,8 @@ impl Breakdown {
         Ok(Breakdown { series, explain: Some(e.clone()) })
     }
 
-    /// From a trace's wake-ups: (mechanism, thread, cycle, latency, phases
-    /// when matched), in trace order.
-    pub fn from_wakeups<'a>(rows: impl IntoIterator<Item = (&'a str, usize, u64, i64, Option<[i64; 4]>)>) -> Breakdown {
+    /// From a trace's wake-ups, in trace order.
+    pub fn from_wakeups<'a>(rows: impl IntoIterator<Item = Wakeup<'a>>) -> Breakdown {
         let mut series: Vec<(PhaseSeries, Vec<(u64, i64)>)> = Vec::new();
         for (mechanism, thread, cycle, latency, phases) in rows {
             let at = match series.iter().position(|s| s.0.mechanism == mechanism && s.0.thread == thread) {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use rtick::stats::LatencyStats;
 
-use super::breakdown::Breakdown;
+use super::breakdown::{Breakdown, Wakeup};
 use super::{row, Dist, Series, Timeline};
 use crate::cmd::explain::ExplainJson;
 use crate::export::json::{PercentilesJson, ResultJson};
@@ -81,7 +81,7 @@ pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String
     }
     let mut by: BTreeMap<(String, usize), Acc> = BTreeMap::new();
     let mut order: Vec<(String, usize)> = Vec::new();
-    let mut wakeups: Vec<(String, usize, u64, i64, Option<[i64; 4]>)> = Vec::new();
+    let mut wakeups: Vec<Wakeup<'_>> = Vec::new();
     for (i, line) in text.lines().enumerate().skip(1) {
         let n = i + 1;
         if line.is_empty() {
@@ -104,7 +104,7 @@ pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String
         by.entry(key).or_insert(Acc { rows: Vec::new() }).rows.push((cycle as u64, planned, actual));
         if with_phases {
             let phases = phases_of_row(&f[6..], latency).map_err(|e| bad(&e))?;
-            wakeups.push((f[1].to_string(), thread as usize, cycle as u64, latency, phases));
+            wakeups.push((f[1], thread as usize, cycle as u64, latency, phases));
         }
     }
     // As `rtick measure` lists them: mechanisms in run order, threads in
@@ -113,7 +113,7 @@ pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String
     let mut keys = order.clone();
     keys.sort_by_key(|k| (rank(&k.0), k.1));
     let breakdown = with_phases.then(|| {
-        let mut b = Breakdown::from_wakeups(wakeups.iter().map(|w| (w.0.as_str(), w.1, w.2, w.3, w.4)));
+        let mut b = Breakdown::from_wakeups(wakeups);
         b.series.sort_by_key(|s| (rank(&s.mechanism), s.thread));
         b
     });
