@@ -4,6 +4,7 @@
 //! row (and, from a trace, the latency over time).
 
 pub mod analysis;
+pub mod baseline;
 mod cyclictest;
 mod rtick_files;
 
@@ -162,5 +163,7 @@ pub(crate) fn row(
         histogram_ns: dist.weighted.clone(),
         clock_steps: 0,
         clock_stepped_ns: 0,
+        phase: None,
+        warm_up_discarded: 0,
     }
 }
