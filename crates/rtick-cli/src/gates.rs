@@ -254,9 +254,16 @@ fn unit_of(kind: Kind) -> &'static str {
 }
 
 impl Gates {
-    /// Checks every condition against every row; a mechanism that could not
-    /// run fails them all, and an interrupted run does not pass.
-    pub fn evaluate(&self, results: &[ResultJson], unavailable: &[UnavailableJson], interrupted: bool) -> GatesJson {
+    /// Checks every condition against every row; a mechanism `asked` for
+    /// that has no row (unavailable, or never reached: a break stopped the
+    /// run first) fails them all, and an interrupted run does not pass.
+    pub fn evaluate(
+        &self,
+        results: &[ResultJson],
+        asked: &[String],
+        unavailable: &[UnavailableJson],
+        interrupted: bool,
+    ) -> GatesJson {
         let mut violations = Vec::new();
         for r in results {
             for c in &self.0 {
@@ -276,15 +283,22 @@ impl Gates {
                 });
             }
         }
-        violations.extend(unavailable.iter().map(|u| ViolationJson {
-            condition: None,
-            mechanism: u.mechanism.clone(),
-            thread: None,
-            phase: None,
-            value: None,
-            limit: None,
-            reason: Some(format!("unavailable: {}", u.reason)),
-        }));
+        let no_row = |m: &String| {
+            let why = match unavailable.iter().find(|u| &u.mechanism == m) {
+                Some(u) => format!("unavailable: {}", u.reason),
+                None => "not measured: the run stopped before it".into(),
+            };
+            ViolationJson {
+                condition: None,
+                mechanism: m.clone(),
+                thread: None,
+                phase: None,
+                value: None,
+                limit: None,
+                reason: Some(why),
+            }
+        };
+        violations.extend(asked.iter().filter(|m| !results.iter().any(|r| &r.mechanism == *m)).map(no_row));
         let conditions = self
             .0
             .iter()
@@ -310,7 +324,7 @@ impl Gates {
                 out += &format!(
                     "FAIL {}: {}: no figure to check\n",
                     v.mechanism,
-                    v.reason.as_deref().unwrap_or("unavailable")
+                    v.reason.as_deref().unwrap_or("not measured")
                 );
                 continue;
             };
@@ -372,6 +386,59 @@ mod tests {
             ]
         );
         assert_eq!(g.0[1].text, "max>=0.2ms");
+    }
+
+    fn row(mechanism: &str, count: u64) -> ResultJson {
+        serde_json::from_value(serde_json::json!({
+            "mechanism": mechanism, "thread": 1, "cpu": null, "count": count, "min_ns": 0, "max_ns": 0,
+            "mean_ns": 0.0, "percentiles_ns": null, "phase": "loaded"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_figure_a_row_cannot_have_is_a_violation_with_the_reason() {
+        let g = parse("p99>50us,overruns>0,cpu>50").unwrap();
+        let asked = ["clock_nanosleep".to_string(), "timerfd".into(), "sched-deadline".into(), "spin".into()];
+        let unavailable = [UnavailableJson { mechanism: "sched-deadline".into(), reason: "needs root".into() }];
+        let rows = [row("clock_nanosleep", 0), row("timerfd", 10)];
+        let j = g.evaluate(&rows, &asked, &unavailable, false);
+        assert!(!j.passed);
+        let reasons: Vec<(&str, Option<&str>, Option<&str>)> =
+            j.violations.iter().map(|v| (v.mechanism.as_str(), v.condition.as_deref(), v.reason.as_deref())).collect();
+        assert_eq!(
+            reasons,
+            [
+                ("clock_nanosleep", Some("p99>50us"), Some("no wake-ups measured")),
+                ("clock_nanosleep", Some("overruns>0"), Some("the run has no overrun count")),
+                ("clock_nanosleep", Some("cpu>50"), Some("the run has no CPU time")),
+                ("timerfd", Some("p99>50us"), Some("the run has no percentiles")),
+                ("timerfd", Some("overruns>0"), Some("the run has no overrun count")),
+                ("timerfd", Some("cpu>50"), Some("the run has no CPU time")),
+                ("sched-deadline", None, Some("unavailable: needs root")),
+                ("spin", None, Some("not measured: the run stopped before it")),
+            ]
+        );
+        let text = g.render(&j, 2, Nanos::from_secs(1), false);
+        assert!(
+            text.contains(
+                "FAIL p99 of clock_nanosleep T1 (loaded): no wake-ups measured, so p99 > 50 µs cannot be checked\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("FAIL sched-deadline: unavailable: needs root: no figure to check\n"), "{text}");
+        assert!(!text.contains("PASS"), "{text}");
+    }
+
+    #[test]
+    fn an_interrupted_run_does_not_pass() {
+        let g = parse("max>1s").unwrap();
+        let mut r = row("spin", 5);
+        r.percentiles_ns = None;
+        let j = g.evaluate(&[r], &["spin".into()], &[], true);
+        assert!(j.violations.is_empty() && j.interrupted && !j.passed);
+        let text = g.render(&j, 1, Nanos::from_secs(2), false);
+        assert_eq!(text, "FAIL the run was interrupted after 2.000 s: a partial run does not pass --fail-if\n");
     }
 
     #[test]

@@ -120,7 +120,10 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
-    file.gates = a.fail_if.as_ref().map(|g| g.evaluate(&file.results, &file.unavailable, report.interrupted));
+    file.gates = a
+        .fail_if
+        .as_ref()
+        .map(|g| g.evaluate(&file.results, &file.config.mechanisms, &file.unavailable, report.interrupted));
     write_outputs(outputs, &file, &cfg, &report)?;
 
     if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
