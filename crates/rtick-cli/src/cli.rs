@@ -81,11 +81,11 @@ pub struct ReportArgs {
     pub baseline: Option<PathBuf>,
 
     /// With --baseline: the growth allowed before failing [default: 10%].
-    #[arg(long, value_name = "PERCENT", requires = "baseline", value_parser = crate::report::baseline::percent)]
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true, value_parser = crate::report::baseline::percent)]
     pub max_regress: Option<f64>,
 
     /// With --baseline: the percentiles compared, comma-separated [default: p99,p99.9].
-    #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', requires = "baseline", value_parser = crate::report::baseline::metric)]
+    #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', value_parser = crate::report::baseline::metric)]
     pub metrics: Option<Vec<usize>>,
 }
 

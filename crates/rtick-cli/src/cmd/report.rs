@@ -30,6 +30,9 @@ pub struct InputJson {
 }
 
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
+    if a.baseline.is_none() && (a.max_regress.is_some() || a.metrics.is_some()) {
+        return Err(Usage("--max-regress and --metrics go with --baseline OLD.json".into()).into());
+    }
     if a.baseline.is_some() && a.files.len() != 1 {
         return Err(Usage(format!("--baseline compares one run with it: give one FILE, not {}", a.files.len())).into());
     }
