@@ -166,7 +166,7 @@ fn warm_up_wake_ups_are_counted_and_left_out_of_everything() {
         "--no-mlock",
     ]);
     assert!(
-        stdout(&noisy).contains("warm-up       the first 3.00 ms of each mechanism on each thread discarded"),
+        stdout(&noisy).contains("warm-up       3.00 ms per mechanism and thread before its measurement, discarded"),
         "{}",
         stdout(&noisy)
     );

@@ -78,7 +78,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
     if let Some(ns) = c.warm_up_ns {
         let _ = writeln!(
             w,
-            "  warm-up       the first {} of each mechanism on each thread discarded (not in the figures, the trace or --explain)",
+            "  warm-up       {} per mechanism and thread before its measurement, discarded (in no figure, trace row or --explain)",
             rtick::Nanos(ns)
         );
     }

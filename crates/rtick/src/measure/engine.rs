@@ -316,7 +316,7 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
             slot.clock_steps += 1;
             slot.clock_stepped = slot.clock_stepped + a.tick.clock_step;
             end = end.map(|e| e + a.tick.clock_step);
-            slot.warm_until = slot.warm_until + a.tick.clock_step;
+            slot.warm_until += a.tick.clock_step;
             continue;
         }
         // One comparison with a deadline computed before the loop.
