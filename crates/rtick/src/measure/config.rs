@@ -310,6 +310,21 @@ mod tests {
     }
 
     #[test]
+    fn the_warm_up_comes_before_each_mechanism() {
+        let c = MeasureConfig {
+            mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
+            duration: Some(Nanos::from_secs(3)),
+            warm_up: Nanos::from_secs(1),
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        assert_eq!(c.expected_duration(), Some(Nanos::from_secs(8)));
+        assert!(MeasureConfig { warm_up: Nanos(-1), ..c.clone() }.validate().is_err());
+        let long = MeasureConfig { warm_up: Nanos(i64::MAX), ..c };
+        assert!(long.validate().unwrap_err().to_string().contains("the warm-up is longer than 73 years"));
+    }
+
+    #[test]
     fn products_that_overflow_are_rejected() {
         let second = Nanos::from_secs(1);
         let ok = MeasureConfig { interval: second, duration: None, ..Default::default() };
