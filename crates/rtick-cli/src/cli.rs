@@ -75,6 +75,18 @@ pub struct ReportArgs {
     /// Show latencies in nanoseconds.
     #[arg(short = 'N', long)]
     pub nsecs: bool,
+
+    /// Compare each mechanism and thread with this run (rtick measure --json) and exit 3 when a metric grew by more than --max-regress; needs exactly one FILE.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
+
+    /// With --baseline: the growth allowed before failing [default: 10%].
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true, value_parser = crate::report::baseline::percent)]
+    pub max_regress: Option<f64>,
+
+    /// With --baseline: the percentiles compared, comma-separated [default: p99,p99.9].
+    #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', value_parser = crate::report::baseline::metric)]
+    pub metrics: Option<Vec<usize>>,
 }
 
 /// Options of `rtick clocks`.
@@ -269,6 +281,22 @@ pub struct MeasureArgs {
     #[cfg(feature = "mock")]
     #[command(flatten)]
     pub mock: crate::mock::MockArgs,
+
+    /// Fail (exit 3) when a condition holds for any mechanism and thread, e.g. 'p99.9>50us,max>200us,overruns>0'. Figures: p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev (times; plain numbers µs), overruns missed (counts), cpu (%); operators > >= < <= == !=. Checked after the outputs are written; an interrupted run does not pass.
+    #[arg(long, value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub fail_if: Option<crate::gates::Gates>,
+
+    /// Disable the cpuidle states deeper than state N on the measured CPUs for the run (their `disable` files; restored at exit, also after Ctrl-C or SIGTERM).
+    #[arg(long, value_name = "N")]
+    pub deepest_idle_state: Option<usize>,
+
+    /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+
+    /// Discard each mechanism's first TIME of wake-ups on every thread, before its duration or loops [plain number: s].
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
+    pub warm_up: Option<Nanos>,
 }
 
 /// The overrun policies `rtick measure` offers (`fail` is for applications:

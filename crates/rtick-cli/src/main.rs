@@ -1,10 +1,13 @@
 //! `rtick`: precise periodic timing on Linux.
 //!
-//! Exit status: 0 success, 1 run-time failure, 2 usage error, 3 `audit` found a failure.
+//! Exit status: 0 success, 1 run-time failure, 2 usage error, 3 a check
+//! failed (`audit` found a failure, `measure --fail-if` a violation, `report
+//! --baseline` a regression).
 
 mod cli;
 mod cmd;
 mod export;
+mod gates;
 #[cfg(feature = "mock")]
 mod mock;
 mod output;
@@ -15,6 +18,10 @@ mod units;
 use std::process::ExitCode;
 
 use clap::Parser;
+
+/// Exit status when a check fails: a failing audit finding, a `--fail-if`
+/// violation, a regression against `--baseline`.
+pub const EXIT_FAIL: u8 = 3;
 
 /// A usage error: printed in one line, exit status 2.
 #[derive(Debug)]
@@ -62,11 +69,11 @@ fn main() -> ExitCode {
         }
     };
     let result = match &cli.command {
-        cli::Command::Measure(a) => cmd::measure::run(a).map(|_| ExitCode::SUCCESS),
+        cli::Command::Measure(a) => cmd::measure::run(a),
         cli::Command::Audit(a) => cmd::audit::run(a),
         cli::Command::Clocks(a) => cmd::clocks::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Drift(a) => cmd::drift::run(a).map(|_| ExitCode::SUCCESS),
-        cli::Command::Report(a) => cmd::report::run(a).map(|_| ExitCode::SUCCESS),
+        cli::Command::Report(a) => cmd::report::run(a),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();
             Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ use crate::export::atomic::AtomicFile;
 use crate::Usage;
 
 /// Exit status when a finding fails.
-pub const EXIT_FAIL: u8 = 3;
+pub use crate::EXIT_FAIL;
 
 /// The JSON file (docs/json.md).
 #[derive(Debug, Serialize, Deserialize)]

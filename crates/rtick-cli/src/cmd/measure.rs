@@ -5,13 +5,14 @@
 //! system settings (mlock, cpu_dma_latency) are held by guards and restored
 //! before results are written, also after Ctrl-C.
 
+use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use rtick::explain::SpikeChoice;
 use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark, TraceRow};
-use rtick::rt::{self, DmaLatency, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
-use rtick::system::SystemInfo;
+use rtick::rt::{self, DmaLatency, IdleLimit, IdleStates, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
+use rtick::system::{SysRoot, SystemInfo};
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
@@ -43,8 +44,10 @@ impl Outputs {
     }
 }
 
-pub fn run(a: &MeasureArgs) -> Result<()> {
+pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     let plan = plan(a, &Cpus::detect()?)?;
+    // Read (and refused) before anything is created or changed.
+    let idle_states = a.deepest_idle_state.map(|_| idle_states(a, &plan.cfg)).transpose()?;
     if let Some(p) = &a.plot {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }
@@ -70,6 +73,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     let mlock_detail = mlock_detail(mem.as_ref(), &cfg);
     let dma_system = DmaLatency::current().map(|l| l.us());
     let dma = a.dma_latency.map(DmaLatency::hold).transpose()?;
+    let idle = idle_states.zip(a.deepest_idle_state).map(|(s, n)| s.limit(n)).transpose()?;
 
     let mut file = RunFile {
         rtick_version: env!("CARGO_PKG_VERSION").into(),
@@ -85,7 +89,10 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         results: Vec::new(),
         unavailable: Vec::new(),
         explain: None,
+        gates: None,
     };
+    file.config.deepest_idle_state = idle.as_ref().map(IdleLimit::deepest);
+    file.config.cpuidle = idle.as_ref().map(IdleLimit::describe);
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
@@ -101,6 +108,8 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         })
         .transpose()?;
     let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
+    // Restored with the other settings, before anything else can fail.
+    idle.map(IdleLimit::restore).transpose()?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
     let rows = match (&explanation, &outputs.trace) {
         (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),
@@ -111,6 +120,10 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
+    file.gates = a
+        .fail_if
+        .as_ref()
+        .map(|g| g.evaluate(&file.results, &file.config.mechanisms, &file.unavailable, report.interrupted));
     write_outputs(outputs, &file, &cfg, &report)?;
 
     if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
@@ -128,7 +141,29 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
             file.unavailable.iter().map(|u| u.mechanism.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(())
+    Ok(gate_verdict(a, &file))
+}
+
+/// --fail-if's verdict, printed after everything else: exit 3 unless it passed.
+fn gate_verdict(a: &MeasureArgs, file: &RunFile) -> ExitCode {
+    let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return ExitCode::SUCCESS };
+    print!("{}", gates.render(g, file.results.len(), Nanos(file.elapsed_ns), a.nsecs));
+    if g.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::EXIT_FAIL)
+    }
+}
+
+/// The cpuidle states of the CPUs the threads may run on (every allowed
+/// CPU for an unpinned thread), read under --sysfs-root when given.
+fn idle_states(a: &MeasureArgs, cfg: &MeasureConfig) -> Result<IdleStates> {
+    let root = a.sysfs_root.as_ref().map_or_else(SysRoot::default, SysRoot::new);
+    let mut cpus: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+    if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
+        cpus = rtick::info::allowed_cpus()?;
+    }
+    Ok(IdleStates::read(&root, &cpus)?)
 }
 
 /// Opens the kernel trace for --tracemark, with a warning when tracing is off.
@@ -392,5 +427,8 @@ fn config_json(cfg: &MeasureConfig, mlock: bool, dma: Option<i32>, dma_system: O
         breaktrace_ns: cfg.breaktrace.map(|b| b.as_ns()),
         tracemark: cfg.tracemark.as_ref().map(|t| t.dir().display().to_string()),
         interleave_ns: cfg.interleave.map(|s| s.as_ns()),
+        warm_up_ns: (cfg.warm_up > Nanos::ZERO).then_some(cfg.warm_up.as_ns()),
+        deepest_idle_state: None,
+        cpuidle: None,
     }
 }

@@ -86,6 +86,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         stack_prefault: DEFAULT_STACK_PREFAULT,
         interleave: a.compare.then_some(a.slice),
         rest_after_spinning: None,
+        warm_up: a.warm_up.unwrap_or(Nanos::ZERO),
         // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
         ..Default::default()
     };

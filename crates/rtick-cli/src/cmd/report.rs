@@ -1,5 +1,7 @@
 //! `rtick report`: tables, comparisons, distributions and pictures of saved runs.
 
+use std::process::ExitCode;
+
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +33,13 @@ pub struct InputJson {
     pub explain: Option<ExplainJson>,
 }
 
-pub fn run(a: &ReportArgs) -> Result<()> {
+pub fn run(a: &ReportArgs) -> Result<ExitCode> {
+    if a.baseline.is_none() && (a.max_regress.is_some() || a.metrics.is_some()) {
+        return Err(Usage("--max-regress and --metrics go with --baseline OLD.json".into()).into());
+    }
+    if a.baseline.is_some() && a.files.len() != 1 {
+        return Err(Usage(format!("--baseline compares one run with it: give one FILE, not {}", a.files.len())).into());
+    }
     if let Some(w) = a.buckets {
         if w <= rtick::Nanos::ZERO {
             return Err(Usage("--buckets: the width must be greater than zero".into()).into());
@@ -48,6 +56,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         .collect::<Result<_, String>>()
         // The file named is not one report reads: the user's to fix, like an option's value.
         .map_err(Usage)?;
+    let baseline = a.baseline.as_ref().map(|b| report::load(b, unit_of_hist)).transpose().map_err(Usage)?;
 
     for input in &inputs {
         println!("== {} ({})", input.path.display(), input.kind.name());
@@ -81,7 +90,25 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         drop(w);
         f.commit()?;
     }
-    Ok(())
+    Ok(match baseline {
+        Some(old) if against_baseline(a, &old, &inputs[0]) => ExitCode::from(crate::EXIT_FAIL),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Prints the comparison with the baseline; true when it fails.
+fn against_baseline(a: &ReportArgs, old: &Input, new: &Input) -> bool {
+    let rows = |i: &Input| i.series.iter().map(|s| s.result.clone()).collect::<Vec<_>>();
+    let metrics = a.metrics.clone().unwrap_or(report::baseline::DEFAULT_METRICS.to_vec());
+    let v = report::baseline::compare(
+        (&old.name(), &rows(old)),
+        (&new.name(), &rows(new)),
+        &metrics,
+        a.max_regress.unwrap_or(report::baseline::DEFAULT_MAX_REGRESS),
+        a.nsecs,
+    );
+    print!("{}", v.text);
+    v.failed
 }
 
 /// Seed 001's distribution table of every series, in buckets of `width`.

@@ -31,6 +31,9 @@ pub struct RunFile {
     /// With --explain: the kernel phases of the wake-ups and the spikes explained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<crate::cmd::explain::ExplainJson>,
+    /// With --fail-if: the conditions, the violations, and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<crate::gates::GatesJson>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,6 +96,15 @@ pub struct ConfigJson {
     pub tracemark: Option<String>,
     /// Slice length when mechanisms were interleaved (--compare); null: one after the other.
     pub interleave_ns: Option<i64>,
+    /// --warm-up: each mechanism's first this-many ns per thread were discarded (null: none).
+    #[serde(default)]
+    pub warm_up_ns: Option<i64>,
+    /// --deepest-idle-state: the deepest cpuidle state left enabled on the measured CPUs (null: left alone).
+    #[serde(default)]
+    pub deepest_idle_state: Option<usize>,
+    /// What --deepest-idle-state disabled, as the header says it.
+    #[serde(default)]
+    pub cpuidle: Option<String>,
 }
 
 /// Percentiles by label; the keys are the percentile numbers as strings.
@@ -176,6 +188,12 @@ pub struct ResultJson {
     /// value the upper edge of an HdrHistogram bucket (3 significant digits).
     #[serde(default)]
     pub histogram_ns: Vec<(i64, u64)>,
+    /// With --phases: the phase this row measured (`idle`, `loaded`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Wake-ups of the --warm-up, discarded before the figures above.
+    #[serde(default)]
+    pub warm_up_discarded: u64,
 }
 
 impl ResultJson {
@@ -207,6 +225,8 @@ impl ResultJson {
             histogram_ns: r.latency.histogram().buckets(),
             clock_steps: r.clock_steps,
             clock_stepped_ns: r.clock_stepped.as_ns(),
+            phase: None,
+            warm_up_discarded: r.warm_up_discarded,
         }
     }
 

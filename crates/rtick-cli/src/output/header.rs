@@ -75,6 +75,16 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
         };
         let _ = writeln!(w, "  breaktrace    stop at a latency over {}{mark}", rtick::Nanos(b));
     }
+    if let Some(ns) = c.warm_up_ns {
+        let _ = writeln!(
+            w,
+            "  warm-up       {} per mechanism and thread before its measurement, discarded (in no figure, trace row or --explain)",
+            rtick::Nanos(ns)
+        );
+    }
+    if let Some(idle) = &c.cpuidle {
+        let _ = writeln!(w, "  cpuidle       {idle} (restored at exit)");
+    }
     for warning in &run.warnings {
         let _ = writeln!(w, "warning: {warning}");
     }

@@ -112,6 +112,8 @@ mod tests {
             histogram_ns: Vec::new(),
             clock_steps: 0,
             clock_stepped_ns: 0,
+            phase: None,
+            warm_up_discarded: 0,
         }
     }
 

@@ -5,6 +5,7 @@
 //! a run made with `--explain` (`breakdown`).
 
 pub mod analysis;
+pub mod baseline;
 pub mod breakdown;
 mod cyclictest;
 mod rtick_files;
@@ -175,5 +176,7 @@ pub(crate) fn row(
         histogram_ns: dist.weighted.clone(),
         clock_steps: 0,
         clock_stepped_ns: 0,
+        phase: None,
+        warm_up_discarded: 0,
     }
 }

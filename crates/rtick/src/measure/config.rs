@@ -68,6 +68,12 @@ pub struct MeasureConfig {
     /// its period, so that RT throttling it causes ends before the next slice:
     /// `(share, rest)`; set from `sched_rt_runtime_us` by the caller.
     pub rest_after_spinning: Option<(f64, Nanos)>,
+    /// Discard the wake-ups of each mechanism's first this-long (per thread,
+    /// from its first deadline): caches, page tables, the CPU's frequency
+    /// and the hybrid's calibration settle before anything is recorded.
+    /// It comes before the duration or the loops, which count what is
+    /// recorded; interleaved, it lengthens each mechanism's first slice.
+    pub warm_up: Nanos,
 }
 
 impl Default for MeasureConfig {
@@ -89,6 +95,7 @@ impl Default for MeasureConfig {
             mock: Default::default(),
             interleave: None,
             rest_after_spinning: None,
+            warm_up: Nanos::ZERO,
         }
     }
 }
@@ -138,6 +145,9 @@ impl MeasureConfig {
                 return Err(Error::Invalid("the hybrid slack must not be negative".into()));
             }
         }
+        if self.warm_up < Nanos::ZERO {
+            return Err(Error::Invalid("the warm-up must not be negative".into()));
+        }
         if self.interleave.is_some() && self.duration.is_none() && self.loops.is_none() {
             return Err(Error::Invalid("interleaved runs need a duration or a loop count".into()));
         }
@@ -166,7 +176,9 @@ impl MeasureConfig {
     /// loops × interval, all mechanisms together — computed without
     /// overflowing, and interleaving makes at most [`MAX_SLICES`] slices.
     fn validate_lengths(&self) -> Result<()> {
-        for (what, length) in [("interval", Some(self.interval)), ("duration", self.duration)] {
+        for (what, length) in
+            [("interval", Some(self.interval)), ("duration", self.duration), ("warm-up", Some(self.warm_up))]
+        {
             if length.is_some_and(|l| l > MAX_LENGTH) {
                 return Err(Error::Invalid(format!("the {what} is longer than {LONGEST}: give a shorter one")));
             }
@@ -225,12 +237,13 @@ impl MeasureConfig {
         self.duration.or_else(|| self.loops_length())
     }
 
-    /// Wall time the run is expected to take (all mechanisms), when bounded
-    /// by a duration; `None` also when it does not fit in i64 (which
-    /// [`MeasureConfig::validate`] rejects).
+    /// Wall time the run is expected to take (all mechanisms, warm-ups
+    /// included), when bounded by a duration; `None` also when it does not
+    /// fit in i64 (which [`MeasureConfig::validate`] rejects).
     pub fn expected_duration(&self) -> Option<Nanos> {
         let mechanisms = i64::try_from(self.mechanisms.len()).ok()?;
-        self.per_mechanism()?.as_ns().checked_mul(mechanisms).map(Nanos)
+        let each = self.per_mechanism()?.as_ns().checked_add(self.warm_up.as_ns())?;
+        each.checked_mul(mechanisms).map(Nanos)
     }
 
     /// The slices the run is made of.
@@ -294,6 +307,21 @@ mod tests {
         assert_eq!(c.expected_duration(), Some(Nanos::from_secs(20)));
         let c = MeasureConfig { loops: Some(3), duration: Some(Nanos::from_secs(1)), ..Default::default() };
         assert_eq!(c.expected_duration(), Some(Nanos::from_ms(3)), "the loops end it first");
+    }
+
+    #[test]
+    fn the_warm_up_comes_before_each_mechanism() {
+        let c = MeasureConfig {
+            mechanisms: vec![Mechanism::Spin, Mechanism::Hybrid],
+            duration: Some(Nanos::from_secs(3)),
+            warm_up: Nanos::from_secs(1),
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        assert_eq!(c.expected_duration(), Some(Nanos::from_secs(8)));
+        assert!(MeasureConfig { warm_up: Nanos(-1), ..c.clone() }.validate().is_err());
+        let long = MeasureConfig { warm_up: Nanos(i64::MAX), ..c };
+        assert!(long.validate().unwrap_err().to_string().contains("the warm-up is longer than 73 years"));
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct ThreadResult {
     pub clock_steps: u64,
     /// The steps added up.
     pub clock_stepped: Nanos,
+    /// Wake-ups of the warm-up ([`MeasureConfig::warm_up`]), discarded:
+    /// in no statistic, no trace row, no progress.
+    pub warm_up_discarded: u64,
 }
 
 impl ThreadResult {
@@ -148,6 +151,9 @@ struct Slot {
     wall: Nanos,
     clock_steps: u64,
     clock_stepped: Nanos,
+    /// Wake-ups for deadlines before this are the warm-up's: discarded.
+    warm_until: Time,
+    warm_up_discarded: u64,
 }
 
 impl Slot {
@@ -169,6 +175,8 @@ impl Slot {
             wall: Nanos::ZERO,
             clock_steps: 0,
             clock_stepped: Nanos::ZERO,
+            warm_until: Time(i64::MIN),
+            warm_up_discarded: 0,
         }
     }
 
@@ -192,6 +200,7 @@ impl Slot {
             first_deadline: self.ticker.origin(),
             clock_steps: self.clock_steps,
             clock_stepped: self.clock_stepped,
+            warm_up_discarded: self.warm_up_discarded,
         }
     }
 }
@@ -286,9 +295,15 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
     ctx.progress.switch(slice.mechanism, slot.n, slot.min, slot.max, slot.sum);
     let (cpu0, wall0) = (sched::thread_cpu_time(), ClockId::Monotonic.now());
 
-    // The slice starts one interval from now, on the mechanism's grid.
+    // The slice starts one interval from now, on the mechanism's grid. The
+    // mechanism's first slice begins with the warm-up, before its duration.
+    let starting = slot.ticker.origin().is_none();
     let first = slot.ticker.resume()?;
-    let mut end = slice.duration.map(|d| first + d);
+    let warm_up = if starting { cfg.warm_up } else { Nanos::ZERO };
+    if starting {
+        slot.warm_until = first + warm_up;
+    }
+    let mut end = slice.duration.map(|d| first + warm_up + d);
     loop {
         let next = slot.ticker.grid().next();
         if ctx.stop.load(Relaxed) || cfg.loops.is_some_and(|l| slot.n >= l) || end.is_some_and(|e| next >= e) {
@@ -301,6 +316,12 @@ fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&
             slot.clock_steps += 1;
             slot.clock_stepped = slot.clock_stepped + a.tick.clock_step;
             end = end.map(|e| e + a.tick.clock_step);
+            slot.warm_until += a.tick.clock_step;
+            continue;
+        }
+        // One comparison with a deadline computed before the loop.
+        if a.tick.deadline < slot.warm_until {
+            slot.warm_up_discarded += 1;
             continue;
         }
         slot.record(&a, ctx, trace.as_deref_mut());

@@ -1,15 +1,18 @@
 //! Real-time setup: scheduling policy and priority, CPU affinity, memory
-//! locking with prefaulting, `/dev/cpu_dma_latency`, and timer slack.
+//! locking with prefaulting, `/dev/cpu_dma_latency`, cpuidle states, and
+//! timer slack.
 //!
 //! Process-wide settings are held by guards that undo them on drop; per-thread
 //! settings die with the measuring threads.
 
 mod dma;
+mod idle;
 mod memory;
 mod policy;
 mod setup;
 
 pub use dma::{DmaLatency, DmaLatencyLimit, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
+pub use idle::{IdleLimit, IdleState, IdleStates};
 pub use memory::{
     check_heap_prefault, check_stack_prefault, prefault_stack, stack_prefault_limit, MemoryLock, DEFAULT_HEAP_PREFAULT,
     DEFAULT_STACK_PREFAULT, MAX_SPAWNED_STACK_PREFAULT,
