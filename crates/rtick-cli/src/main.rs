@@ -5,6 +5,7 @@
 mod cli;
 mod cmd;
 mod export;
+mod load;
 #[cfg(feature = "mock")]
 mod mock;
 mod output;

@@ -16,13 +16,14 @@ use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
 use super::explain::{Explaining, Explanation};
+use super::phases::{Ran, Runs};
 use super::plan::{plan, Cpus};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
 use crate::export::{histogram, trace::write_with_phases, trace::TraceWriter};
-use crate::output::{fmt_latency, header, progress::LiveLine, recommend, table};
+use crate::output::{fmt_latency, header, progress::LiveLine, recommend};
 use crate::Usage;
 
 /// Output files, created (as temporaries) before the run.
@@ -44,7 +45,9 @@ impl Outputs {
 }
 
 pub fn run(a: &MeasureArgs) -> Result<()> {
-    let plan = plan(a, &Cpus::detect()?)?;
+    let cpus = Cpus::detect()?;
+    let plan = plan(a, &cpus)?;
+    let runs = Runs::plan(a, &plan.cfg, &cpus)?;
     if let Some(p) = &a.plot {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }
@@ -85,7 +88,11 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         results: Vec::new(),
         unavailable: Vec::new(),
         explain: None,
+        load: None,
+        phases: Vec::new(),
+        phase_ratios: Vec::new(),
     };
+    runs.describe(&mut file, &cfg);
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
@@ -100,7 +107,8 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
             Explaining::start(a.tracefs.as_deref(), &cfg, choice)
         })
         .transpose()?;
-    let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
+    let (report, rows, kept, ran) =
+        measure_restoring(a, (&cfg, &runs), &outputs, &stop, (dma, mem), explaining.as_mut())?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
     let rows = match (&explanation, &outputs.trace) {
         (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),
@@ -108,6 +116,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
     };
     drop(kept);
     record_report(&mut file, &report);
+    ran.record(&mut file);
     file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
@@ -203,12 +212,12 @@ fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
 /// restores the system — the `held` guards — before anything else can fail.
 fn measure_restoring(
     a: &MeasureArgs,
-    cfg: &MeasureConfig,
+    (cfg, runs): (&MeasureConfig, &Runs),
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
     held: (Option<DmaLatency>, Option<MemoryLock>),
     mut explaining: Option<&mut Explaining>,
-) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>)> {
+) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>, Ran)> {
     // --explain needs every wake-up: the rings run, and the writer keeps the rows.
     let keep = explaining.is_some();
     let (mut producers, writer) = match (&outputs.trace, keep) {
@@ -220,8 +229,8 @@ fn measure_restoring(
             (Some(p), Some(TraceWriter::spawn(file, c, keep)?))
         }
     };
-    let live = LiveLine::new(a.quiet, cfg.expected_duration(), a.nsecs);
-    let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| {
+    let live = LiveLine::new(a.quiet, runs.expected_duration(cfg), a.nsecs);
+    let result = runs.run(cfg, stop, producers.as_deref_mut(), |p| {
         live.update(p);
         if let Some(e) = explaining.as_deref_mut() {
             e.sample_steal();
@@ -229,7 +238,7 @@ fn measure_restoring(
     });
     live.finish();
     drop(held);
-    let report = result?;
+    let (report, ran) = result?;
     drop(producers);
     let (rows, kept) = match writer {
         Some(w) => {
@@ -238,7 +247,7 @@ fn measure_restoring(
         }
         None => (None, Vec::new()),
     };
-    Ok((report, rows, kept))
+    Ok((report, rows, kept, ran))
 }
 
 /// Puts what the run measured into the run file.
@@ -290,7 +299,10 @@ fn print_results(
 ) {
     println!();
     if !file.results.is_empty() {
-        print!("{}", table::render(&file.results, a.nsecs));
+        print!("{}", crate::output::phases::render(&file.results, a.nsecs));
+    }
+    if let Some(l) = &file.load {
+        print!("{}", header::load_summary(l));
     }
     for u in &file.unavailable {
         println!("unavailable: {}: {}", u.mechanism, u.reason);
@@ -301,7 +313,7 @@ fn print_results(
     }
     if cfg.interleave.is_some() && !file.results.is_empty() {
         println!();
-        for line in recommend::recommend(&file.results, a.nsecs) {
+        for line in recommend::recommend(&crate::output::phases::last_phase(&file.results), a.nsecs) {
             println!("{line}");
         }
     }

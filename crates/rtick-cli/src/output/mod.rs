@@ -1,6 +1,7 @@
 //! What `rtick` prints on the terminal.
 
 pub mod header;
+pub mod phases;
 pub mod progress;
 pub mod recommend;
 pub mod table;

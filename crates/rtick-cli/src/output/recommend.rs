@@ -112,6 +112,7 @@ mod tests {
             histogram_ns: Vec::new(),
             clock_steps: 0,
             clock_stepped_ns: 0,
+            phase: None,
         }
     }
 

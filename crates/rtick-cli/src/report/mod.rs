@@ -162,5 +162,6 @@ pub(crate) fn row(
         histogram_ns: dist.weighted.clone(),
         clock_steps: 0,
         clock_stepped_ns: 0,
+        phase: None,
     }
 }
