@@ -45,7 +45,7 @@ impl Command {
         let json = LoadCommandJson { pid: Some(child.id()), ..LoadCommandJson::planned(cmd) };
         let flag = stop.clone();
         let watcher = std::thread::Builder::new()
-            .name("rtick-load-cmd".into())
+            .name("load-cmd".into())
             .spawn(move || watch(child, json, &flag))
             .context("starting the --load-cmd watcher thread")?;
         Ok(Command { stop, watcher })

@@ -13,7 +13,7 @@ const BATCH: u64 = 4096;
 pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {
     for i in 0..workers {
         let cpu = w.next_cpu();
-        w.spawn(format!("rtick-load-cpu{i}"), cpu, counters, |ctx| {
+        w.spawn(format!("load-cpu{i}"), cpu, counters, |ctx| {
             ctx.ready();
             let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
             while ctx.running() {

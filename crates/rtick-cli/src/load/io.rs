@@ -35,7 +35,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
         let mut file = tempfile::tempfile_in(&dir)
             .with_context(|| format!("--load io: cannot create a temporary file in {} (set TMPDIR)", dir.display()))?;
         let cpu = w.next_cpu();
-        w.spawn(format!("rtick-load-io{i}"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-io{i}"), cpu, counters, move |ctx| {
             let block = vec![0x5Au8; BLOCK];
             ctx.ready();
             let mut written = 0u64;

@@ -68,7 +68,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
     let half = llc.map_or(FALLBACK_BUFFER / 2, |c| c.bytes.max(CHUNK)).next_multiple_of(CHUNK);
     for i in 0..workers {
         let cpu = w.next_cpu();
-        w.spawn(format!("rtick-load-memory{i}"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-memory{i}"), cpu, counters, move |ctx| {
             let mut buf = Vec::new();
             buf.try_reserve_exact(2 * half)
                 .with_context(|| {

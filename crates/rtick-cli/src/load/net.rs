@@ -35,7 +35,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
     for i in 0..workers {
         let (mut tx, mut rx) = pair().context("--load net: connecting a loopback TCP stream")?;
         let cpu = w.next_cpu();
-        w.spawn(format!("rtick-load-net{i}tx"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-net{i}tx"), cpu, counters, move |ctx| {
             let block = vec![0xA5u8; BLOCK];
             ctx.ready();
             while ctx.running() {
@@ -49,7 +49,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
             let _ = tx.shutdown(Shutdown::Write);
             Ok(())
         })?;
-        w.spawn(format!("rtick-load-net{i}rx"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-net{i}rx"), cpu, counters, move |ctx| {
             let mut buf = vec![0u8; BLOCK];
             ctx.ready();
             while ctx.running() {

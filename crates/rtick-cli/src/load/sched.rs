@@ -44,7 +44,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
         }
         let cpu = w.next_cpu();
         // The initiator sends, waits for the answer, counts both.
-        w.spawn(format!("rtick-load-sched{i}a"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-sched{i}a"), cpu, counters, move |ctx| {
             let mut buf = [0u8; MESSAGE];
             ctx.ready();
             while ctx.running() {
@@ -57,7 +57,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
             Ok(())
         })?;
         // The other end answers every message.
-        w.spawn(format!("rtick-load-sched{i}b"), cpu, counters, move |ctx| {
+        w.spawn(format!("load-sched{i}b"), cpu, counters, move |ctx| {
             let mut buf = [0u8; MESSAGE];
             ctx.ready();
             while let Some(n) = receive(&pong, &mut buf, || ctx.running())? {

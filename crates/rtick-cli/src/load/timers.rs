@@ -15,7 +15,7 @@ const SLEEP: Duration = Duration::from_micros(100);
 pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {
     for i in 0..workers {
         let cpu = w.next_cpu();
-        w.spawn(format!("rtick-load-timers{i}"), cpu, counters, |ctx| {
+        w.spawn(format!("load-timers{i}"), cpu, counters, |ctx| {
             ctx.ready();
             while ctx.running() {
                 std::thread::sleep(SLEEP);
