@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::ReportArgs;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::ResultJson;
-use crate::output::{fmt_latency, table, unit};
+use crate::output::{fmt_latency, header, phases, unit};
 use crate::plot;
 use crate::report::{self, analysis, HistUnit, Input};
 use crate::Usage;
@@ -47,7 +47,13 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     for input in &inputs {
         println!("== {} ({})", input.path.display(), input.kind.name());
         let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
-        print!("{}", table::render(&rows, a.nsecs));
+        if let Some(l) = &input.load {
+            println!("load: {}", header::load_line(l));
+        }
+        print!("{}", phases::render(&rows, a.nsecs));
+        if let Some(l) = &input.load {
+            print!("{}", header::load_summary(l));
+        }
         println!();
     }
     if inputs.len() > 1 {

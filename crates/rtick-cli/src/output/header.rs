@@ -85,17 +85,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
 /// The `load` and `phases` lines: what runs beside the measurement, where, and when.
 fn load_and_phases(w: &mut String, run: &RunFile) {
     if let Some(l) = &run.load {
-        let kinds: Vec<String> = l.kinds.iter().map(|k| format!("{}:{}", k.kind, k.workers)).collect();
-        let mut what = Vec::new();
-        if !kinds.is_empty() {
-            what.push(format!("{} (SCHED_OTHER)", kinds.join(" ")));
-        }
-        if let Some(c) = &l.command {
-            what.push(format!("command sh -c '{}' (own process group)", c.command));
-        }
-        let shared = if l.shares_measured_cpus { "the measured CPUs included" } else { "apart from the measured CPUs" };
-        let cpus = rtick::system::format_cpu_list(&l.cpus);
-        let _ = writeln!(w, "  load          {} on CPUs {cpus}, {shared}", what.join(" + "));
+        let _ = writeln!(w, "  load          {}", load_line(l));
     }
     if !run.phases.is_empty() {
         let phases: Vec<String> = run
@@ -109,6 +99,20 @@ fn load_and_phases(w: &mut String, run: &RunFile) {
             .collect();
         let _ = writeln!(w, "  phases        {} per mechanism; the load starts between them", phases.join(", then "));
     }
+}
+
+/// What loads run, and where: `cpu:2 (SCHED_OTHER) on CPUs 0-1, the measured CPUs included`.
+pub fn load_line(l: &LoadJson) -> String {
+    let kinds: Vec<String> = l.kinds.iter().map(|k| format!("{}:{}", k.kind, k.workers)).collect();
+    let mut what = Vec::new();
+    if !kinds.is_empty() {
+        what.push(format!("{} (SCHED_OTHER)", kinds.join(" ")));
+    }
+    if let Some(c) = &l.command {
+        what.push(format!("command sh -c '{}' (own process group)", c.command));
+    }
+    let shared = if l.shares_measured_cpus { "the measured CPUs included" } else { "apart from the measured CPUs" };
+    format!("{} on CPUs {}, {shared}", what.join(" + "), rtick::system::format_cpu_list(&l.cpus))
 }
 
 /// After the run: what each load achieved, how busy the CPUs were, how the command ended.

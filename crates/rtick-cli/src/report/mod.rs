@@ -65,6 +65,8 @@ pub struct Input {
     pub path: PathBuf,
     pub kind: Kind,
     pub series: Vec<Series>,
+    /// An rtick JSON's `load` object: what ran beside the measurement.
+    pub load: Option<crate::export::json::LoadJson>,
 }
 
 impl Input {
@@ -111,7 +113,8 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
     if series.is_empty() {
         return Err(format!("{}: holds no measurement", path.display()));
     }
-    Ok(Input { path: path.to_path_buf(), kind, series })
+    let load = if kind == Kind::RtickJson { rtick_files::load_of(&text) } else { None };
+    Ok(Input { path: path.to_path_buf(), kind, series, load })
 }
 
 /// The results of a run just measured, as an input (for `measure --plot`).
@@ -120,6 +123,7 @@ pub fn from_measure(results: &[ResultJson]) -> Input {
         path: PathBuf::from("this run"),
         kind: Kind::RtickJson,
         series: rtick_files::series_of_results(results.to_vec()),
+        load: None,
     }
 }
 

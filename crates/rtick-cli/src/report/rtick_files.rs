@@ -22,6 +22,12 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
     Ok(series_of_results(results))
 }
 
+/// The `load` object of a measure JSON (`None`: no load, or a file from before loads).
+pub fn load_of(text: &str) -> Option<crate::export::json::LoadJson> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    serde_json::from_value(v.get("load")?.clone()).ok()
+}
+
 /// Measure results as series, each with the distribution its histogram gives.
 pub fn series_of_results(results: Vec<ResultJson>) -> Vec<Series> {
     results
