@@ -93,9 +93,31 @@ fn marker(n: u32) -> String {
     format!("1000.{}{n}", std::process::id())
 }
 
+/// A running rtick that a failing check interrupts (so that it ends its
+/// loads) instead of leaving it to run for its hour.
+struct Rtick(Option<Child>);
+
+impl Rtick {
+    fn child(&self) -> &Child {
+        self.0.as_ref().unwrap()
+    }
+    fn output(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Rtick {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            signal(&c, "INT");
+            let _ = c.wait();
+        }
+    }
+}
+
 /// rtick measuring with a load whose command's `sleep` carries `marker`,
-/// once that sleep runs: the child, rtick's processes and its thread names then.
-fn started(args: &[&str], marker: &str) -> (Child, Vec<Proc>, Vec<String>) {
+/// once that sleep runs: rtick, its processes and its thread names then.
+fn started(args: &[&str], marker: &str) -> (Rtick, Vec<Proc>, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtick"))
         .args(["measure"])
         .args(PLAIN)
@@ -114,7 +136,7 @@ fn started(args: &[&str], marker: &str) -> (Child, Vec<Proc>, Vec<String>) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let pid = child.id();
-    (child, descendants(pid), thread_names(pid))
+    (Rtick(Some(child)), descendants(pid), thread_names(pid))
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -143,8 +165,8 @@ fn interrupt_leaves_nothing(sig: &str, n: u32, cmd_prefix: &str, stopped_with: &
         assert!(threads.iter().any(|n| n == t), "no thread {t} while loading: {threads:?}");
     }
     assert!(procs.iter().any(|p| p.comm == "sleep"), "the command's processes: {procs:?}");
-    signal(&child, sig);
-    let o = child.wait_with_output().unwrap();
+    signal(child.child(), sig);
+    let o = child.output();
     ok(&o);
     assert!(stdout(&o).contains("interrupted after"), "{}", stdout(&o));
     nothing_left(&procs, &m, &o);
@@ -175,7 +197,7 @@ fn a_run_that_ends_by_itself_leaves_nothing() {
     let _s = serial();
     let m = marker(4);
     let (child, procs, _) = started(&["-D", "2", "--load", "timers:1,io:1", "--load-cmd", &format!("sleep {m}")], &m);
-    let o = child.wait_with_output().unwrap();
+    let o = child.output();
     ok(&o);
     nothing_left(&procs, &m, &o);
     let out = stdout(&o);
@@ -192,8 +214,8 @@ fn sigint_in_the_loaded_phase_keeps_both_phases() {
     let args = ["-m", "clock_nanosleep,timerfd", "--phases", "idle=300ms,loaded=1h", "--load", "cpu:1"];
     let (child, procs, _) =
         started(&[&args[..], &["--load-cmd", &format!("sleep {m}"), "--json", path_str(&j)]].concat(), &m);
-    signal(&child, "INT");
-    let o = child.wait_with_output().unwrap();
+    signal(child.child(), "INT");
+    let o = child.output();
     ok(&o);
     nothing_left(&procs, &m, &o);
     let out = stdout(&o);
@@ -337,4 +359,37 @@ fn bad_load_and_phase_values_are_usage_errors_without_files() {
         assert!(!j.exists(), "{args:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{args:?}: a temporary file left");
     }
+}
+
+#[test]
+fn sigint_in_the_idle_phase_never_starts_the_load() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let mut child = Rtick(Some(
+        Command::new(env!("CARGO_BIN_EXE_rtick"))
+            .args(["measure", "--phases", "idle=1h,loaded=1s", "--load", "cpu:1", "--load-cmd", "sleep 1000.5"])
+            .args(PLAIN)
+            .args(["--json", path_str(&j)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    // The measuring thread (rtick-t0) exists only inside a phase's run: the idle one here.
+    let t0 = Instant::now();
+    while !thread_names(child.child().id()).iter().any(|n| n == "rtick-t0") {
+        let exited = child.0.as_mut().unwrap().try_wait().unwrap().is_some();
+        assert!(t0.elapsed() < GUARD && !exited, "rtick never measured");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(child.child(), "INT");
+    let o = child.output();
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("load: not started (the run stopped before)"), "{out}");
+    let j = json(&j);
+    assert!(j["results"].as_array().unwrap().iter().all(|r| r["phase"] == "idle"), "{}", j["results"]);
+    assert_eq!((j["phases"][1]["elapsed_ns"].as_i64(), j["load"]["ran_ns"].as_i64()), (Some(0), Some(0)));
+    assert_eq!(j["load"]["command"]["pid"], serde_json::Value::Null, "the command never started");
 }

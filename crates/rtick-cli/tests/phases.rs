@@ -73,7 +73,7 @@ fn report_shows_the_load_and_the_phase_tables() {
     let r = rtick(&["report", path_str(&dir.path().join("r.json"))]);
     ok(&r);
     let out = stdout(&r);
-    assert!(out.contains("\nload: timers:1 (SCHED_OTHER) on CPUs "), "{out}");
+    assert!(out.contains("\nload: timers:1 (SCHED_OTHER) on CPU"), "{out}");
     assert!(out.contains("phase idle (without the load): ") && out.contains("phase loaded (with the load): "), "{out}");
     let ratio = out.find("loaded ÷ idle").expect(&out);
     let row = out[ratio..].lines().find(|l| l.starts_with("mock")).unwrap();

@@ -112,7 +112,8 @@ pub fn load_line(l: &LoadJson) -> String {
         what.push(format!("command sh -c '{}' (own process group)", c.command));
     }
     let shared = if l.shares_measured_cpus { "the measured CPUs included" } else { "apart from the measured CPUs" };
-    format!("{} on CPUs {}, {shared}", what.join(" + "), rtick::system::format_cpu_list(&l.cpus))
+    let cpus = if l.cpus.len() == 1 { "CPU" } else { "CPUs" };
+    format!("{} on {cpus} {}, {shared}", what.join(" + "), rtick::system::format_cpu_list(&l.cpus))
 }
 
 /// After the run: what each load achieved, how busy the CPUs were, how the command ended.
