@@ -32,7 +32,7 @@ out = sys.argv[1]
 def busy(p):
     b = p["cpu_busy"]
     return "/".join(f"{c['busy_percent']:.0f}" for c in b)
-print(f"{'load':<10}{'rate':>24}  {'busy % idle → loaded (per CPU)':<32}{'mechanism':<17}{'p50×':>6}{'p99×':>7}{'p99.9×':>8}{'max×':>7}   idle p50/p99/max → loaded (µs)")
+print(f"{'load':<10}{'rate':>24}  {'busy % idle → loaded (per CPU)':<32}{'mechanism':<17}{'p50×':>6}{'p99×':>9}{'p99.9×':>8}{'max×':>7}   idle p50/p99/max → loaded (µs)")
 for name in ["cpu", "memory", "io", "net", "sched", "timers", "stress-ng"]:
     j = json.load(open(f"{out}/{name}.json"))
     load = j["load"]
@@ -48,7 +48,7 @@ for name in ["cpu", "memory", "io", "net", "sched", "timers", "stress-ng"]:
         m = ratio["mechanism"]
         f = lambda v: "-" if v is None else f"{v:.2f}"
         lat = lambda r: "/".join(f"{v/1000:.1f}" for v in (r["percentiles_ns"]["50"], r["percentiles_ns"]["99"], r["max_ns"]))
-        head = (f"{name:<10}{rate:>24}  {busy(ph[0]) + ' → ' + busy(ph[1]):<32}") if i == 0 else " " * 66
-        print(f"{head}{m:<17}{f(ratio['50']):>6}{f(ratio['99']):>7}{f(ratio['99.9']):>8}{f(ratio['max']):>7}   "
+        head = (f"{name:<10}{rate:>24}  {busy(ph[0]) + ' → ' + busy(ph[1]):<32}") if i == 0 else " " * 68
+        print(f"{head}{m:<17}{f(ratio['50']):>6}{f(ratio['99']):>9}{f(ratio['99.9']):>8}{f(ratio['max']):>7}   "
               f"{lat(rows[(m, 'idle')])} → {lat(rows[(m, 'loaded')])}")
 PY
