@@ -277,6 +277,22 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
+    /// Load the machine during the run with built-in loads, comma-separated, each KIND[:WORKERS]: cpu (busy loops), memory (copies over twice the last-level cache), io (writes and fdatasync to a temporary file in $TMPDIR or /var/tmp), net (loopback TCP streams), sched (pairs of threads passing messages: context switches), timers (threads sleeping 100 µs). Default workers: one per load CPU. SCHED_OTHER, started just before the measurement and stopped with it.
+    #[arg(long, value_name = "KIND[:N][,KIND…]")]
+    pub load: Option<String>,
+
+    /// The CPUs the loads run on (each worker on one, in turn) [default: every allowed CPU, the measured ones included].
+    #[arg(long, value_name = "CPUSET")]
+    pub load_cpus: Option<String>,
+
+    /// Run this command as a load (sh -c, its own process group, output to /dev/null, errors to stderr); at the end its group gets SIGTERM, and SIGKILL 2 s later if still there. Its exit is reported.
+    #[arg(long, value_name = "CMD")]
+    pub load_cmd: Option<String>,
+
+    /// Measure first without the load, then with it, in one run: idle,loaded, each with an optional duration per mechanism (idle=60s,loaded=5m) [default: -D/-l each]. One table per phase, and the ratios loaded ÷ idle.
+    #[arg(long, value_name = "idle[=TIME],loaded[=TIME]", conflicts_with_all = ["explain", "histogram"])]
+    pub phases: Option<String>,
+
     /// The test-only `mock` mechanism's options (feature `mock`).
     #[cfg(feature = "mock")]
     #[command(flatten)]

@@ -8,6 +8,7 @@ mod cli;
 mod cmd;
 mod export;
 mod gates;
+mod load;
 #[cfg(feature = "mock")]
 mod mock;
 mod output;

@@ -17,6 +17,10 @@ pub struct MockArgs {
     /// Latencies for the test-only `mock` mechanism, in ns, used in turn.
     #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true)]
     pub mock_latencies: Vec<i64>,
+
+    /// Test-only: with --phases, the `mock` mechanism's latencies in the loaded phase (ns).
+    #[arg(long, hide = true, value_delimiter = ',', allow_negative_numbers = true, requires = "phases")]
+    pub mock_loaded_latencies: Vec<i64>,
 }
 
 /// The mock's script, checked against the mechanisms asked for.

@@ -17,13 +17,14 @@ use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
 use super::explain::{Explaining, Explanation};
+use super::phases::{Ran, Runs};
 use super::plan::{plan, Cpus};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
 use crate::export::{histogram, trace::write_with_phases, trace::TraceWriter};
-use crate::output::{fmt_latency, header, progress::LiveLine, recommend, table};
+use crate::output::{fmt_latency, header, progress::LiveLine, recommend};
 use crate::Usage;
 
 /// Output files, created (as temporaries) before the run.
@@ -45,7 +46,9 @@ impl Outputs {
 }
 
 pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
-    let plan = plan(a, &Cpus::detect()?)?;
+    let cpus = Cpus::detect()?;
+    let plan = plan(a, &cpus)?;
+    let runs = Runs::plan(a, &plan.cfg, &cpus)?;
     // Read (and refused) before anything is created or changed.
     let idle_states = a.deepest_idle_state.map(|_| idle_states(a, &plan.cfg)).transpose()?;
     if let Some(p) = &a.plot {
@@ -90,9 +93,13 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         unavailable: Vec::new(),
         explain: None,
         gates: None,
+        load: None,
+        phases: Vec::new(),
+        phase_ratios: Vec::new(),
     };
     file.config.deepest_idle_state = idle.as_ref().map(IdleLimit::deepest);
     file.config.cpuidle = idle.as_ref().map(IdleLimit::describe);
+    runs.describe(&mut file, &cfg);
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
@@ -107,7 +114,8 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
             Explaining::start(a.tracefs.as_deref(), &cfg, choice)
         })
         .transpose()?;
-    let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
+    let (report, rows, kept, ran) =
+        measure_restoring(a, (&cfg, &runs), &outputs, &stop, (dma, mem), explaining.as_mut())?;
     // Restored with the other settings, before anything else can fail.
     idle.map(IdleLimit::restore).transpose()?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
@@ -117,6 +125,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     };
     drop(kept);
     record_report(&mut file, &report);
+    ran.record(&mut file);
     file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
@@ -238,12 +247,12 @@ fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
 /// restores the system — the `held` guards — before anything else can fail.
 fn measure_restoring(
     a: &MeasureArgs,
-    cfg: &MeasureConfig,
+    (cfg, runs): (&MeasureConfig, &Runs),
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
     held: (Option<DmaLatency>, Option<MemoryLock>),
     mut explaining: Option<&mut Explaining>,
-) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>)> {
+) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>, Ran)> {
     // --explain needs every wake-up: the rings run, and the writer keeps the rows.
     let keep = explaining.is_some();
     let (mut producers, writer) = match (&outputs.trace, keep) {
@@ -255,8 +264,8 @@ fn measure_restoring(
             (Some(p), Some(TraceWriter::spawn(file, c, keep)?))
         }
     };
-    let live = LiveLine::new(a.quiet, cfg.expected_duration(), a.nsecs);
-    let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| {
+    let live = LiveLine::new(a.quiet, runs.expected_duration(cfg), a.nsecs);
+    let result = runs.run(cfg, stop, producers.as_deref_mut(), |p| {
         live.update(p);
         if let Some(e) = explaining.as_deref_mut() {
             e.sample_steal();
@@ -264,7 +273,7 @@ fn measure_restoring(
     });
     live.finish();
     drop(held);
-    let report = result?;
+    let (report, ran) = result?;
     drop(producers);
     let (rows, kept) = match writer {
         Some(w) => {
@@ -273,7 +282,7 @@ fn measure_restoring(
         }
         None => (None, Vec::new()),
     };
-    Ok((report, rows, kept))
+    Ok((report, rows, kept, ran))
 }
 
 /// Puts what the run measured into the run file.
@@ -325,7 +334,10 @@ fn print_results(
 ) {
     println!();
     if !file.results.is_empty() {
-        print!("{}", table::render(&file.results, a.nsecs));
+        print!("{}", crate::output::phases::render(&file.results, a.nsecs));
+    }
+    if let Some(l) = &file.load {
+        print!("{}", header::load_summary(l));
     }
     for u in &file.unavailable {
         println!("unavailable: {}: {}", u.mechanism, u.reason);
@@ -336,7 +348,7 @@ fn print_results(
     }
     if cfg.interleave.is_some() && !file.results.is_empty() {
         println!();
-        for line in recommend::recommend(&file.results, a.nsecs) {
+        for line in recommend::recommend(&crate::output::phases::last_phase(&file.results), a.nsecs) {
             println!("{line}");
         }
     }

@@ -167,7 +167,7 @@ fn thread_count(a: &MeasureArgs, cpus: &Cpus) -> Result<usize, Usage> {
 /// CPUs, in turn; none (anywhere) without either.
 fn pinning(a: &MeasureArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize>>, Usage> {
     let (option, list) = match (&a.affinity, a.smp) {
-        (Some(Some(set)), _) => ("-a/--affinity", cpu_list(set, cpus)?),
+        (Some(Some(set)), _) => ("-a/--affinity", cpu_list("-a/--affinity", set, cpus)?),
         (Some(None), _) => ("-a/--affinity", cpus.allowed.clone()),
         (None, true) => ("-S/--smp", cpus.allowed.clone()),
         (None, false) => return Ok(vec![Vec::new(); threads]),
@@ -179,20 +179,20 @@ fn pinning(a: &MeasureArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize
     Ok(list.iter().cycle().take(threads).map(|&c| vec![c]).collect())
 }
 
-/// -a's CPU list, each CPU checked to exist and to be allowed.
-fn cpu_list(set: &str, cpus: &Cpus) -> Result<Vec<usize>, Usage> {
+/// The CPU list of `option` (-a, --load-cpus), each CPU checked to exist and to be allowed.
+pub fn cpu_list(option: &str, set: &str, cpus: &Cpus) -> Result<Vec<usize>, Usage> {
     let list = rtick::system::parse_cpu_list(set)
-        .ok_or_else(|| usage(format!("-a/--affinity: '{set}' is not a CPU list such as 0-3,6")))?;
+        .ok_or_else(|| usage(format!("{option}: '{set}' is not a CPU list such as 0-3,6")))?;
     for &c in &list {
         if c >= cpus.online {
             let have = match cpus.online {
                 0 => "no online CPU is known".to_string(),
                 n => format!("this machine has CPUs 0-{}", n - 1),
             };
-            return Err(usage(format!("-a/--affinity: CPU {c} does not exist ({have})")));
+            return Err(usage(format!("{option}: CPU {c} does not exist ({have})")));
         }
         if !cpus.allowed.contains(&c) {
-            return Err(usage(format!("-a/--affinity: CPU {c} is not allowed to this process (see taskset -p)")));
+            return Err(usage(format!("{option}: CPU {c} is not allowed to this process (see taskset -p)")));
         }
     }
     Ok(list)

@@ -9,7 +9,7 @@ use crate::cli::ReportArgs;
 use crate::cmd::explain::ExplainJson;
 use crate::export::atomic::AtomicFile;
 use crate::export::json::ResultJson;
-use crate::output::{fmt_latency, table, unit};
+use crate::output::{fmt_latency, header, phases, unit};
 use crate::plot;
 use crate::report::{self, analysis, HistUnit, Input};
 use crate::Usage;
@@ -61,7 +61,13 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     for input in &inputs {
         println!("== {} ({})", input.path.display(), input.kind.name());
         let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
-        print!("{}", table::render(&rows, a.nsecs));
+        if let Some(l) = &input.load {
+            println!("load: {}", header::load_line(l));
+        }
+        print!("{}", phases::render(&rows, a.nsecs));
+        if let Some(l) = &input.load {
+            print!("{}", header::load_summary(l));
+        }
         if let Some(b) = &input.breakdown {
             print!("{}", crate::output::explain::render(b, a.nsecs, None));
         }

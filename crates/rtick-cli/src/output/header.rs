@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::export::json::RunFile;
+use crate::export::json::{LoadCommandJson, LoadJson, RunFile};
 
 /// Renders the header from the same data that goes into the JSON file.
 pub fn render(run: &RunFile, mlock_detail: &str) -> String {
@@ -85,8 +85,113 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
     if let Some(idle) = &c.cpuidle {
         let _ = writeln!(w, "  cpuidle       {idle} (restored at exit)");
     }
+    load_and_phases(w, run);
     for warning in &run.warnings {
         let _ = writeln!(w, "warning: {warning}");
     }
     o
+}
+
+/// The `load` and `phases` lines: what runs beside the measurement, where, and when.
+fn load_and_phases(w: &mut String, run: &RunFile) {
+    if let Some(l) = &run.load {
+        let _ = writeln!(w, "  load          {}", load_line(l));
+    }
+    if !run.phases.is_empty() {
+        let phases: Vec<String> = run
+            .phases
+            .iter()
+            .map(|p| match (p.duration_ns, p.loops) {
+                (Some(d), _) => format!("{} {}", p.name, rtick::Nanos(d)),
+                (None, Some(l)) => format!("{} {l} loops", p.name),
+                (None, None) => format!("{} until Ctrl-C", p.name),
+            })
+            .collect();
+        let _ = writeln!(w, "  phases        {} per mechanism; the load starts between them", phases.join(", then "));
+    }
+}
+
+/// What loads run, and where: `cpu:2 (SCHED_OTHER) on CPUs 0-1, the measured CPUs included`.
+pub fn load_line(l: &LoadJson) -> String {
+    let kinds: Vec<String> = l.kinds.iter().map(|k| format!("{}:{}", k.kind, k.workers)).collect();
+    let mut what = Vec::new();
+    if !kinds.is_empty() {
+        what.push(format!("{} (SCHED_OTHER)", kinds.join(" ")));
+    }
+    if let Some(c) = &l.command {
+        what.push(format!("command sh -c '{}' (own process group)", c.command));
+    }
+    let shared = if l.shares_measured_cpus { "the measured CPUs included" } else { "apart from the measured CPUs" };
+    let cpus = if l.cpus.len() == 1 { "CPU" } else { "CPUs" };
+    format!("{} on {cpus} {}, {shared}", what.join(" + "), rtick::system::format_cpu_list(&l.cpus))
+}
+
+/// After the run: what each load achieved, how busy the CPUs were, how the command ended.
+pub fn load_summary(l: &LoadJson) -> String {
+    let mut o = String::new();
+    let w = &mut o;
+    if l.ran_ns == 0 && l.command.as_ref().is_none_or(|c| c.pid.is_none()) {
+        let _ = writeln!(w, "load: not started (the run stopped before)");
+        return o;
+    }
+    for k in &l.kinds {
+        let cpu = if l.ran_ns > 0 { 100.0 * k.cpu_time_ns as f64 / l.ran_ns as f64 } else { 0.0 };
+        let _ = writeln!(
+            w,
+            "load: {} {} worker{}: {} {}/s, CPU {cpu:.0}% ({})",
+            k.kind,
+            k.workers,
+            if k.workers == 1 { "" } else { "s" },
+            si(k.rate_per_s),
+            k.unit,
+            k.detail
+        );
+        if let Some(e) = &k.error {
+            let _ = writeln!(w, "warning: load {} stopped early: {e}", k.kind);
+        } else if k.work == 0 {
+            let _ = writeln!(w, "warning: load {} did no work", k.kind);
+        }
+    }
+    if let Some(c) = &l.command {
+        let _ = writeln!(w, "load: command: {}", command_end(c));
+        if let Some(t) = c.exited_early_after_ns {
+            let _ = writeln!(
+                w,
+                "warning: the load command exited by itself after {}: the load stopped then",
+                rtick::Nanos(t)
+            );
+        }
+    }
+    if !l.cpu_busy.is_empty() {
+        let busy: Vec<String> = l.cpu_busy.iter().map(|b| format!("CPU {} {:.0}%", b.cpu, b.busy_percent)).collect();
+        let _ = writeln!(w, "load: busy while it ran: {}", busy.join(", "));
+    }
+    o
+}
+
+/// How the command ended, in words.
+fn command_end(c: &LoadCommandJson) -> String {
+    let how = match (c.exit_code, c.exit_signal) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("ended by {}", crate::load::signal_name(sig)),
+        (None, None) if c.pid.is_none() => "did not start".into(),
+        (None, None) => "exit unknown".into(),
+    };
+    let sent = match c.stopped_with.as_slice() {
+        [] => String::new(),
+        [one] => format!(", after rtick sent {one} to its group"),
+        [.., last] => format!(", after rtick sent {} (it outlived SIGTERM by the grace period)", last),
+    };
+    format!("sh -c '{}': {how}{sent}", c.command)
+}
+
+/// A rate with an SI prefix: 1.23 G, 456 k.
+fn si(v: f64) -> String {
+    let (div, prefix) = match v {
+        v if v >= 1e9 => (1e9, " G"),
+        v if v >= 1e6 => (1e6, " M"),
+        v if v >= 1e3 => (1e3, " k"),
+        _ => (1.0, " "),
+    };
+    format!("{:.3}{prefix}", v / div).replace(".000 ", " ")
 }

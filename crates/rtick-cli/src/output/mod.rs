@@ -2,6 +2,7 @@
 
 pub mod explain;
 pub mod header;
+pub mod phases;
 pub mod progress;
 pub mod recommend;
 pub mod table;

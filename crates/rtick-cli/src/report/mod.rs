@@ -72,6 +72,8 @@ pub struct Input {
     pub series: Vec<Series>,
     /// The kernel phases, from a run measured with `--explain`.
     pub breakdown: Option<Breakdown>,
+    /// An rtick JSON's `load` object: what ran beside the measurement.
+    pub load: Option<crate::export::json::LoadJson>,
 }
 
 impl Input {
@@ -123,7 +125,8 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
     if series.is_empty() {
         return Err(format!("{}: holds no measurement", path.display()));
     }
-    Ok(Input { path: path.to_path_buf(), kind, series, breakdown })
+    let load = if kind == Kind::RtickJson { rtick_files::load_of(&text) } else { None };
+    Ok(Input { path: path.to_path_buf(), kind, series, breakdown, load })
 }
 
 /// The results of a run just measured, and its explanation, as an input
@@ -134,6 +137,7 @@ pub fn from_measure(results: &[ResultJson], explain: Option<&ExplainJson>) -> Re
         kind: Kind::RtickJson,
         series: rtick_files::series_of_results(results.to_vec()),
         breakdown: explain.map(Breakdown::from_explain).transpose()?,
+        load: None,
     })
 }
 

@@ -48,6 +48,12 @@ fn explain_of(v: &serde_json::Value, text: &str) -> Result<Option<Breakdown>, St
     Breakdown::from_explain(&e).map(Some).map_err(|e| format!(" {e}"))
 }
 
+/// The `load` object of a measure JSON (`None`: no load, or a file from before loads).
+pub fn load_of(text: &str) -> Option<crate::export::json::LoadJson> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    serde_json::from_value(v.get("load")?.clone()).ok()
+}
+
 /// Measure results as series, each with the distribution its histogram gives.
 pub fn series_of_results(results: Vec<ResultJson>) -> Vec<Series> {
     results

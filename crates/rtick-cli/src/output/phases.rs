@@ -1,0 +1,151 @@
+//! Results of a `--phases` run: one table per phase, labelled, and the
+//! ratio loaded ÷ idle per percentile of each mechanism and thread. The
+//! ratios are computed here, from the rows, for the terminal, the JSON and
+//! `rtick report` alike.
+
+use super::table;
+use crate::export::json::{PhaseRatioJson, ResultJson};
+
+/// The phase without load.
+pub const IDLE: &str = "idle";
+/// The phase with it.
+pub const LOADED: &str = "loaded";
+
+/// loaded ÷ idle for every mechanism and thread measured in both phases, in
+/// the order of the loaded rows.
+pub fn ratios(results: &[ResultJson]) -> Vec<PhaseRatioJson> {
+    let of = |phase: &'static str| results.iter().filter(move |r| r.phase.as_deref() == Some(phase));
+    of(LOADED)
+        .filter_map(|l| {
+            let i = of(IDLE).find(|i| i.mechanism == l.mechanism && i.thread == l.thread)?;
+            let q = |a: Option<i64>, b: Option<i64>| match (a, b) {
+                (Some(a), Some(b)) if b != 0 => Some(a as f64 / b as f64),
+                _ => None,
+            };
+            let p =
+                |r: &ResultJson, g: fn(&crate::export::json::PercentilesJson) -> i64| r.percentiles_ns.as_ref().map(g);
+            Some(PhaseRatioJson {
+                mechanism: l.mechanism.clone(),
+                thread: l.thread,
+                p50: q(p(l, |p| p.p50), p(i, |p| p.p50)),
+                p90: q(p(l, |p| p.p90), p(i, |p| p.p90)),
+                p99: q(p(l, |p| p.p99), p(i, |p| p.p99)),
+                p99_9: q(p(l, |p| p.p99_9), p(i, |p| p.p99_9)),
+                p99_99: q(p(l, |p| p.p99_99), p(i, |p| p.p99_99)),
+                max: q((l.count > 0).then_some(l.max_ns), (i.count > 0).then_some(i.max_ns)),
+            })
+        })
+        .collect()
+}
+
+/// The results table; with phases, one per phase and the ratios after them.
+pub fn render(results: &[ResultJson], nsecs: bool) -> String {
+    if results.iter().all(|r| r.phase.is_none()) {
+        return table::render(results, nsecs);
+    }
+    let mut out = String::new();
+    let mut names: Vec<&str> = Vec::new();
+    for r in results {
+        let name = r.phase.as_deref().unwrap_or("-");
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let rows: Vec<ResultJson> =
+            results.iter().filter(|r| r.phase.as_deref().unwrap_or("-") == name).cloned().collect();
+        let what = match name {
+            IDLE => " (without the load)",
+            LOADED => " (with the load)",
+            _ => "",
+        };
+        out += &format!("phase {name}{what}: ");
+        out += &table::render(&rows, nsecs);
+        out.push('\n');
+    }
+    out += &render_ratios(&ratios(results));
+    out
+}
+
+/// The ratio table.
+pub fn render_ratios(ratios: &[PhaseRatioJson]) -> String {
+    if ratios.is_empty() {
+        return "loaded ÷ idle: no mechanism was measured in both phases\n".into();
+    }
+    let head = ["mechanism", "T", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+    let mut cells = vec![head.map(String::from).to_vec()];
+    for r in ratios {
+        let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        cells.push(vec![
+            r.mechanism.clone(),
+            r.thread.to_string(),
+            f(r.p50),
+            f(r.p90),
+            f(r.p99),
+            f(r.p99_9),
+            f(r.p99_99),
+            f(r.max),
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..head.len()).map(|i| cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::from("loaded ÷ idle, per percentile (×; above 1: later under load)\n");
+    for (n, row) in cells.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+            .collect();
+        out += line.join("  ").trim_end();
+        out.push('\n');
+        if n == 0 {
+            out += &"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The rows of the last phase (all rows without phases): what a
+/// recommendation or a verdict should judge — the worst case, under load.
+pub fn last_phase(results: &[ResultJson]) -> Vec<ResultJson> {
+    let last = results.last().and_then(|r| r.phase.clone());
+    results.iter().filter(|r| r.phase == last).cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::json::PercentilesJson;
+
+    fn row(m: &str, t: usize, phase: &str, p: i64) -> ResultJson {
+        let mut r = crate::report::row(m, t, None, &Default::default(), p, 4 * p, p as f64);
+        r.count = 10;
+        r.percentiles_ns =
+            Some(PercentilesJson { p50: p, p90: 2 * p, p99: 3 * p, p99_9: 3 * p, p99_99: 4 * p, p99_999: 4 * p });
+        r.phase = Some(phase.into());
+        r
+    }
+
+    #[test]
+    fn ratios_pair_the_same_mechanism_and_thread() {
+        let rows = [
+            row("a", 0, IDLE, 1000),
+            row("a", 1, IDLE, 2000),
+            row("b", 0, IDLE, 0),
+            row("a", 1, LOADED, 3000),
+            row("a", 0, LOADED, 1500),
+            row("b", 0, LOADED, 100),
+        ];
+        let r = ratios(&rows);
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].mechanism.as_str(), r[0].thread, r[0].p50, r[0].max), ("a", 1, Some(1.5), Some(1.5)));
+        assert_eq!((r[1].thread, r[1].p99), (0, Some(1.5)));
+        assert_eq!(r[2].p50, None, "idle 0: no ratio");
+        let text = render(&rows, false);
+        assert!(text.starts_with("phase idle (without the load): latency in µs"), "{text}");
+        assert!(text.contains("\nphase loaded (with the load): latency in µs"), "{text}");
+        assert!(text.contains("loaded ÷ idle"), "{text}");
+        assert_eq!(last_phase(&rows).len(), 3);
+    }
+}
