@@ -34,7 +34,12 @@ impl Command {
     /// Starts `sh -c cmd` in a new process group; standard input and output
     /// are /dev/null (rtick's output stays its own), standard error is rtick's.
     pub fn spawn(cmd: &str) -> Result<Command> {
-        let child = std::process::Command::new("sh")
+        let mut sh = std::process::Command::new("sh");
+        // Spawned from the main thread, which lives as long as rtick: if rtick
+        // is killed with SIGKILL (no chance to end the group), the kernel
+        // kills `sh` — and the command, when sh runs it by exec — with it.
+        rtick::rt::kill_with_parent(&mut sh);
+        let child = sh
             .args(["-c", cmd])
             .process_group(0)
             .stdin(Stdio::null())

@@ -4,6 +4,7 @@
 //! carries a `// SAFETY:` comment on every unsafe block. Callers above this
 //! layer never see raw pointers or errno.
 
+pub mod child;
 pub mod claim;
 pub mod clock;
 pub mod deadline;
