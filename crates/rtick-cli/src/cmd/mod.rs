@@ -7,6 +7,7 @@ pub mod drift;
 pub mod explain;
 pub mod measure;
 pub mod mechanisms;
+pub mod monitor;
 mod plan;
 pub mod report;
 mod warnings;
