@@ -83,7 +83,12 @@ const RATE: f64 = 1000.0;
 
 fn assert_rate(p: &Prometheus, when: &str) -> f64 {
     let rate = p.wait_value("sum(rate(rtick_wakeups_total[20s]))", Duration::from_secs(10));
-    assert!((rate - RATE).abs() <= RATE * 0.05, "{when}: {rate:.1} wake-ups/s, not {RATE} within 5 %");
+    let missed = p.value("sum(rate(rtick_missed_periods_total[20s]))");
+    let slowest = p.value("max_over_time(scrape_duration_seconds[20s])");
+    assert!(
+        (rate - RATE).abs() <= RATE * 0.05,
+        "{when}: {rate:.1} wake-ups/s, not {RATE} within 5 % (missed periods {missed:?}/s, slowest scrape {slowest:?} s)"
+    );
     rate
 }
 

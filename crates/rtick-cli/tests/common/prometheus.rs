@@ -114,7 +114,8 @@ pub fn get(url: &str) -> Result<(u16, String), ureq::Error> {
 
 /// Sends a prepared GET: (status, body).
 pub fn get_with(req: ureq::RequestBuilder<ureq::typestate::WithoutBody>) -> Result<(u16, String), ureq::Error> {
-    let mut r = req.config().http_status_as_error(false).timeout_global(Some(Duration::from_secs(30))).build().call()?;
+    let mut r =
+        req.config().http_status_as_error(false).timeout_global(Some(Duration::from_secs(30))).build().call()?;
     let status = r.status().as_u16();
     Ok((status, r.body_mut().read_to_string()?))
 }
