@@ -140,3 +140,22 @@ pub struct Progress<'a> {
     /// Each thread's figures.
     pub threads: &'a [ThreadSnapshot],
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_carries_the_mechanism_and_its_losses() {
+        let p = ThreadProgress::new();
+        p.switch(1, 10, 5, 50, 100, [2, 3, 4]);
+        p.publish(11, 5, 60, 160, 60);
+        p.publish_losses(3, 5, 4);
+        let s = p.snapshot();
+        assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped), (1, 11, 3, 5, 4));
+        // Another mechanism's slot brings its own figures, losses included.
+        p.switch(0, 7, 1, 9, 20, [0, 0, 1]);
+        let s = p.snapshot();
+        assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped, s.last), (0, 7, 0, 0, 1, Nanos(0)));
+    }
+}
