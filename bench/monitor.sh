@@ -15,15 +15,11 @@ PORT=${PORT:-19464}
 cargo build --release -q --bin rtick
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); CPU $CPU, $SECS s per run"
 python3 - "$SECS" "$CPU" "$PORT" <<'PY'
-import os, resource, statistics, subprocess, sys, time, urllib.request
+import os, statistics, subprocess, sys, time, urllib.request
 secs, cpu, port = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 rtick = "target/release/rtick"
 url = f"http://127.0.0.1:{port}/metrics"
 hz = os.sysconf("SC_CLK_TCK")
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 def proc_cpu(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -42,25 +38,38 @@ def wait_ready():
             time.sleep(0.05)
     sys.exit("the monitor does not answer")
 
+def threads_cpu(pid):
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        name = open(f"/proc/{pid}/task/{t}/comm").read().strip()
+        out[name] = out.get(name, 0) + proc_cpu(f"{pid}/task/{t}")
+    return out
+
 def run(cmd, scrape):
-    before = children_cpu()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    if scrape:
-        wait_ready()
-        while p.poll() is None:
+    """CPU time of the steady state (from 3 s to 1 s before the end: not
+    the setup, audit and prefault), per thread name."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    time.sleep(3)
+    c0 = threads_cpu(p.pid)
+    while time.monotonic() - t0 < secs - 1:
+        if scrape:
             try: get(url)
             except OSError: pass
-            time.sleep(1)
+        time.sleep(1)
+    c1 = threads_cpu(p.pid)
     p.wait()
-    return children_cpu() - before
+    return time.monotonic() - t0, {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}, secs - 4
 
 loop = ["-a", cpu, "-p", "90", "-q", "-m", "clock_nanosleep"]
-print(f"{'interval':<10}{'measure CPU s':>14}{'monitor CPU s':>14}{'extra per 1000 wake-ups':>25}{'extra, % of a core':>20}")
+print(f"{'interval':<10}{'measure CPU s':>14}{'monitor CPU s':>14}{'extra per 1000 wake-ups':>25}{'extra, % of a core':>20}   monitor per thread (s)")
 for interval, per_s in (("1ms", 1000), ("100us", 10000)):
-    m = run([rtick, "measure", *loop, "-i", interval, "-D", str(secs)], False)
-    n = run([rtick, "monitor", *loop, "-i", interval, "-D", str(secs), "--listen", f"127.0.0.1:{port}"], True)
-    wakes = per_s * secs
-    print(f"{interval:<10}{m:>14.3f}{n:>14.3f}{(n - m) / wakes * 1000 * 1e6:>21.1f} µs{(n - m) / secs * 100:>19.3f}%")
+    _, m, span = run([rtick, "measure", *loop, "-i", interval, "-D", str(secs)], False)
+    _, n, span = run([rtick, "monitor", *loop, "-i", interval, "-D", str(secs), "--listen", f"127.0.0.1:{port}"], True)
+    ms, ns = sum(m.values()), sum(n.values())
+    wakes = per_s * span
+    per = ", ".join(f"{k} {v:.3f}" for k, v in sorted(n.items()))
+    print(f"{interval:<10}{ms:>14.3f}{ns:>14.3f}{(ns - ms) / wakes * 1000 * 1e6:>21.1f} µs{(ns - ms) / span * 100:>19.3f}%   {per}")
 
 p = subprocess.Popen([rtick, "monitor", *loop, "-i", "1ms", "--listen", f"127.0.0.1:{port}", "--spike", "100"], stdout=subprocess.DEVNULL)
 wait_ready(); time.sleep(2)
