@@ -39,6 +39,8 @@ pub enum Command {
     Report(ReportArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+    /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
+    Monitor(Box<MonitorArgs>),
 }
 
 /// Options of `rtick report`. The kind of each file is detected from its content.
@@ -153,9 +155,9 @@ pub struct AuditArgs {
 /// --duration), as in cyclictest; units are accepted: 500us, 1ms, 20kHz, 10s, 2m.
 #[derive(Debug, Args)]
 pub struct MeasureArgs {
-    /// Wait mechanism(s), comma-separated, or `all` (see `rtick mechanisms`) [default: clock_nanosleep; with --compare: all].
-    #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
-    pub mechanisms: Option<Vec<String>>,
+    /// The measuring loop: mechanisms, interval, threads and CPUs, policy, memory, timers.
+    #[command(flatten)]
+    pub looping: LoopArgs,
 
     /// Compare mechanisms fairly: interleave them in slices (A B C … A B C …), rank them, and recommend one.
     #[arg(long)]
@@ -165,10 +167,6 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
     pub slice: Nanos,
 
-    /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
-    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_negative_numbers = true, value_parser = units::interval)]
-    pub interval: Nanos,
-
     /// Stop after this many wake-ups per thread (and mechanism).
     #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = units::loops)]
     pub loops: Option<u64>,
@@ -176,54 +174,6 @@ pub struct MeasureArgs {
     /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s (3 s with --compare) unless --loops is given.
     #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
-
-    /// Measuring threads; without N, one per allowed CPU.
-    #[arg(short, long, value_name = "N", num_args = 0..=1)]
-    pub threads: Option<Option<usize>>,
-
-    /// Pin threads to CPUs round-robin (e.g. 0-3,6); without a set, thread N to CPU N.
-    #[arg(short, long, value_name = "CPUSET", num_args = 0..=1)]
-    pub affinity: Option<Option<String>>,
-
-    /// One thread per CPU, each pinned to its CPU (like cyclictest -S).
-    #[arg(short = 'S', long)]
-    pub smp: bool,
-
-    /// Real-time priority 1–99 (implies --policy fifo) [default: fifo 90].
-    #[arg(short, long, value_name = "PRIO", allow_negative_numbers = true)]
-    pub priority: Option<i32>,
-
-    /// Scheduling policy [default: fifo, falling back to other without privilege].
-    #[arg(long, value_name = "POLICY", value_parser = Named::new(Policy::ALL.map(Policy::name), Policy::parse))]
-    pub policy: Option<Policy>,
-
-    /// Clock of the deadlines.
-    #[arg(short, long, value_name = "CLOCK", default_value = "monotonic", value_parser = Named::new(ClockId::ALL.map(ClockId::name), ClockId::parse))]
-    pub clock: ClockId,
-
-    /// Lock memory with mlockall and prefault it (the default).
-    #[arg(long, overrides_with = "no_mlock")]
-    pub mlock: bool,
-
-    /// Do not lock memory.
-    #[arg(long, overrides_with = "mlock")]
-    pub no_mlock: bool,
-
-    /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.
-    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::dma_latency)]
-    pub dma_latency: Option<i32>,
-
-    /// Timer slack of the measuring threads [plain number: ns].
-    #[arg(long, value_name = "NS", default_value = "1", allow_negative_numbers = true, value_parser = units::timer_slack)]
-    pub timer_slack: Nanos,
-
-    /// After an overrun: skip to the next future deadline, or catch up on every missed one.
-    #[arg(long, value_name = "POLICY", default_value = "skip", value_parser = Named::new(OVERRUN_POLICIES.map(OverrunPolicy::name), OverrunPolicy::parse))]
-    pub overrun: OverrunPolicy,
-
-    /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
-    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true, value_parser = units::hybrid_slack)]
-    pub hybrid_slack: HybridSlack,
 
     /// Stop when a latency exceeds this [plain number: µs]; reports the cycle and value.
     #[arg(short, long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
@@ -313,6 +263,92 @@ pub struct MeasureArgs {
     /// Discard each mechanism's first TIME of wake-ups on every thread, before its duration or loops [plain number: s].
     #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub warm_up: Option<Nanos>,
+}
+
+/// The measuring loop's options, shared by `rtick measure` and `rtick
+/// monitor` (one definition: the same names, defaults and checks).
+#[derive(Debug, Args)]
+pub struct LoopArgs {
+    /// Wait mechanism(s), comma-separated, or `all` (see `rtick mechanisms`) [default: clock_nanosleep; measure --compare: all].
+    #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
+    pub mechanisms: Option<Vec<String>>,
+
+    /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
+    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_negative_numbers = true, value_parser = units::interval)]
+    pub interval: Nanos,
+
+    /// Measuring threads; without N, one per allowed CPU.
+    #[arg(short, long, value_name = "N", num_args = 0..=1)]
+    pub threads: Option<Option<usize>>,
+
+    /// Pin threads to CPUs round-robin (e.g. 0-3,6); without a set, thread N to CPU N.
+    #[arg(short, long, value_name = "CPUSET", num_args = 0..=1)]
+    pub affinity: Option<Option<String>>,
+
+    /// One thread per CPU, each pinned to its CPU (like cyclictest -S).
+    #[arg(short = 'S', long)]
+    pub smp: bool,
+
+    /// Real-time priority 1–99 (implies --policy fifo) [default: fifo 90].
+    #[arg(short, long, value_name = "PRIO", allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+
+    /// Scheduling policy [default: fifo, falling back to other without privilege].
+    #[arg(long, value_name = "POLICY", value_parser = Named::new(Policy::ALL.map(Policy::name), Policy::parse))]
+    pub policy: Option<Policy>,
+
+    /// Clock of the deadlines.
+    #[arg(short, long, value_name = "CLOCK", default_value = "monotonic", value_parser = Named::new(ClockId::ALL.map(ClockId::name), ClockId::parse))]
+    pub clock: ClockId,
+
+    /// Lock memory with mlockall and prefault it (the default).
+    #[arg(long, overrides_with = "no_mlock")]
+    pub mlock: bool,
+
+    /// Do not lock memory.
+    #[arg(long, overrides_with = "mlock")]
+    pub no_mlock: bool,
+
+    /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::dma_latency)]
+    pub dma_latency: Option<i32>,
+
+    /// Timer slack of the measuring threads [plain number: ns].
+    #[arg(long, value_name = "NS", default_value = "1", allow_negative_numbers = true, value_parser = units::timer_slack)]
+    pub timer_slack: Nanos,
+
+    /// After an overrun: skip to the next future deadline, or catch up on every missed one.
+    #[arg(long, value_name = "POLICY", default_value = "skip", value_parser = Named::new(OVERRUN_POLICIES.map(OverrunPolicy::name), OverrunPolicy::parse))]
+    pub overrun: OverrunPolicy,
+
+    /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
+    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true, value_parser = units::hybrid_slack)]
+    pub hybrid_slack: HybridSlack,
+}
+
+/// Options of `rtick monitor`: the loop of `rtick measure`, run until
+/// stopped, its figures served over HTTP.
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// The measuring loop: mechanisms, interval, threads and CPUs, policy, memory, timers.
+    #[command(flatten)]
+    pub looping: LoopArgs,
+
+    /// Address of the HTTP endpoint (/metrics, /spikes); loopback only unless told otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: std::net::SocketAddr,
+
+    /// Keep a log of the latest wake-ups later than this, served as JSON at /spikes [plain number: µs].
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
+    pub spike: Option<Nanos>,
+
+    /// Stop after this long [plain number: s] (default: run until Ctrl-C or SIGTERM).
+    #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
+    pub duration: Option<Nanos>,
+
+    /// Print only warnings, not the header.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// The overrun policies `rtick measure` offers (`fail` is for applications:

@@ -61,49 +61,20 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     if a.tracemark {
         cfg.tracemark = Some(std::sync::Arc::new(open_tracemark(a.tracefs.as_deref(), &mut warnings)?));
     }
-    let findings =
-        rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
-    settle_policy(&mut cfg, plan.policy_explicit, &mut warnings)?;
-    warnings.extend(static_warnings(&cfg, &sys));
-    warnings.extend(audit_warnings(&cfg, &findings));
-    if let Some(rest) = rest_after_spinning(&cfg, &sys) {
-        cfg.rest_after_spinning = Some(rest);
-    }
+    settle(&mut cfg, &sys, plan.policy_explicit, &mut warnings)?;
 
     let stop = crate::stop_flag()?;
 
-    let mem = lock_memory(plan.mlock, plan.mlock_explicit, &mut warnings)?;
-    let mlock_detail = mlock_detail(mem.as_ref(), &cfg);
-    let dma_system = DmaLatency::current().map(|l| l.us());
-    let dma = a.dma_latency.map(DmaLatency::hold).transpose()?;
+    let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
     let idle = idle_states.zip(a.deepest_idle_state).map(|(s, n)| s.limit(n)).transpose()?;
-
-    let mut file = RunFile {
-        rtick_version: env!("CARGO_PKG_VERSION").into(),
-        schema_version: json::SCHEMA_VERSION,
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        elapsed_ns: 0,
-        interrupted: false,
-        breaktrace: None,
-        system: system_json(&sys),
-        config: config_json(&cfg, mem.is_some(), a.dma_latency, dma_system),
-        warnings,
-        results: Vec::new(),
-        unavailable: Vec::new(),
-        explain: None,
-        gates: None,
-        load: None,
-        phases: Vec::new(),
-        phase_ratios: Vec::new(),
-    };
+    let mut file = run_file(&cfg, &sys, &held, warnings);
     file.config.deepest_idle_state = idle.as_ref().map(IdleLimit::deepest);
     file.config.cpuidle = idle.as_ref().map(IdleLimit::describe);
     runs.describe(&mut file, &cfg);
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
-        print!("{}", header::render(&file, &mlock_detail));
+        print!("{}", header::render(&file, &held.mlock_detail));
     }
 
     // Started last, just before the run: nothing is traced while setting up.
@@ -114,8 +85,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
             Explaining::start(a.tracefs.as_deref(), &cfg, choice)
         })
         .transpose()?;
-    let (report, rows, kept, ran) =
-        measure_restoring(a, (&cfg, &runs), &outputs, &stop, (dma, mem), explaining.as_mut())?;
+    let (report, rows, kept, ran) = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
     // Restored with the other settings, before anything else can fail.
     idle.map(IdleLimit::restore).transpose()?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
@@ -187,6 +157,79 @@ fn open_tracemark(tracefs: Option<&std::path::Path>, warnings: &mut Vec<String>)
     Ok(t)
 }
 
+/// What `measure` and `monitor` settle before changing anything: the
+/// policy (probed, with its fallback), the warnings about this system and
+/// configuration, the rest after spinning slices.
+pub(super) fn settle(
+    cfg: &mut MeasureConfig,
+    sys: &SystemInfo,
+    policy_explicit: bool,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let findings =
+        rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
+    settle_policy(cfg, policy_explicit, warnings)?;
+    warnings.extend(static_warnings(cfg, sys));
+    warnings.extend(audit_warnings(cfg, &findings));
+    if let Some(rest) = rest_after_spinning(cfg, sys) {
+        cfg.rest_after_spinning = Some(rest);
+    }
+    Ok(())
+}
+
+/// The system settings a run holds (locked memory, cpu_dma_latency):
+/// dropping it restores them.
+pub(super) struct Held {
+    mem: Option<MemoryLock>,
+    /// Held for its Drop, which releases /dev/cpu_dma_latency.
+    _dma: Option<DmaLatency>,
+    /// --dma-latency, and the value the system had before.
+    dma_asked: Option<i32>,
+    dma_system: Option<i32>,
+    /// How memory is locked, for the header.
+    pub mlock_detail: String,
+}
+
+impl Held {
+    /// Locks memory (`mlock`: planned, asked for explicitly) and holds
+    /// cpu_dma_latency as planned.
+    pub(super) fn take(
+        mlock: (bool, bool),
+        cfg: &MeasureConfig,
+        dma_latency: Option<i32>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Held> {
+        let mem = lock_memory(mlock.0, mlock.1, warnings)?;
+        let mlock_detail = mlock_detail(mem.as_ref(), cfg);
+        let dma_system = DmaLatency::current().map(|l| l.us());
+        let dma = dma_latency.map(DmaLatency::hold).transpose()?;
+        Ok(Held { mem, _dma: dma, dma_asked: dma_latency, dma_system, mlock_detail })
+    }
+}
+
+/// The run file before the run: what the header shows and the JSON keeps.
+pub(super) fn run_file(cfg: &MeasureConfig, sys: &SystemInfo, held: &Held, warnings: Vec<String>) -> RunFile {
+    RunFile {
+        rtick_version: env!("CARGO_PKG_VERSION").into(),
+        schema_version: json::SCHEMA_VERSION,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        elapsed_ns: 0,
+        interrupted: false,
+        breaktrace: None,
+        system: system_json(sys),
+        config: config_json(cfg, held.mem.is_some(), held.dma_asked, held.dma_system),
+        warnings,
+        results: Vec::new(),
+        unavailable: Vec::new(),
+        explain: None,
+        gates: None,
+        load: None,
+        phases: Vec::new(),
+        phase_ratios: Vec::new(),
+    }
+}
+
 /// Real-time policy: probe it in a throw-away thread; fall back to
 /// SCHED_OTHER only when the policy was not asked for explicitly.
 fn settle_policy(cfg: &mut MeasureConfig, explicit: bool, warnings: &mut Vec<String>) -> Result<()> {
@@ -250,7 +293,7 @@ fn measure_restoring(
     (cfg, runs): (&MeasureConfig, &Runs),
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
-    held: (Option<DmaLatency>, Option<MemoryLock>),
+    held: Held,
     mut explaining: Option<&mut Explaining>,
 ) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>, Ran)> {
     // --explain needs every wake-up: the rings run, and the writer keeps the rows.

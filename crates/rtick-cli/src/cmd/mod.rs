@@ -7,6 +7,7 @@ pub mod drift;
 pub mod explain;
 pub mod measure;
 pub mod mechanisms;
+pub mod monitor;
 pub mod phases;
 pub mod plan;
 pub mod report;

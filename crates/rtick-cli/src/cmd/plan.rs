@@ -1,4 +1,6 @@
-//! Turns `rtick measure` arguments into a validated run configuration.
+//! Turns `rtick measure` and `rtick monitor` arguments into a validated run
+//! configuration: [`loop_plan`] the loop both share, [`plan`] measure's bounds
+//! and outputs on top.
 //! Pure apart from reading which CPUs exist: every usage error is found here,
 //! before anything is created or changed.
 
@@ -7,7 +9,7 @@ use rtick::rt::{Policy, ThreadSetup, DEFAULT_STACK_PREFAULT};
 use rtick::wait::HybridSlack;
 use rtick::{Mechanism, Nanos};
 
-use crate::cli::MeasureArgs;
+use crate::cli::{LoopArgs, MeasureArgs};
 use crate::Usage;
 
 /// Default priority with the default fifo policy.
@@ -47,17 +49,7 @@ fn usage(msg: impl Into<String>) -> Usage {
 }
 
 pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
-    let mechanisms = mechanisms(a)?;
-    if let HybridSlack::Fixed(v) = a.hybrid_slack {
-        if v >= a.interval {
-            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
-        }
-    }
-    let (policy, priority) = policy(a)?;
-    let setups = pinning(a, thread_count(a, cpus)?, cpus)?
-        .into_iter()
-        .map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) })
-        .collect();
+    let mut plan = loop_plan(&a.looping, a.compare, cpus)?;
     let duration = match (a.duration, a.loops) {
         (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
         (None, None) => Some(DEFAULT_DURATION),
@@ -68,33 +60,54 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         buckets: (a.histogram_max.as_ns() / unit_ns).clamp(1, MAX_HISTOGRAM_BUCKETS as i64) as usize,
         unit_ns,
     });
+    let cfg = &mut plan.cfg;
     #[cfg(feature = "mock")]
-    let mock = crate::mock::script(&a.mock, &mechanisms)?;
-    #[allow(unused_mut)]
-    let mut cfg = MeasureConfig {
+    {
+        cfg.mock = crate::mock::script(&a.mock, &cfg.mechanisms)?;
+    }
+    cfg.loops = a.loops;
+    cfg.duration = duration;
+    cfg.breaktrace = a.breaktrace;
+    cfg.warm_up = a.warm_up.unwrap_or(Nanos::ZERO);
+    cfg.histogram = histogram;
+    cfg.interleave = a.compare.then_some(a.slice);
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(plan)
+}
+
+/// The loop `measure` and `monitor` share, unbounded (no duration, no loop
+/// count); `all_by_default`: no -m means every mechanism (measure --compare).
+/// The caller adds its bounds, then validates the whole.
+pub fn loop_plan(a: &LoopArgs, all_by_default: bool, cpus: &Cpus) -> Result<Plan, Usage> {
+    let mechanisms = mechanisms(a, all_by_default)?;
+    if let HybridSlack::Fixed(v) = a.hybrid_slack {
+        if v >= a.interval {
+            return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
+        }
+    }
+    let (policy, priority) = policy(a)?;
+    let setups = pinning(a, thread_count(a, cpus)?, cpus)?
+        .into_iter()
+        .map(|cpus| ThreadSetup { policy, priority, cpus, timer_slack: Some(a.timer_slack) })
+        .collect();
+    let cfg = MeasureConfig {
         mechanisms,
         interval: a.interval,
-        loops: a.loops,
-        duration,
+        loops: None,
+        duration: None,
         threads: setups,
         clock: a.clock,
         overrun: a.overrun,
         hybrid_slack: a.hybrid_slack,
-        breaktrace: a.breaktrace,
+        breaktrace: None,
         tracemark: None,
-        histogram,
+        histogram: None,
         stack_prefault: DEFAULT_STACK_PREFAULT,
-        interleave: a.compare.then_some(a.slice),
+        interleave: None,
         rest_after_spinning: None,
-        warm_up: a.warm_up.unwrap_or(Nanos::ZERO),
         // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
         ..Default::default()
     };
-    #[cfg(feature = "mock")]
-    {
-        cfg.mock = mock;
-    }
-    cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(Plan {
         cfg,
         policy_explicit: a.policy.is_some() || a.priority.is_some(),
@@ -104,10 +117,10 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
 }
 
 /// The mechanisms named, in order, each once (`all`: every public one).
-fn mechanisms(a: &MeasureArgs) -> Result<Vec<Mechanism>, Usage> {
+fn mechanisms(a: &LoopArgs, all_by_default: bool) -> Result<Vec<Mechanism>, Usage> {
     let names = match &a.mechanisms {
         Some(n) => n.clone(),
-        None if a.compare => vec!["all".to_string()],
+        None if all_by_default => vec!["all".to_string()],
         None => vec![Mechanism::ClockNanosleep.name().to_string()],
     };
     let mut mechanisms = Vec::new();
@@ -134,7 +147,7 @@ fn mechanisms(a: &MeasureArgs) -> Result<Vec<Mechanism>, Usage> {
 
 /// The scheduling policy and priority: fifo 90 unless told otherwise; a
 /// priority goes with a real-time policy only.
-fn policy(a: &MeasureArgs) -> Result<(Policy, i32), Usage> {
+fn policy(a: &LoopArgs) -> Result<(Policy, i32), Usage> {
     let (policy, priority) = match (a.policy, a.priority) {
         (None, None) => (Policy::Fifo, DEFAULT_PRIORITY),
         (None, Some(p)) => (Policy::Fifo, p),
@@ -153,7 +166,7 @@ fn policy(a: &MeasureArgs) -> Result<(Policy, i32), Usage> {
 }
 
 /// How many measuring threads: -t N, or one per allowed CPU with -t alone or -S.
-fn thread_count(a: &MeasureArgs, cpus: &Cpus) -> Result<usize, Usage> {
+fn thread_count(a: &LoopArgs, cpus: &Cpus) -> Result<usize, Usage> {
     match (a.smp, a.threads) {
         (true, _) | (false, Some(None)) => Ok(cpus.allowed.len().max(1)),
         (false, Some(Some(0))) => Err(usage("-t/--threads: 0 threads; give at least 1, or -t alone for one per CPU")),
@@ -165,7 +178,7 @@ fn thread_count(a: &MeasureArgs, cpus: &Cpus) -> Result<usize, Usage> {
 
 /// The CPU of each thread: -a's CPUs, or with -a alone or -S the allowed
 /// CPUs, in turn; none (anywhere) without either.
-fn pinning(a: &MeasureArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize>>, Usage> {
+fn pinning(a: &LoopArgs, threads: usize, cpus: &Cpus) -> Result<Vec<Vec<usize>>, Usage> {
     let (option, list) = match (&a.affinity, a.smp) {
         (Some(Some(set)), _) => ("-a/--affinity", cpu_list("-a/--affinity", set, cpus)?),
         (Some(None), _) => ("-a/--affinity", cpus.allowed.clone()),

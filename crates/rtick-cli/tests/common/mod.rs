@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod prometheus;
+
 #[path = "../../../rtick/tests/support/skip.rs"]
 mod skip;
 #[allow(unused_imports)]

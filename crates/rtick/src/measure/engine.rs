@@ -292,7 +292,14 @@ impl<'a> ThreadCtx<'a> {
 
 fn run_slice(slot: &mut Slot, slice: &Slice, ctx: &Meta<'_>, mut trace: Option<&mut TraceProducer>) -> Result<()> {
     let cfg = ctx.cfg;
-    ctx.progress.switch(slice.mechanism, slot.n, slot.min, slot.max, slot.sum);
+    ctx.progress.switch(
+        slice.mechanism,
+        slot.n,
+        slot.min,
+        slot.max,
+        slot.sum,
+        [slot.overruns, slot.missed, slot.dropped],
+    );
     let (cpu0, wall0) = (sched::thread_cpu_time(), ClockId::Monotonic.now());
 
     // The slice starts one interval from now, on the mechanism's grid. The
@@ -364,6 +371,7 @@ impl Slot {
         self.overruns += a.overrun as u64;
         self.missed += a.skipped;
         ctx.progress.publish(self.n, self.min, self.max, self.sum, lat);
+        ctx.progress.publish_losses(self.overruns, self.missed, self.dropped);
         if let Some(b) = ctx.cfg.breaktrace.filter(|b| lat > b.as_ns()) {
             let mark = ctx.cfg.tracemark.as_deref().map(|t| (t, b));
             ctx.brk.claim(self.mechanism, ctx.index, t.cycle, Nanos(lat), mark);

@@ -1,7 +1,7 @@
 //! Progress published by a measuring thread through atomics, read by the
 //! main thread: single writer, relaxed stores, no lock, no allocation.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::time::Nanos;
 use crate::wait::Mechanism;
@@ -17,6 +17,9 @@ pub(crate) struct ThreadProgress {
     max: AtomicI64,
     sum: AtomicI64,
     last: AtomicI64,
+    overruns: AtomicU64,
+    missed: AtomicU64,
+    dropped: AtomicU64,
 }
 
 impl ThreadProgress {
@@ -28,6 +31,9 @@ impl ThreadProgress {
             max: AtomicI64::new(0),
             sum: AtomicI64::new(0),
             last: AtomicI64::new(0),
+            overruns: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -41,10 +47,23 @@ impl ThreadProgress {
         self.count.store(count, Relaxed);
     }
 
-    /// Starts publishing another mechanism's figures.
-    pub(crate) fn switch(&self, mechanism: usize, count: u64, min: i64, max: i64, sum: i64) {
+    /// Publishes the overruns, missed periods and dropped trace rows so far
+    /// (`rtick monitor` exports them live).
+    #[inline]
+    pub(crate) fn publish_losses(&self, overruns: u64, missed: u64, dropped: u64) {
+        self.overruns.store(overruns, Relaxed);
+        self.missed.store(missed, Relaxed);
+        self.dropped.store(dropped, Relaxed);
+    }
+
+    /// Starts publishing another mechanism's figures. The fence orders the
+    /// new index before the new figures, so that [`Self::snapshot`] can tell
+    /// when it read across a switch.
+    pub(crate) fn switch(&self, mechanism: usize, count: u64, min: i64, max: i64, sum: i64, losses: [u64; 3]) {
         self.mechanism.store(mechanism, Relaxed);
+        fence(Release);
         self.publish(count, min, max, sum, 0);
+        self.publish_losses(losses[0], losses[1], losses[2]);
     }
 
     /// The index of the mechanism being measured.
@@ -52,10 +71,28 @@ impl ThreadProgress {
         self.mechanism.load(Relaxed)
     }
 
+    /// The figures, all of one mechanism: read again when the thread
+    /// switched mechanisms meanwhile (a counter of one mechanism must not be
+    /// taken for another's).
     pub(crate) fn snapshot(&self) -> ThreadSnapshot {
+        loop {
+            let mechanism = self.mechanism.load(Relaxed);
+            let snap = self.figures(mechanism);
+            fence(Acquire);
+            if self.mechanism.load(Relaxed) == mechanism {
+                return snap;
+            }
+        }
+    }
+
+    fn figures(&self, mechanism: usize) -> ThreadSnapshot {
         let count = self.count.load(Relaxed);
         let sum = self.sum.load(Relaxed);
         ThreadSnapshot {
+            mechanism,
+            overruns: self.overruns.load(Relaxed),
+            missed: self.missed.load(Relaxed),
+            dropped: self.dropped.load(Relaxed),
             count,
             min: Nanos(if count > 0 { self.min.load(Relaxed) } else { 0 }),
             max: Nanos(if count > 0 { self.max.load(Relaxed) } else { 0 }),
@@ -78,6 +115,15 @@ pub struct ThreadSnapshot {
     pub avg: Nanos,
     /// Latest latency.
     pub last: Nanos,
+    /// The index of the mechanism these figures are of (the thread's own:
+    /// threads pass from one slice to the next at slightly different times).
+    pub mechanism: usize,
+    /// Wake-ups later than the following deadline.
+    pub overruns: u64,
+    /// Deadlines skipped after overruns.
+    pub missed: u64,
+    /// Trace rows dropped because the ring was full.
+    pub dropped: u64,
 }
 
 /// What the progress callback sees.
@@ -93,4 +139,23 @@ pub struct Progress<'a> {
     pub elapsed: Nanos,
     /// Each thread's figures.
     pub threads: &'a [ThreadSnapshot],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_carries_the_mechanism_and_its_losses() {
+        let p = ThreadProgress::new();
+        p.switch(1, 10, 5, 50, 100, [2, 3, 4]);
+        p.publish(11, 5, 60, 160, 60);
+        p.publish_losses(3, 5, 4);
+        let s = p.snapshot();
+        assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped), (1, 11, 3, 5, 4));
+        // Another mechanism's slot brings its own figures, losses included.
+        p.switch(0, 7, 1, 9, 20, [0, 0, 1]);
+        let s = p.snapshot();
+        assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped, s.last), (0, 7, 0, 0, 1, Nanos(0)));
+    }
 }

@@ -1,0 +1,246 @@
+//! `rtick monitor` end to end: a real Prometheus scraping it for two
+//! minutes (quantile and rate queries, flat memory, 100 concurrent scrapes
+//! without the wake-up rate changing), promtool on its exposition, the
+//! HTTP endpoint's answers, the spike log, and stopping and failing cleanly.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::prometheus::{self, free_port, get, Prometheus};
+use common::{is_root, skip, PLAIN};
+
+/// A running `rtick monitor`, killed when dropped.
+struct Monitor {
+    child: Child,
+    port: u16,
+}
+
+impl Monitor {
+    /// Starts it on a free port and waits until /metrics answers.
+    fn start(args: &[&str]) -> Monitor {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new(env!("CARGO_BIN_EXE_rtick"))
+            .args(["monitor", "--listen", &listen])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("rtick monitor starts");
+        let mut m = Monitor { child, port };
+        let t0 = Instant::now();
+        while get(&m.url("/metrics")).map_or(true, |(s, _)| s != 200) {
+            if let Some(status) = m.child.try_wait().unwrap() {
+                panic!("rtick monitor {args:?} exited: {status:?}");
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "rtick monitor does not answer on {listen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        m
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn target(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Resident memory, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("the monitor runs");
+        let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
+        line.trim().trim_end_matches("kB").trim().parse().unwrap()
+    }
+
+    /// Sends SIGTERM; the time until it exited, and its exit status.
+    fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
+        let t0 = Instant::now();
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) }, 0);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (t0.elapsed(), status);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "still running 10 s after SIGTERM");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rate of wake-ups a run of 1 ms gets, per thread.
+const RATE: f64 = 1000.0;
+
+fn assert_rate(p: &Prometheus, when: &str) -> f64 {
+    let rate = p.wait_value("sum(rate(rtick_wakeups_total[20s]))", Duration::from_secs(10));
+    let missed = p.value("sum(rate(rtick_missed_periods_total[20s]))");
+    let slowest = p.value("max_over_time(scrape_duration_seconds[20s])");
+    assert!(
+        (rate - RATE).abs() <= RATE * 0.05,
+        "{when}: {rate:.1} wake-ups/s, not {RATE} within 5 % (missed periods {missed:?}/s, slowest scrape {slowest:?} s)"
+    );
+    rate
+}
+
+/// 100 scrapes at once: every one answered in full.
+fn concurrent_scrapes(m: &Monitor) {
+    let url = m.url("/metrics");
+    let threads: Vec<_> = (0..100)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || get(&url))
+        })
+        .collect();
+    for t in threads {
+        let (status, body) = t.join().unwrap().expect("a scrape under load is answered");
+        assert_eq!(status, 200);
+        assert!(body.contains("rtick_wakeups_total{"), "{body}");
+    }
+}
+
+#[test]
+fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrapes() {
+    if !prometheus::installed() {
+        return skip("prometheus/promtool not installed (scripts/setup installs them)", false);
+    }
+    if !is_root() {
+        return skip("needs root for SCHED_FIFO (the rate check needs wake-ups on time)", false);
+    }
+    // clock_nanosleep (no spinning: no RT throttling in the rate); no mlock,
+    // so that a leak shows in the resident memory instead of hiding in the
+    // prefaulted heap; -D bounds the run if this test dies.
+    let m = Monitor::start(&["-m", "clock_nanosleep", "-i", "1ms", "--no-mlock", "-q", "-D", "200"]);
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, exposition) = get(&m.url("/metrics")).unwrap();
+    prometheus::promtool_check_metrics(&exposition, dir.path()).expect("promtool check metrics passes");
+
+    let p = Prometheus::start(&m.target());
+    let mut rss = Vec::new();
+    let sample_until = |rss: &mut Vec<(u64, u64)>, until: Duration, load: bool| {
+        while started.elapsed() < until {
+            if load {
+                concurrent_scrapes(&m);
+            }
+            rss.push((started.elapsed().as_secs(), m.rss_kib()));
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    };
+    sample_until(&mut rss, Duration::from_secs(30), false);
+    let quiet = assert_rate(&p, "before the concurrent scrapes");
+    let q = "histogram_quantile(0.99, rate(rtick_wakeup_latency_seconds_bucket[1m]))";
+    let p99 = p.wait_value(q, Duration::from_secs(10));
+    assert!(p99 > 0.0 && p99 <= 0.01, "p99 {p99} s");
+
+    sample_until(&mut rss, Duration::from_secs(55), true);
+    let loaded = assert_rate(&p, "during 100 concurrent scrapes a second");
+    assert!((loaded - quiet).abs() <= quiet * 0.05, "rate {quiet:.1}/s, then {loaded:.1}/s under the scrapes");
+
+    sample_until(&mut rss, Duration::from_secs(125), false);
+    assert_eq!(p.value("sum(rtick_samples_dropped_total)"), Some(0.0), "the collector kept up");
+    let max = p.wait_value("max(rtick_wakeup_latency_max_seconds)", Duration::from_secs(5));
+    assert!(max >= p99, "the window's maximum {max} is below the p99 {p99}");
+    assert!(p.value("rtick_system_info").is_some() && p.value("rtick_build_info").is_some());
+
+    // Flat: after a 20 s warm-up, no growth beyond 1 MiB, and the last
+    // samples no higher than the first ones by more than that.
+    let after: Vec<u64> = rss.iter().filter(|(s, _)| *s >= 20).map(|&(_, kib)| kib).collect();
+    let (lo, hi) = (*after.iter().min().unwrap(), *after.iter().max().unwrap());
+    assert!(hi - lo <= 1024, "RSS from {lo} to {hi} KiB after warm-up: {rss:?}");
+    assert!(started.elapsed() >= Duration::from_secs(120));
+}
+
+#[test]
+fn sigterm_stops_it_within_a_second_and_releases_cpu_dma_latency() {
+    if !is_root() {
+        return skip("needs root to hold /dev/cpu_dma_latency", false);
+    }
+    let read = || -> i32 {
+        let b = std::fs::read("/dev/cpu_dma_latency").expect("/dev/cpu_dma_latency");
+        i32::from_ne_bytes(b[..4].try_into().unwrap())
+    };
+    let before = read();
+    let mut m = Monitor::start(&["-i", "1ms", "--dma-latency", "0", "-q"]);
+    assert_eq!(read(), 0, "held at 0 µs while it runs");
+    let (took, status) = m.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(took <= Duration::from_secs(1), "exited {took:?} after SIGTERM");
+    // Another process may hold its own request meanwhile: wait a little.
+    let t0 = Instant::now();
+    while read() != before && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(read(), before, "cpu_dma_latency back to what it was");
+}
+
+#[test]
+fn a_second_instance_on_the_port_fails_in_one_line_and_the_endpoint_is_read_only() {
+    let m = Monitor::start(&[&PLAIN[..], &["-i", "1ms", "--spike", "1"]].concat());
+    let second = common::rtick(&["monitor", "--listen", &m.target(), "--dma-latency", "0", "-q"]);
+    assert_eq!(second.status.code(), Some(1));
+    let err = common::stderr(&second);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("port {} is in use", m.port)), "{err}");
+
+    for method in ["POST", "PUT", "DELETE"] {
+        let r = ureq::http::Request::builder().method(method).uri(m.url("/metrics")).body("x".to_string()).unwrap();
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let r = agent.run(r).expect("answered");
+        assert_eq!(r.status().as_u16(), 405, "{method}");
+        assert_eq!(r.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET, HEAD"), "{method}");
+    }
+    assert_eq!(get(&m.url("/nothing")).unwrap().0, 404);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let head = agent.head(m.url("/metrics")).call().unwrap();
+    assert_eq!(head.status().as_u16(), 200);
+
+    let om = agent.get(m.url("/metrics")).header("Accept", "application/openmetrics-text;version=1.0.0").call();
+    let mut om = om.unwrap();
+    let ct = om.headers().get("content-type").unwrap().to_str().unwrap().to_string();
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    let body = om.body_mut().read_to_string().unwrap();
+    assert!(body.ends_with("# EOF\n") && body.contains("# TYPE rtick_system info"), "{body}");
+
+    // --spike 1: every wake-up is a spike here; the log keeps the last 256.
+    std::thread::sleep(Duration::from_millis(600));
+    let (status, spikes) = get(&m.url("/spikes")).unwrap();
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&spikes).unwrap();
+    let list = v["spikes"].as_array().unwrap();
+    assert_eq!(list.len(), 256, "{spikes}");
+    assert!(v["seen"].as_u64().unwrap() > 256);
+    for s in list {
+        assert!(s["latency_ns"].as_i64().unwrap() > 1000);
+        assert_eq!(s["mechanism"], "clock_nanosleep");
+        assert!(s["time"].as_str().unwrap().ends_with('Z') && s["monotonic_ns"].as_i64().unwrap() > 0, "{s}");
+    }
+    let cycles: Vec<u64> = list.iter().map(|s| s["cycle"].as_u64().unwrap()).collect();
+    assert!(cycles.windows(2).all(|w| w[0] < w[1]), "oldest first: {cycles:?}");
+}
+
+#[test]
+fn bad_options_exit_2_in_one_line() {
+    for args in [
+        &["-i", "0"][..],
+        &["--listen", "nowhere"],
+        &["-p", "120"],
+        &["-a", "4096"],
+        &["--spike", "x"],
+        &["-D", "0"],
+        &["--loops", "5"],
+    ] {
+        let o = common::rtick(&[&["monitor"][..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+        assert_eq!(common::stderr(&o).lines().count(), 1, "{args:?}: {}", common::stderr(&o));
+    }
+}
