@@ -39,6 +39,9 @@ pub enum Command {
     Report(ReportArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+    /// Write the man pages and shell completions into DIR (for packaging: scripts/package).
+    #[command(hide = true)]
+    GenerateAssets(crate::cmd::assets::AssetsArgs),
 }
 
 /// Options of `rtick report`. The kind of each file is detected from its content.
