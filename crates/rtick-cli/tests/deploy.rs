@@ -364,3 +364,103 @@ fn every_subcommand_has_a_man_page_and_completions() {
         assert!(fish.contains(&format!("-a \"{s}\"")), "fish completion lacks {s}");
     }
 }
+
+/// dpkg, retried while another dpkg or apt holds its lock (a setup script
+/// or another test run on the machine), for up to two minutes.
+fn dpkg(args: &[&str]) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        let o = run(Command::new("dpkg").args(args).env("DEBIAN_FRONTEND", "noninteractive"));
+        let locked = text(&o.stderr).contains("lock");
+        if o.status.success() || !locked || start.elapsed() > std::time::Duration::from_secs(120) {
+            return o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+fn installed(package: &str) -> bool {
+    let o = run(Command::new("dpkg-query").args(["-W", "-f=${db:Status-Status}", package]));
+    o.status.success() && text(&o.stdout) == "installed"
+}
+
+/// Purges the package when dropped, so the machine is left as it was found
+/// even when an assertion fails.
+struct Purge;
+
+impl Drop for Purge {
+    fn drop(&mut self) {
+        let o = dpkg(&["--purge", "rtick"]);
+        if !o.status.success() {
+            eprintln!("dpkg --purge rtick failed: {}", text(&o.stderr));
+        }
+    }
+}
+
+#[test]
+fn debian_package_installs_works_and_goes_away() {
+    if !is_root() {
+        skip("installing a package needs root", false);
+        return;
+    }
+    if !have("dpkg", "dpkg") || !have("man", "man-db") || !have("systemd-analyze", "systemd") {
+        return;
+    }
+    if installed("rtick") {
+        skip("the rtick package is already installed here: this test would replace it and then remove it", false);
+        return;
+    }
+    // The binary under test is packaged (nothing is built twice); cargo-deb
+    // is installed by scripts/package when missing.
+    let out = tempfile::tempdir().unwrap();
+    let o = succeeds(Command::new(repo().join("scripts/package")).arg("--binary").arg(RTICK).arg("--out").arg(out.path()).arg("--fast"));
+    let deb = text(&o.stdout).lines().last().expect("the .deb's path").trim().to_string();
+    assert!(deb.ends_with("_amd64.deb") || deb.ends_with(".deb"), "{deb}");
+
+    let purge = Purge;
+    let o = dpkg(&["-i", &deb]);
+    assert!(o.status.success(), "dpkg -i: {}\n{}", text(&o.stdout), text(&o.stderr));
+    assert!(installed("rtick"));
+
+    let version = succeeds(Command::new("/usr/bin/rtick").arg("--version"));
+    assert_eq!(text(&version.stdout), text(&succeeds(Command::new(RTICK).arg("--version")).stdout));
+
+    // The pages are found by name, as a user asks for them.
+    let o = succeeds(Command::new("man").args(["-w", "rtick-measure"]));
+    assert_eq!(text(&o.stdout).trim(), "/usr/share/man/man1/rtick-measure.1.gz");
+    let o = succeeds(Command::new("man").arg("rtick-measure").env("MANPAGER", "cat").env("MANWIDTH", "80"));
+    let page = text(&o.stdout);
+    assert!(page.contains("--mechanism") && page.contains("--interval"), "{page}");
+    for sub in subcommands() {
+        succeeds(Command::new("man").args(["-w", &format!("rtick-{sub}")]));
+    }
+
+    for path in [
+        "/usr/share/bash-completion/completions/rtick",
+        "/usr/share/zsh/vendor-completions/_rtick",
+        "/usr/share/fish/vendor_completions.d/rtick.fish",
+        "/usr/share/doc/rtick/examples/prometheus/prometheus.yml",
+        "/usr/share/doc/rtick/examples/prometheus/rtick-rules.yml",
+        "/usr/share/doc/rtick/examples/grafana/rtick-dashboard.json",
+        "/usr/share/doc/rtick/copyright",
+    ] {
+        assert!(Path::new(path).is_file(), "{path} is not installed");
+    }
+    // The options file is a conffile: an upgrade keeps the operator's edits.
+    let o = succeeds(Command::new("dpkg-query").args(["-W", "-f=${Conffiles}", "rtick"]));
+    assert!(text(&o.stdout).contains("/etc/default/rtick-monitor"), "{}", text(&o.stdout));
+    assert!(Path::new("/etc/default/rtick-monitor").is_file());
+
+    // The unit is installed, verifies as installed (the real binary, the real
+    // man page), and is not enabled.
+    let unit = "/usr/lib/systemd/system/rtick-monitor.service";
+    let o = succeeds(Command::new("systemd-analyze").args(["verify", unit]));
+    assert_eq!(text(&o.stderr).trim(), "", "systemd-analyze verify warns");
+    assert!(!Path::new("/etc/systemd/system/multi-user.target.wants/rtick-monitor.service").exists(), "enabled on install");
+
+    drop(purge);
+    assert!(!installed("rtick"), "still installed after dpkg --purge");
+    for path in ["/usr/bin/rtick", "/etc/default/rtick-monitor", unit, "/usr/share/man/man1/rtick-measure.1.gz"] {
+        assert!(!Path::new(path).exists(), "{path} is left after dpkg --purge");
+    }
+}
