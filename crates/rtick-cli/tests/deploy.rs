@@ -464,3 +464,93 @@ fn debian_package_installs_works_and_goes_away() {
         assert!(!Path::new(path).exists(), "{path} is left after dpkg --purge");
     }
 }
+
+/// The system calls systemd's filter `spec` (the unit's SystemCallFilter=
+/// lines, in order) allows: groups expanded from `systemd-analyze
+/// syscall-filter`, a `~` line removing what it names.
+fn allowed_syscalls(specs: &[String]) -> BTreeSet<String> {
+    let listing = text(&succeeds(Command::new("systemd-analyze").arg("syscall-filter")).stdout);
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut current = None;
+    for line in listing.lines() {
+        if line.starts_with('@') {
+            current = Some(line.trim().to_string());
+        } else if line.trim().is_empty() || !line.starts_with(' ') {
+            current = None;
+        } else if let Some(g) = &current {
+            let entry = line.trim();
+            if !entry.starts_with('#') {
+                groups.entry(g.clone()).or_default().push(entry.to_string());
+            }
+        }
+    }
+    fn expand(name: &str, groups: &std::collections::BTreeMap<String, Vec<String>>, out: &mut BTreeSet<String>) {
+        match groups.get(name) {
+            Some(members) => members.iter().for_each(|m| expand(m, groups, out)),
+            None => assert!(!name.starts_with('@'), "unknown group {name}"),
+        }
+        if !name.starts_with('@') {
+            out.insert(name.to_string());
+        }
+    }
+    let mut allowed = BTreeSet::new();
+    for spec in specs {
+        let (deny, names) = match spec.strip_prefix('~') {
+            Some(rest) => (true, rest),
+            None => (false, spec.as_str()),
+        };
+        let mut set = BTreeSet::new();
+        for n in names.split_whitespace() {
+            expand(n, &groups, &mut set);
+        }
+        if deny {
+            allowed.retain(|s| !set.contains(s));
+        } else {
+            allowed.extend(set);
+        }
+    }
+    allowed
+}
+
+/// The unit's system call filter lets through every call rtick makes: one
+/// outside it would fail with EPERM under the unit and nowhere else. Traced
+/// with strace: every mechanism in turn, then the shipped default options'
+/// loop (one pinned SCHED_FIFO thread per CPU, memory locked), as root so
+/// that the real-time setup calls are made.
+#[test]
+fn unit_syscall_filter_allows_every_call_rtick_makes() {
+    if !is_root() {
+        skip("the real-time setup's system calls are made only with privileges", false);
+        return;
+    }
+    if !have("systemd-analyze", "systemd") || !have("strace", "strace") {
+        return;
+    }
+    let unit = std::fs::read_to_string(deploy("systemd/rtick-monitor.service")).unwrap();
+    let specs: Vec<String> =
+        unit.lines().filter_map(|l| l.strip_prefix("SystemCallFilter=")).map(str::to_string).collect();
+    assert!(!specs.is_empty(), "the unit has a SystemCallFilter");
+    let allowed = allowed_syscalls(&specs);
+    assert!(allowed.contains("sched_setscheduler") && !allowed.contains("reboot"), "the filter expands as systemd's");
+
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 2] =
+        [&["measure", "-m", "all", "-l", "20", "-q"], &["measure", "-m", "clock_nanosleep", "-i", "1ms", "-S", "-l", "50", "-q"]];
+    let mut used = BTreeSet::new();
+    for (i, args) in runs.iter().enumerate() {
+        let log = dir.path().join(format!("strace-{i}"));
+        succeeds(Command::new("strace").args(["-f", "-qq", "-o"]).arg(&log).arg("--").arg(RTICK).args(*args));
+        for line in std::fs::read_to_string(&log).unwrap().lines() {
+            // "PID name(args…" — resumed calls, signals and exits aside.
+            let call = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+            if let Some((name, _)) = call.split_once('(') {
+                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+                    used.insert(name.to_string());
+                }
+            }
+        }
+    }
+    assert!(used.contains("sched_setscheduler") && used.contains("mlockall"), "the real-time setup was traced: {used:?}");
+    let denied: Vec<&String> = used.difference(&allowed).collect();
+    assert!(denied.is_empty(), "the unit's SystemCallFilter denies {denied:?}, which rtick calls");
+}
