@@ -40,7 +40,8 @@ fn deploy(rel: &str) -> PathBuf {
 /// Whether `tool` is on PATH; if not, the calling test skips (fails under CI:
 /// scripts/setup installs it).
 fn have(tool: &str, package: &str) -> bool {
-    let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
+    let found =
+        Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
     if !found {
         skip(&format!("{tool} is missing (Debian package {package}; scripts/setup installs it)"), false);
     }
@@ -102,7 +103,8 @@ fn unit_verifies_and_keeps_only_the_two_capabilities() {
         let caps: BTreeSet<String> = unit_values(&unit, key).into_iter().collect();
         assert_eq!(caps, BTreeSet::from(["CAP_IPC_LOCK".into(), "CAP_SYS_NICE".into()]), "{key}");
     }
-    for line in ["NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "DynamicUser=yes"] {
+    for line in ["NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "DynamicUser=yes"]
+    {
         assert!(unit.lines().any(|l| l == line), "the unit lacks {line}");
     }
     // Real-time scheduling is what it is for: RestrictRealtime=yes would forbid it.
@@ -123,7 +125,8 @@ fn unit_verifies_and_keeps_only_the_two_capabilities() {
     let o = run(Command::new("systemd-analyze").args(["security", "--offline=true", "--threshold=20"]).arg(&copy));
     let out = text(&o.stdout);
     assert!(o.status.success(), "exposure above 2.0:\n{out}\n{}", text(&o.stderr));
-    let score = out.lines().find_map(|l| l.split("Overall exposure level for ").nth(1)).expect("an overall exposure line");
+    let score =
+        out.lines().find_map(|l| l.split("Overall exposure level for ").nth(1)).expect("an overall exposure line");
     eprintln!("systemd-analyze security: {score}");
 }
 
@@ -132,7 +135,9 @@ fn default_options_are_monitor_options() {
     let defaults = deploy("default/rtick-monitor");
     // systemd reads the file as shell-style assignments and splits the
     // unquoted $RTICK_MONITOR_ARGS of ExecStart on whitespace, as sh does.
-    let o = succeeds(Command::new("sh").arg("-c").arg(r#". "$1" && printf '%s\n' $RTICK_MONITOR_ARGS"#).arg("sh").arg(&defaults));
+    let o = succeeds(
+        Command::new("sh").arg("-c").arg(r#". "$1" && printf '%s\n' $RTICK_MONITOR_ARGS"#).arg("sh").arg(&defaults),
+    );
     let args: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
     assert!(args.windows(2).any(|w| w == ["--listen", "127.0.0.1:9464"]), "{args:?}");
     if !subcommands().iter().any(|s| s == "monitor") {
@@ -168,7 +173,8 @@ fn dashboard() -> Value {
 /// 2 CPUs, clock_nanosleep at 1 kHz), for promtool.
 fn monitor_series() -> Vec<Value> {
     let mut series = Vec::new();
-    let buckets = [("1e-06", 0), ("1e-05", 40_000), ("0.0001", 59_000), ("0.001", 59_990), ("0.01", 60_000), ("+Inf", 60_000)];
+    let buckets =
+        [("1e-06", 0), ("1e-05", 40_000), ("0.0001", 59_000), ("0.001", 59_990), ("0.01", 60_000), ("+Inf", 60_000)];
     for instance in ["a:9464", "b:9464"] {
         let job = format!(r#"job="rtick",instance="{instance}""#);
         for cpu in ["0", "1"] {
@@ -177,7 +183,8 @@ fn monitor_series() -> Vec<Value> {
                 let s = format!(r#"rtick_wakeup_latency_seconds_bucket{{{l},le="{le}"}}"#);
                 series.push(json!({"series": s, "values": format!("0+{per_minute}x30")}));
             }
-            series.push(json!({"series": format!("rtick_wakeup_latency_seconds_count{{{l}}}"), "values": "0+60000x30"}));
+            series
+                .push(json!({"series": format!("rtick_wakeup_latency_seconds_count{{{l}}}"), "values": "0+60000x30"}));
             series.push(json!({"series": format!("rtick_wakeup_latency_seconds_sum{{{l}}}"), "values": "0+0.6x30"}));
             series.push(json!({"series": format!("rtick_wakeups_total{{{l}}}"), "values": "0+60000x30"}));
             series.push(json!({"series": format!("rtick_overruns_total{{{l}}}"), "values": "0+1x30"}));
@@ -185,7 +192,8 @@ fn monitor_series() -> Vec<Value> {
             series.push(json!({"series": format!("rtick_wakeup_latency_max_seconds{{{l}}}"), "values": "0.0012x30"}));
         }
         series.push(json!({"series": format!(r#"rtick_build_info{{{job},version="0.1.0"}}"#), "values": "1x30"}));
-        let info = r#"kernel="6.1.0",preempt="full",clocksource="tsc",policy="fifo",priority="90",virtualization="kvm""#;
+        let info =
+            r#"kernel="6.1.0",preempt="full",clocksource="tsc",policy="fifo",priority="90",virtualization="kvm""#;
         series.push(json!({"series": format!("rtick_system_info{{{job},{info}}}"), "values": "1x30"}));
         series.push(json!({"series": format!("up{{{job}}}"), "values": "1x30"}));
     }
@@ -220,7 +228,13 @@ fn dashboard_queries_parse_and_return_numbers() {
     std::fs::write(&path, serde_json::to_string_pretty(&file).unwrap()).unwrap();
     let o = run(Command::new("promtool").args(["test", "rules"]).arg(&path));
     let places: Vec<String> = queries.iter().map(|q| format!("{}: {}", q.place, q.expr)).collect();
-    assert!(o.status.success(), "promtool:\n{}{}\nthe queries, in order:\n{}", text(&o.stdout), text(&o.stderr), places.join("\n"));
+    assert!(
+        o.status.success(),
+        "promtool:\n{}{}\nthe queries, in order:\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        places.join("\n")
+    );
     // Every panel's query and every variable's was there to be checked.
     assert!(queries.len() >= 10, "{places:#?}");
 }
@@ -258,7 +272,8 @@ fn dashboard_has_the_views_and_variables_it_needs() {
     // Only the monitor's metrics.
     let queries = grafana::dashboard_queries(&d);
     for q in &queries {
-        for word in q.expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("rtick_")) {
+        for word in q.expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("rtick_"))
+        {
             let base = word.trim_end_matches("_bucket").trim_end_matches("_count").trim_end_matches("_sum");
             assert!(METRICS.contains(&base), "{}: {word} is not a metric of rtick monitor", q.place);
         }
@@ -271,7 +286,8 @@ fn dashboard_has_the_views_and_variables_it_needs() {
 
     // The heatmap: one per machine (its row repeats over instance) and CPU
     // (the panel repeats over cpu), drawn from the histogram's buckets.
-    let rows: Vec<&Value> = panels.iter().copied().filter(|p| p["type"] == "row" && p["repeat"] == "instance").collect();
+    let rows: Vec<&Value> =
+        panels.iter().copied().filter(|p| p["type"] == "row" && p["repeat"] == "instance").collect();
     assert_eq!(rows.len(), 1, "a row repeated per instance");
     let heatmaps: Vec<&Value> = panels.iter().copied().filter(|p| p["type"] == "heatmap").collect();
     assert_eq!(heatmaps.len(), 1);
@@ -413,7 +429,14 @@ fn debian_package_installs_works_and_goes_away() {
     // The binary under test is packaged (nothing is built twice); cargo-deb
     // is installed by scripts/package when missing.
     let out = tempfile::tempdir().unwrap();
-    let o = succeeds(Command::new(repo().join("scripts/package")).arg("--binary").arg(RTICK).arg("--out").arg(out.path()).arg("--fast"));
+    let o = succeeds(
+        Command::new(repo().join("scripts/package"))
+            .arg("--binary")
+            .arg(RTICK)
+            .arg("--out")
+            .arg(out.path())
+            .arg("--fast"),
+    );
     let deb = text(&o.stdout).lines().last().expect("the .deb's path").trim().to_string();
     assert!(deb.ends_with("_amd64.deb") || deb.ends_with(".deb"), "{deb}");
 
@@ -456,7 +479,10 @@ fn debian_package_installs_works_and_goes_away() {
     let unit = "/usr/lib/systemd/system/rtick-monitor.service";
     let o = succeeds(Command::new("systemd-analyze").args(["verify", unit]));
     assert_eq!(text(&o.stderr).trim(), "", "systemd-analyze verify warns");
-    assert!(!Path::new("/etc/systemd/system/multi-user.target.wants/rtick-monitor.service").exists(), "enabled on install");
+    assert!(
+        !Path::new("/etc/systemd/system/multi-user.target.wants/rtick-monitor.service").exists(),
+        "enabled on install"
+    );
 
     drop(purge);
     assert!(!installed("rtick"), "still installed after dpkg --purge");
@@ -534,8 +560,10 @@ fn unit_syscall_filter_allows_every_call_rtick_makes() {
     assert!(allowed.contains("sched_setscheduler") && !allowed.contains("reboot"), "the filter expands as systemd's");
 
     let dir = tempfile::tempdir().unwrap();
-    let runs: [&[&str]; 2] =
-        [&["measure", "-m", "all", "-l", "20", "-q"], &["measure", "-m", "clock_nanosleep", "-i", "1ms", "-S", "-l", "50", "-q"]];
+    let runs: [&[&str]; 2] = [
+        &["measure", "-m", "all", "-l", "20", "-q"],
+        &["measure", "-m", "clock_nanosleep", "-i", "1ms", "-S", "-l", "50", "-q"],
+    ];
     let mut used = BTreeSet::new();
     for (i, args) in runs.iter().enumerate() {
         let log = dir.path().join(format!("strace-{i}"));
@@ -550,7 +578,10 @@ fn unit_syscall_filter_allows_every_call_rtick_makes() {
             }
         }
     }
-    assert!(used.contains("sched_setscheduler") && used.contains("mlockall"), "the real-time setup was traced: {used:?}");
+    assert!(
+        used.contains("sched_setscheduler") && used.contains("mlockall"),
+        "the real-time setup was traced: {used:?}"
+    );
     let denied: Vec<&String> = used.difference(&allowed).collect();
     assert!(denied.is_empty(), "the unit's SystemCallFilter denies {denied:?}, which rtick calls");
 }
