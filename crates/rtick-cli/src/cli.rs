@@ -41,6 +41,9 @@ pub enum Command {
     Mechanisms,
     /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
     Monitor(Box<MonitorArgs>),
+    /// Write the man pages and shell completions into DIR (for packaging: scripts/package).
+    #[command(hide = true)]
+    GenerateAssets(crate::cmd::assets::AssetsArgs),
 }
 
 /// Options of `rtick report`. The kind of each file is detected from its content.

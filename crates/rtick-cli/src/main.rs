@@ -80,6 +80,7 @@ fn main() -> ExitCode {
             cmd::mechanisms::run();
             Ok(ExitCode::SUCCESS)
         }
+        cli::Command::GenerateAssets(a) => cmd::assets::run(a).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

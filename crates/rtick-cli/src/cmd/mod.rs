@@ -1,6 +1,7 @@
 //! One module per subcommand: thin glue between the command line, the
 //! library and the exporters.
 
+pub mod assets;
 pub mod audit;
 pub mod clocks;
 pub mod drift;
