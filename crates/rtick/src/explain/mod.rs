@@ -22,6 +22,7 @@
 //!   throttling).
 //! - *return to user*: interrupt work before the thread read its clock.
 
+pub mod ab;
 pub mod input;
 mod phases;
 mod run;
