@@ -97,7 +97,7 @@ pub fn run(a: &MeasureArgs) -> Result<()> {
         .explain
         .map(|over| {
             let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
-            Explaining::start(a.tracefs.as_deref(), &cfg, choice)
+            Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
         .transpose()?;
     let (report, rows, kept) = measure_restoring(a, &cfg, &outputs, &stop, (dma, mem), explaining.as_mut())?;
@@ -224,7 +224,7 @@ fn measure_restoring(
     let result = measure::run(cfg, stop, producers.as_deref_mut(), |p| {
         live.update(p);
         if let Some(e) = explaining.as_deref_mut() {
-            e.sample_steal();
+            e.on_progress();
         }
     });
     live.finish();

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod clocks;
 pub mod drift;
 pub mod explain;
+pub mod explain_ab;
 pub mod measure;
 pub mod mechanisms;
 mod plan;
