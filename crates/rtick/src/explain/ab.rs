@@ -160,28 +160,38 @@ pub fn compare(
     guard: Nanos,
     choice: SpikeChoice,
 ) -> Vec<Compared> {
-    let mut by_slot: HashMap<(Mechanism, usize), Vec<(u64, Nanos, Stretch)>> = HashMap::new();
+    let mut by_slot: HashMap<(Mechanism, usize), Vec<Wake>> = HashMap::new();
     for r in rows {
         let stretch = schedule.stretch(r.planned, r.actual, guard);
-        by_slot.entry((r.mechanism, r.thread as usize)).or_default().push((r.cycle, r.actual - r.planned, stretch));
+        let w = Wake { cycle: r.cycle, latency: r.actual - r.planned, stretch };
+        by_slot.entry((r.mechanism, r.thread as usize)).or_default().push(w);
     }
     slots
         .iter()
         .map(|&(mechanism, thread)| {
             let mut wakes = by_slot.remove(&(mechanism, thread)).unwrap_or_default();
-            let side = |s: Stretch| Latencies::of(wakes.iter().filter(|w| w.2 == s).map(|w| w.1.as_ns()).collect());
+            let side = |s: Stretch| {
+                Latencies::of(wakes.iter().filter(|w| w.stretch == s).map(|w| w.latency.as_ns()).collect())
+            };
             let (traced, plain, at_switches) = (side(Stretch::Traced), side(Stretch::Plain), side(Stretch::AtSwitch));
-            wakes.sort_by_key(|w| std::cmp::Reverse(w.1));
+            wakes.sort_by_key(|w| std::cmp::Reverse(w.latency));
             let over = |l: Nanos| choice.over.is_some_and(|o| l > o);
             let not_traced = wakes
                 .iter()
                 .enumerate()
-                .filter(|(rank, w)| (*rank < choice.top || over(w.1)) && w.2 != Stretch::Traced)
-                .map(|(_, &(cycle, latency, stretch))| NotTraced { cycle, latency, stretch })
+                .filter(|(rank, w)| (*rank < choice.top || over(w.latency)) && w.stretch != Stretch::Traced)
+                .map(|(_, w)| NotTraced { cycle: w.cycle, latency: w.latency, stretch: w.stretch })
                 .collect();
             Compared { mechanism, thread, traced, plain, at_switches, not_traced }
         })
         .collect()
+}
+
+/// One wake-up, classified.
+struct Wake {
+    cycle: u64,
+    latency: Nanos,
+    stretch: Stretch,
 }
 
 #[cfg(test)]
