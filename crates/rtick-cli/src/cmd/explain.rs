@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rtick::explain::{explain_run, CpuTrace, Explained, SpikeChoice, StealSample};
+use rtick::explain::{explain_run_where, CpuTrace, Explained, SpikeChoice, StealSample};
 use rtick::ktrace::{LostEvents, Options, Session};
 use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
 use rtick::system::cpustat;
@@ -84,9 +84,9 @@ impl Explaining {
         let capture = self.session.stop().context("--explain: reading the trace")?;
         let cpus: Vec<CpuTrace<'_>> = capture.per_cpu.iter().map(CpuTrace::from).collect();
         // With the A/B only the traced stretches can be explained.
-        let traced = self.ab.as_ref().map(|ab| ab.traced_rows(rows));
-        let explained =
-            explain_run(&cpus, traced.as_deref().unwrap_or(rows), &report.results, &self.steal, self.choice);
+        let ab = self.ab.as_ref();
+        let traced = |r: &TraceRow| ab.is_none_or(|ab| ab.traced(r));
+        let explained = explain_run_where(&cpus, rows, &report.results, &self.steal, self.choice, traced);
         let ab = self.ab.map(|ab| ab.finish(rows, &report.results, self.choice));
         let events = cpus.iter().map(|c| c.events.len()).sum();
         Ok(Explanation { explained, lost: capture.lost, missing, events, ab })

@@ -76,9 +76,9 @@ impl Alternating {
         self.next = Some(if next + period > now { next + period } else { now + period });
     }
 
-    /// The rows of the traced stretches: the ones to explain.
-    pub fn traced_rows(&self, rows: &[TraceRow]) -> Vec<TraceRow> {
-        self.schedule.traced_rows(rows, self.guard)
+    /// Whether `r`'s wake-up is of a traced stretch (one to explain).
+    pub fn traced(&self, r: &TraceRow) -> bool {
+        self.schedule.stretch(r.planned, r.actual, self.guard) == Stretch::Traced
     }
 
     /// Compares the stretches over every row of the run.

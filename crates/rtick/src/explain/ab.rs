@@ -80,11 +80,6 @@ impl Schedule {
             _ => Stretch::Traced,
         }
     }
-
-    /// The rows of the traced stretches (the ones to explain).
-    pub fn traced_rows(&self, rows: &[TraceRow], guard: Nanos) -> Vec<TraceRow> {
-        rows.iter().filter(|r| self.stretch(r.planned, r.actual, guard) == Stretch::Traced).cloned().collect()
-    }
 }
 
 /// p50, p99 and max of a set of latencies, and how many.
@@ -235,9 +230,6 @@ mod tests {
         assert_eq!(at(150, 0), Stretch::Plain);
         assert_eq!(at(204, 0), Stretch::Traced);
         assert_eq!(Schedule::default().stretch(Time(5), Time(6), g), Stretch::Traced, "no switch: all traced");
-        let rows = [row(0, 50, 1), row(1, 99, 1), row(2, 150, 1), row(3, 250, 1)];
-        let kept: Vec<u64> = s.traced_rows(&rows, g).iter().map(|r| r.cycle).collect();
-        assert_eq!(kept, [0, 3]);
     }
 
     const SLOT: [(Mechanism, usize); 1] = [(Mechanism::ClockNanosleep, 0)];

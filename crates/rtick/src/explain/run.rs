@@ -58,6 +58,21 @@ pub fn explain_run(
     steal: &[StealSample],
     choice: SpikeChoice,
 ) -> Vec<Explained> {
+    explain_run_where(cpus, rows, results, steal, choice, |_| true)
+}
+
+/// [`explain_run`], explaining only the wake-ups `explain` keeps (those of
+/// the traced stretches of an A/B, [`super::ab`]). The others are matched
+/// all the same, unreported: they happened, and bound the search for their
+/// neighbours' events.
+pub fn explain_run_where(
+    cpus: &[CpuTrace<'_>],
+    rows: &[TraceRow],
+    results: &[ThreadResult],
+    steal: &[StealSample],
+    choice: SpikeChoice,
+    explain: impl Fn(&TraceRow) -> bool,
+) -> Vec<Explained> {
     let tid: HashMap<(Mechanism, usize), i32> = results.iter().map(|r| ((r.mechanism, r.thread), r.tid)).collect();
     // Every wake-up of every mechanism is matched at once: a thread measures
     // its mechanisms in turn, and its previous wake-up, whichever mechanism
@@ -68,7 +83,9 @@ pub fn explain_run(
     for r in rows {
         let key = (r.mechanism, r.thread as usize);
         if let Some(&tid) = tid.get(&key) {
-            by_slot.entry(key).or_default().push(all.len());
+            if explain(r) {
+                by_slot.entry(key).or_default().push(all.len());
+            }
             all.push(Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual });
         }
     }
