@@ -270,8 +270,8 @@ pub struct MeasureArgs {
     #[command(flatten)]
     pub mock: crate::mock::MockArgs,
 
-    /// With --explain: measure what tracing adds, inside this run. The tracing is switched off and on every PERIOD [plain number: s; default 1 s, with --compare half a slice at most], and the wake-ups of the traced and the plain stretches are compared (p50, p99 and their ratios); only the traced ones are explained.
-    #[arg(long, value_name = "PERIOD", num_args = 0..=1, requires = "explain", allow_negative_numbers = true, value_parser = units::duration)]
+    /// With --explain: measure what tracing adds, inside this run. The tracing is switched off and on every PERIOD [plain number: s; at least 200 ms; default 1 s, with --compare half a slice at most], and the wake-ups of the traced and the plain stretches are compared (p50, p99 and their ratios); only the traced ones are explained.
+    #[arg(long, value_name = "PERIOD", num_args = 0..=1, requires = "explain", allow_negative_numbers = true, value_parser = crate::cmd::explain_ab::parse_period)]
     pub explain_ab: Option<Option<Nanos>>,
 }
 

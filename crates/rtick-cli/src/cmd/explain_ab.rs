@@ -22,10 +22,25 @@ use crate::output::{fmt_latency, unit};
 /// The stretch length when `--explain-ab` does not give one.
 const DEFAULT_PERIOD: Nanos = Nanos::from_secs(1);
 
+/// The shortest stretch: the tracing is switched from the progress
+/// callback, which comes ten times a second.
+const MIN_PERIOD: Nanos = Nanos::from_ms(200);
+
+/// clap value parser of `--explain-ab PERIOD`: a duration, at least [`MIN_PERIOD`].
+pub fn parse_period(s: &str) -> Result<Nanos, String> {
+    let p = crate::units::duration(s)?;
+    if p < MIN_PERIOD {
+        return Err(format!(
+            "a stretch must last at least {MIN_PERIOD} (the tracing is switched ten times a second at most)"
+        ));
+    }
+    Ok(p)
+}
+
 /// The stretch length for `requested` (`--explain-ab[=PERIOD]`) in `cfg`'s run.
 pub fn period(requested: Option<Nanos>, cfg: &MeasureConfig) -> Nanos {
     requested.unwrap_or_else(|| match cfg.interleave {
-        Some(slice) => DEFAULT_PERIOD.min(Nanos(slice.as_ns() / 2)),
+        Some(slice) => DEFAULT_PERIOD.min(Nanos(slice.as_ns() / 2)).max(MIN_PERIOD),
         None => DEFAULT_PERIOD,
     })
 }
@@ -285,6 +300,22 @@ mod tests {
             not_traced: vec![ab::NotTraced { cycle: 1500, latency: Nanos(1_800_000), stretch: Stretch::Plain }],
         }];
         AbReport { period: Nanos::from_secs(1), guard: Nanos::from_ms(2), schedule, compared, error: None }
+    }
+
+    #[test]
+    fn stretches_default_to_a_second_or_half_a_slice_and_are_never_shorter_than_200_ms() {
+        let mut cfg = MeasureConfig::default();
+        assert_eq!(period(None, &cfg), Nanos::from_secs(1));
+        assert_eq!(period(Some(Nanos::from_ms(300)), &cfg), Nanos::from_ms(300));
+        assert_eq!(parse_period("300ms"), Ok(Nanos::from_ms(300)));
+        assert_eq!(parse_period("2"), Ok(Nanos::from_secs(2)));
+        assert!(parse_period("50ms").unwrap_err().contains("at least 200.00 ms"));
+        cfg.interleave = Some(Nanos::from_secs(1));
+        assert_eq!(period(None, &cfg), Nanos::from_ms(500));
+        cfg.interleave = Some(Nanos::from_ms(100));
+        assert_eq!(period(None, &cfg), Nanos::from_ms(200));
+        cfg.interleave = Some(Nanos::from_secs(5));
+        assert_eq!(period(None, &cfg), Nanos::from_secs(1));
     }
 
     #[test]
