@@ -266,6 +266,10 @@ pub struct MeasureArgs {
     /// Discard each mechanism's first TIME of wake-ups on every thread, before its duration or loops [plain number: s].
     #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub warm_up: Option<Nanos>,
+
+    /// With --explain: measure what tracing adds, inside this run. The tracing is switched off and on every PERIOD [plain number: s; at least 200 ms; default 1 s, with --compare half a slice at most], and the wake-ups of the traced and the plain stretches are compared (p50, p99 and their ratios); only the traced ones are explained.
+    #[arg(long, value_name = "PERIOD", num_args = 0..=1, requires = "explain", allow_negative_numbers = true, value_parser = crate::cmd::explain_ab::parse_period)]
+    pub explain_ab: Option<Option<Nanos>>,
 }
 
 /// The measuring loop's options, shared by `rtick measure` and `rtick

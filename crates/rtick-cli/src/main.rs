@@ -64,8 +64,14 @@ fn main() -> ExitCode {
             }
             // One line: clap's first line names the option and what is accepted.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("rtick: {first}");
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            // "…required arguments were not provided:" lists them on the next lines.
+            let listed: Vec<&str> = match first.ends_with(':') {
+                true => lines.take_while(|l| !l.trim().is_empty()).map(str::trim).collect(),
+                false => Vec::new(),
+            };
+            eprintln!("rtick: {first}{}{}", if listed.is_empty() { "" } else { " " }, listed.join(", "));
             return ExitCode::from(2);
         }
     };

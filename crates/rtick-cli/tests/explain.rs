@@ -153,6 +153,83 @@ fn no_tracefs_is_one_line_with_the_fix() {
 
 #[test]
 fn report_reads_the_explanation_back_and_draws_it() {
+/// A row of a trace written with --explain: mechanism, cycle, planned,
+/// latency, and its four phases when it was matched.
+struct Phased {
+    mechanism: String,
+    cycle: u64,
+    planned: i64,
+    latency: i64,
+    phases: Option<[i64; 4]>,
+}
+
+fn phased(path: &Path) -> Vec<Phased> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 10, "{l}");
+            let phases = (!f[6].is_empty()).then(|| std::array::from_fn(|k| f[6 + k].parse().unwrap()));
+            Phased {
+                mechanism: f[1].into(),
+                cycle: f[2].parse().unwrap(),
+                planned: f[3].parse().unwrap(),
+                latency: f[5].parse().unwrap(),
+                phases,
+            }
+        })
+        .collect()
+}
+
+/// How many wake-ups of `r` (an `explain.results` entry) returned without sleeping.
+fn unslept(r: &serde_json::Value) -> u64 {
+    r["unmatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u[0].as_str().unwrap().contains("without sleeping"))
+        .map(|u| u[1].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn signal_delivered_mechanisms_are_matched_to_their_timers() {
+    if !ready() {
+        return;
+    }
+    // posix-timer-handler: a process-directed signal run in a handler;
+    // itimer: ITIMER_REAL's SIGALRM. Both hrtimers are re-armed by the
+    // measuring thread as it takes the signal, so both match by its pid.
+    let dir = tempfile::tempdir().unwrap();
+    let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
+    let cpu = cpu();
+    let args = ["measure", "-m", "posix-timer-handler,itimer", "-l", "500", "-a", &cpu, "-q", "--explain"];
+    ok(&rtick(&[&args[..], &["--json", path_str(&j), "--trace", path_str(&t)]].concat()));
+    let j = json(&j);
+    let e = &j["explain"];
+    assert_eq!(e["lost_events"], 0, "{e}");
+    let rows = phased(&t);
+    for (i, name) in ["posix-timer-handler", "itimer"].iter().enumerate() {
+        let r = &e["results"][i];
+        assert_eq!((r["mechanism"].as_str(), r["wakeups"].as_u64()), (Some(*name), Some(500)), "{r}");
+        // Every wake-up that slept is matched: the only reason allowed is not sleeping.
+        let unslept = unslept(r);
+        assert_eq!(r["matched"].as_u64().unwrap() + unslept, 500, "{name}: {}", r["unmatched"]);
+        // The phases agree with the thread's clock: at least 99 % have none
+        // below −2 µs (their sum is the latency by construction).
+        let mine: Vec<&Phased> = rows.iter().filter(|p| p.mechanism == *name && p.phases.is_some()).collect();
+        assert_eq!(mine.len() as u64, r["matched"].as_u64().unwrap());
+        let agree = mine.iter().filter(|p| p.phases.unwrap().iter().all(|&d| d >= -2000)).count();
+        assert!(agree * 100 >= mine.len() * 99, "{name}: {agree} of {} with no phase below −2 µs", mine.len());
+        for p in &mine {
+            assert_eq!(p.phases.unwrap().iter().sum::<i64>(), p.latency, "{name} cycle {}", p.cycle);
+        }
+    }
+}
+
+#[test]
+fn compare_explains_each_mechanism_from_its_own_slices() {
     if !ready() {
         return;
     }
@@ -189,4 +266,105 @@ fn report_reads_the_explanation_back_and_draws_it() {
     let (w, _) = breakdown_check::png_size(&std::fs::read(&m).unwrap());
     assert_eq!(w, 1200);
     breakdown_check::draws_whole_pictures(&[&j, &t], dir.path());
+    let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
+    let cpu = cpu();
+    // At 10 kHz the first wait of a slice often finds its deadline passed:
+    // such a wake-up has no events of its own to match, and the other
+    // mechanism's, just before, must not be taken for them.
+    let args = ["measure", "-m", "clock_nanosleep,timerfd", "--compare", "--slice", "100ms", "-D", "1", "-a", &cpu];
+    let args = [&args[..], &["-i", "100us"]].concat();
+    let o = rtick(&[&args[..], &["-q", "--explain", "--json", path_str(&j), "--trace", path_str(&t)]].concat());
+    ok(&o);
+    let out = stdout(&o);
+    let e = &json(&j)["explain"];
+    assert_eq!(e["lost_events"], 0, "{e}");
+    let rows = phased(&t);
+    for (i, name) in ["clock_nanosleep", "timerfd"].iter().enumerate() {
+        let r = &e["results"][i];
+        assert_eq!(r["mechanism"].as_str(), Some(*name));
+        let wakeups = r["wakeups"].as_u64().unwrap();
+        assert!(wakeups >= 5000, "{name}: {wakeups} wake-ups in 1 s at 10 kHz");
+        assert!(r["matched"].as_u64().unwrap() * 100 >= (wakeups - unslept(r)) * 99, "{r}");
+        // Its own row of the phase table.
+        assert!(out.lines().any(|l| l.starts_with(name) && l.contains(&format!("/{wakeups}"))), "{out}");
+        // Each matched wake-up's events are its own: the timer expired at or
+        // after its deadline, and no phase runs backwards. A wake-up matched
+        // to the other mechanism's events (the last of the slice before its
+        // own) has an expiry long before its deadline.
+        for p in rows.iter().filter(|p| p.mechanism == *name) {
+            if let Some(ph) = p.phases {
+                assert!(
+                    ph.iter().all(|&d| d >= -2000),
+                    "{name} cycle {} (planned {}): phases {ph:?}",
+                    p.cycle,
+                    p.planned
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn explain_ab_compares_traced_and_plain_stretches_of_one_run() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
+    let cpu = cpu();
+    let args = ["measure", "-m", "clock_nanosleep", "-D", "3", "-a", &cpu, "-q", "--explain", "--explain-ab", "250ms"];
+    let o = rtick(&[&args[..], &["--json", path_str(&j), "--trace", path_str(&t)]].concat());
+    ok(&o);
+    let out = stdout(&o);
+    let j = json(&j);
+    let ab = &j["explain"]["ab"];
+    assert_eq!((ab["period_ns"].as_i64(), ab["guard_ns"].as_i64()), (Some(250_000_000), Some(2_000_000)), "{ab}");
+    // The switches: off, on, off… in time order, about every 250 ms of the 3 s.
+    let switches: Vec<(i64, i64, bool)> = ab["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["began_ns"].as_i64().unwrap(), s["done_ns"].as_i64().unwrap(), s["traced"].as_bool().unwrap()))
+        .collect();
+    assert!(switches.len() >= 6, "{switches:?}");
+    for (k, w) in switches.windows(2).enumerate() {
+        assert!(w[0].0 <= w[0].1 && w[0].1 < w[1].0, "{w:?}");
+        assert_eq!((w[0].2, w[1].2), (k % 2 == 1, k % 2 == 0), "alternating, off first: {switches:?}");
+    }
+    // Both sides have wake-ups; with those at the switches they are all of the run's.
+    let r = &ab["results"][0];
+    let n = |side: &str| r[side]["wakeups"].as_u64().unwrap();
+    assert!(n("traced") >= 500 && n("plain") >= 500, "{r}");
+    assert_eq!(n("traced") + n("plain") + n("at_switches"), j["results"][0]["count"].as_u64().unwrap());
+    // The ratios are traced ÷ plain, in the JSON and on the terminal.
+    let ratio = r["ratio_p50"].as_f64().unwrap();
+    let p50 = |side: &str| r[side]["p50_ns"].as_f64().unwrap();
+    assert!((ratio - p50("traced") / p50("plain")).abs() < 1e-9, "{r}");
+    assert!(r["ratio_p99"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(out.contains("what tracing added (A/B in this run"), "{out}");
+    assert!(out.contains(&format!("p50 ×{ratio:.2}, p99 ×{:.2}", r["ratio_p99"].as_f64().unwrap())), "{out}");
+    // Only the traced stretches are explained: every wake-up with phases was
+    // planned in a traced stretch (by the switch times), away from a switch.
+    let e = &j["explain"]["results"][0];
+    assert_eq!(e["wakeups"].as_u64(), Some(n("traced")), "{e}");
+    let traced_at = |t: i64| switches.iter().rev().find(|s| s.1 < t).is_none_or(|s| s.2);
+    let rows = phased(&t);
+    let with: Vec<&Phased> = rows.iter().filter(|p| p.phases.is_some()).collect();
+    assert_eq!(with.len() as u64, e["matched"].as_u64().unwrap());
+    for p in &with {
+        assert!(traced_at(p.planned), "cycle {} explained in a plain stretch", p.cycle);
+        assert!(switches.iter().all(|s| p.planned + 2_000_000 < s.0 || p.planned - 2_000_000 > s.1), "{}", p.cycle);
+    }
+    // The worst wake-ups outside them are named as not traced, without phases.
+    for nt in r["not_traced"].as_array().unwrap() {
+        let row = rows.iter().find(|p| p.cycle == nt["cycle"].as_u64().unwrap()).unwrap();
+        assert!(row.phases.is_none() && ["plain", "at_switch"].contains(&nt["stretch"].as_str().unwrap()), "{nt}");
+    }
+}
+
+#[test]
+fn explain_ab_needs_explain() {
+    let o = rtick(&["measure", "-l", "10", "-q", "--explain-ab"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--explain"), "{}", stderr(&o));
 }

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rtick::explain::{explain_run, CpuTrace, Explained, SpikeChoice, StealSample};
+use rtick::explain::{explain_run_where, CpuTrace, Explained, SpikeChoice, StealSample};
 use rtick::ktrace::{LostEvents, Options, Session};
 use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
 use rtick::system::cpustat;
-use rtick::ClockId;
+use rtick::{ClockId, Nanos};
 use serde::{Deserialize, Serialize};
 
+use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
 
 /// Where tracefs is when `--tracefs` does not say.
@@ -26,21 +27,38 @@ pub struct Explaining {
     steal: Vec<StealSample>,
     last_sample: Option<Instant>,
     choice: SpikeChoice,
+    ab: Option<Alternating>,
 }
 
 impl Explaining {
     /// Starts tracing the CPUs the run measures (all it may use when its
-    /// threads are not pinned), before the measurement.
-    pub fn start(tracefs: Option<&Path>, cfg: &MeasureConfig, choice: SpikeChoice) -> Result<Explaining> {
+    /// threads are not pinned), before the measurement; with `ab`, the
+    /// tracing is to alternate with plain stretches (`--explain-ab`).
+    pub fn start(
+        tracefs: Option<&Path>,
+        cfg: &MeasureConfig,
+        choice: SpikeChoice,
+        ab: Option<Option<Nanos>>,
+    ) -> Result<Explaining> {
         let mut cpus: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
         if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
             cpus = rtick::info::allowed_cpus()?;
         }
         let root = tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf);
         let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
-        let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice };
+        let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));
+        let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice, ab };
         e.sample_steal();
         Ok(e)
+    }
+
+    /// From the caller's progress callback (never a measuring thread):
+    /// samples steal time and, with `--explain-ab`, switches the tracing.
+    pub fn on_progress(&mut self) {
+        self.sample_steal();
+        if let Some(ab) = self.ab.as_mut() {
+            ab.tick(&mut self.session);
+        }
     }
 
     /// Samples the measured CPUs' steal time (from the caller's progress
@@ -65,8 +83,13 @@ impl Explaining {
         let missing: Vec<String> = self.session.missing_events().iter().map(|s| s.to_string()).collect();
         let capture = self.session.stop().context("--explain: reading the trace")?;
         let cpus: Vec<CpuTrace<'_>> = capture.per_cpu.iter().map(CpuTrace::from).collect();
-        let explained = explain_run(&cpus, rows, &report.results, &self.steal, self.choice);
-        Ok(Explanation { explained, lost: capture.lost, missing, events: cpus.iter().map(|c| c.events.len()).sum() })
+        // With the A/B only the traced stretches can be explained.
+        let ab = self.ab.as_ref();
+        let traced = |r: &TraceRow| ab.is_none_or(|ab| ab.traced(r));
+        let explained = explain_run_where(&cpus, rows, &report.results, &self.steal, self.choice, traced);
+        let ab = self.ab.map(|ab| ab.finish(rows, &report.results, self.choice));
+        let events = cpus.iter().map(|c| c.events.len()).sum();
+        Ok(Explanation { explained, lost: capture.lost, missing, events, ab })
     }
 }
 
@@ -76,6 +99,7 @@ pub struct Explanation {
     lost: LostEvents,
     missing: Vec<String>,
     events: usize,
+    ab: Option<AbReport>,
 }
 
 impl Explanation {
@@ -91,7 +115,12 @@ impl Explanation {
     /// `rtick report` prints a saved run through).
     pub fn render(&self, nsecs: bool) -> String {
         let b = Breakdown::from_explain(&self.json()).expect("measure writes every phase");
-        crate::output::explain::render(&b, nsecs, self.lost.any().then(|| format!("{:?}", self.lost)).as_deref())
+        let mut s =
+            crate::output::explain::render(&b, nsecs, self.lost.any().then(|| format!("{:?}", self.lost)).as_deref());
+        if let Some(ab) = &self.ab {
+            s.push_str(&ab.render(nsecs));
+        }
+        s
     }
 
     /// The JSON form (`explain` in the run file).
@@ -139,6 +168,7 @@ impl Explanation {
                         .collect(),
                 })
                 .collect(),
+            ab: self.ab.as_ref().map(AbReport::json),
         }
     }
 }
@@ -154,6 +184,9 @@ pub struct ExplainJson {
     pub missing_events: Vec<String>,
     /// One per mechanism and thread.
     pub results: Vec<ExplainedJson>,
+    /// With --explain-ab: the traced stretches against the plain ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbJson>,
 }
 
 /// One mechanism and thread explained.

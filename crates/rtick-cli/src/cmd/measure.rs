@@ -82,7 +82,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         .explain
         .map(|over| {
             let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
-            Explaining::start(a.tracefs.as_deref(), &cfg, choice)
+            Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
         .transpose()?;
     let (report, rows, kept, ran) = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
@@ -311,7 +311,7 @@ fn measure_restoring(
     let result = runs.run(cfg, stop, producers.as_deref_mut(), |p| {
         live.update(p);
         if let Some(e) = explaining.as_deref_mut() {
-            e.sample_steal();
+            e.on_progress();
         }
     });
     live.finish();

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod clocks;
 pub mod drift;
 pub mod explain;
+pub mod explain_ab;
 pub mod measure;
 pub mod mechanisms;
 pub mod monitor;

@@ -22,6 +22,7 @@
 //!   throttling).
 //! - *return to user*: interrupt work before the thread read its clock.
 
+pub mod ab;
 pub mod input;
 mod phases;
 mod run;
@@ -33,7 +34,7 @@ use std::collections::HashMap;
 
 pub use input::{CpuTrace, Recorded, Task};
 pub use phases::{match_all, Matched, Phases, Unmatched};
-pub use run::{explain_run, Explained, SpikeChoice};
+pub use run::{explain_run, explain_run_where, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
 
 use crate::time::{Nanos, Time};

@@ -58,39 +58,60 @@ pub fn explain_run(
     steal: &[StealSample],
     choice: SpikeChoice,
 ) -> Vec<Explained> {
-    let mut by_slot: HashMap<(Mechanism, usize), Vec<Recorded>> = HashMap::new();
+    explain_run_where(cpus, rows, results, steal, choice, |_| true)
+}
+
+/// [`explain_run`], explaining only the wake-ups `explain` keeps (those of
+/// the traced stretches of an A/B, [`super::ab`]). The others are matched
+/// all the same, unreported: they happened, and bound the search for their
+/// neighbours' events.
+pub fn explain_run_where(
+    cpus: &[CpuTrace<'_>],
+    rows: &[TraceRow],
+    results: &[ThreadResult],
+    steal: &[StealSample],
+    choice: SpikeChoice,
+    explain: impl Fn(&TraceRow) -> bool,
+) -> Vec<Explained> {
     let tid: HashMap<(Mechanism, usize), i32> = results.iter().map(|r| ((r.mechanism, r.thread), r.tid)).collect();
+    // Every wake-up of every mechanism is matched at once: a thread measures
+    // its mechanisms in turn, and its previous wake-up, whichever mechanism
+    // made it, bounds the events of the next (the first wake-up of a slice
+    // must not take the events of the other mechanism's slice before it).
+    let mut all = Vec::with_capacity(rows.len());
+    let mut by_slot: HashMap<(Mechanism, usize), Vec<usize>> = HashMap::new();
     for r in rows {
         let key = (r.mechanism, r.thread as usize);
         if let Some(&tid) = tid.get(&key) {
-            by_slot.entry(key).or_default().push(Recorded {
-                tid,
-                cycle: r.cycle,
-                planned: r.planned,
-                actual: r.actual,
-            });
+            if explain(r) {
+                by_slot.entry(key).or_default().push(all.len());
+            }
+            all.push(Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual });
         }
     }
+    let analysis = Analysis::new(cpus, &all);
     results
         .iter()
         .map(|r| {
-            let wakes = by_slot.remove(&(r.mechanism, r.thread)).unwrap_or_default();
-            explain_slot(r, &wakes, cpus, steal, choice)
+            let mine = by_slot.remove(&(r.mechanism, r.thread)).unwrap_or_default();
+            explain_slot(r, &all, &mine, &analysis, steal, choice)
         })
         .collect()
 }
 
+/// Explains the wake-ups `mine` (indices into `all`, matched by `analysis`) of one slot.
 fn explain_slot(
     r: &ThreadResult,
-    wakes: &[Recorded],
-    cpus: &[CpuTrace<'_>],
+    all: &[Recorded],
+    mine: &[usize],
+    analysis: &Analysis,
     steal: &[StealSample],
     choice: SpikeChoice,
 ) -> Explained {
     let mut out = Explained {
         mechanism: r.mechanism,
         thread: r.thread,
-        wakeups: wakes.len(),
+        wakeups: mine.len(),
         matched: 0,
         unmatched: Vec::new(),
         phases: phase_summary(&[]),
@@ -102,14 +123,13 @@ fn explain_slot(
         out.not_timer_woken = Some("it ends its waits by spinning on the clock, not woken by a timer");
         return out;
     }
-    let analysis = Analysis::new(cpus, wakes);
     let mut unmatched: HashMap<Unmatched, usize> = HashMap::new();
-    for (w, m) in wakes.iter().zip(analysis.matched()) {
-        match m {
+    for &i in mine {
+        match analysis.matched()[i] {
             Ok(m) => {
-                out.by_cycle.insert(w.cycle, m.phases(w));
+                out.by_cycle.insert(all[i].cycle, m.phases(&all[i]));
             }
-            Err(u) => *unmatched.entry(*u).or_default() += 1,
+            Err(u) => *unmatched.entry(u).or_default() += 1,
         }
     }
     // Cycles are grid indices: one wake-up each per mechanism and thread.
@@ -118,11 +138,12 @@ fn explain_slot(
     out.unmatched = unmatched.into_iter().map(|(u, n)| (u.reason(), n)).collect();
     out.unmatched.sort();
     // The worst first; then every one over the threshold.
-    let mut order: Vec<usize> = (0..wakes.len()).filter(|&i| analysis.matched()[i].is_ok()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(wakes[i].actual - wakes[i].planned));
-    let over = |i: &usize| choice.over.is_some_and(|o| wakes[*i].actual - wakes[*i].planned > o);
+    let late = |i: usize| all[i].actual - all[i].planned;
+    let mut order: Vec<usize> = mine.iter().copied().filter(|&i| analysis.matched()[i].is_ok()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(late(i)));
+    let over = |i: usize| choice.over.is_some_and(|o| late(i) > o);
     let picked: Vec<usize> =
-        order.iter().enumerate().filter(|(rank, i)| *rank < choice.top || over(i)).map(|(_, &i)| i).collect();
-    out.spikes = picked.into_iter().filter_map(|i| analysis.spike(wakes, i, steal)).collect();
+        order.iter().enumerate().filter(|&(rank, &i)| rank < choice.top || over(i)).map(|(_, &i)| i).collect();
+    out.spikes = picked.into_iter().filter_map(|i| analysis.spike(all, i, steal)).collect();
     out
 }

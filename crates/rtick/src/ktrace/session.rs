@@ -7,6 +7,10 @@
 //!  stop:  tracing_on 0, reader drains and ends, per_cpu stats, events off, rmdir
 //! ```
 //!
+//! In between, [`Session::pause`] and [`Session::resume`] switch the
+//! session's events off and on, so one run can alternate traced and plain
+//! stretches and show what tracing costs (`--explain-ab`).
+//!
 //! The instance goes away with the session: `stop`, `remove` or drop. On
 //! Ctrl-C or SIGTERM `rtick measure` does not die: its handler sets a flag,
 //! the run ends normally and the session is dropped like any other value.
@@ -124,6 +128,7 @@ pub struct Session {
     reader: Option<Reader>,
     cpus: Vec<usize>,
     missing: Vec<&'static str>,
+    paused: bool,
 }
 
 impl Session {
@@ -159,7 +164,7 @@ impl Session {
         let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
         let reader = Reader::spawn(files, setup)?;
-        let session = Session { instance, reader: Some(reader), cpus, missing };
+        let session = Session { instance, reader: Some(reader), cpus, missing, paused: false };
         session.instance.write("tracing_on", "1")?;
         Ok(session)
     }
@@ -172,6 +177,45 @@ impl Session {
     /// Events this kernel lacks, by `system:name`.
     pub fn missing_events(&self) -> &[&'static str] {
         &self.missing
+    }
+
+    /// Switches the session's events off: a plain stretch of the run, in
+    /// which the kernel's tracepoints are disabled, not only the ring buffer
+    /// (`tracing_on 0` would leave every probe running and discarding its
+    /// event: cheaper than recording, but not a run without tracing). The
+    /// kernel patches its code for that (static keys), which interrupts
+    /// every CPU: wake-ups right at a switch are not plain either. Events
+    /// already recorded stay and are read. Idempotent.
+    pub fn pause(&mut self) -> Result<()> {
+        if !self.paused {
+            self.switch_events("0")?;
+            self.paused = true;
+        }
+        Ok(())
+    }
+
+    /// Switches the events [`Session::pause`] switched off back on. Idempotent.
+    pub fn resume(&mut self) -> Result<()> {
+        if self.paused {
+            self.switch_events("1")?;
+            self.paused = false;
+        }
+        Ok(())
+    }
+
+    /// Whether the events are switched off.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Writes `value` to the `enable` file of each event the session
+    /// enabled (one by one: the instance's `events/enable` would switch on
+    /// every event the kernel has, not only the session's).
+    fn switch_events(&self, value: &str) -> Result<()> {
+        for tp in Tracepoint::ALL.iter().filter(|t| !self.missing.contains(&t.full_name())) {
+            self.instance.write(&format!("events/{}/{}/enable", tp.system(), tp.name()), value)?;
+        }
+        Ok(())
     }
 
     /// Stops recording, collects every event and removes the instance.

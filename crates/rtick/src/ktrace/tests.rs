@@ -313,3 +313,54 @@ fn two_processes_have_independent_instances() {
     assert_eq!(lost, "false");
     assert!(!theirs.exists(), "the child removed its own");
 }
+
+#[test]
+fn pause_switches_the_events_off_and_resume_on_again_leaving_the_global_trace() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let global = global_state(&root);
+    let mut session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let enables: Vec<PathBuf> = Tracepoint::ALL
+        .iter()
+        .map(|t| session.instance_dir().join(format!("events/{}/{}/enable", t.system(), t.name())))
+        .collect();
+    let enabled = |want: &str| enables.iter().all(|p| std::fs::read_to_string(p).unwrap().trim() == want);
+    let now = || crate::ClockId::Monotonic.now();
+    // 300 sleeps of 1 ms: traced for ~100 ms, paused for ~100 ms, traced again.
+    let sleeper = std::thread::spawn(move || sleep_loop(cpu, Nanos::from_ms(1), 300));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let pause_began = now();
+    session.pause().unwrap();
+    session.pause().unwrap();
+    let paused = now();
+    assert!(session.is_paused() && enabled("0"), "every event is off");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let resume_began = now();
+    session.resume().unwrap();
+    session.resume().unwrap();
+    let resumed = now();
+    assert!(!session.is_paused() && enabled("1"), "every event is on again");
+    let (tid, cycles) = sleeper.join().unwrap();
+    let capture = session.stop().unwrap();
+    assert_eq!(global_state(&root), global, "the global trace was touched");
+    assert!(!capture.lost.any(), "{:?}", capture.lost);
+    let events = &capture.cpu(cpu).unwrap().events;
+    let wakes_in = |from: Time, to: Time| {
+        events
+            .iter()
+            .filter(|e| e.ts > from && e.ts < to)
+            .filter(|e| matches!(&e.kind, EventKind::SchedWaking(w) if w.pid == tid))
+            .count()
+    };
+    let during = events.iter().filter(|e| e.ts > paused && e.ts < resume_began).count();
+    assert_eq!(during, 0, "events recorded while paused");
+    let end = cycles.last().unwrap().after;
+    let (before, after) = (wakes_in(Time(0), pause_began), wakes_in(resumed, end));
+    assert!(before >= 50 && after >= 50, "wake-ups traced before the pause: {before}, after the resume: {after}");
+    eprintln!(
+        "pause took {}, resume {}; {before} wake-ups traced before, {after} after, none in the {} between",
+        paused - pause_began,
+        resumed - resume_began,
+        resume_began - paused
+    );
+}
