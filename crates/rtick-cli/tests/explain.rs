@@ -153,6 +153,44 @@ fn no_tracefs_is_one_line_with_the_fix() {
 
 #[test]
 fn report_reads_the_explanation_back_and_draws_it() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (j, t, m) = (dir.path().join("r.json"), dir.path().join("t.csv"), dir.path().join("m.png"));
+    let cpu = cpu();
+    let o = rtick(&[
+        "measure",
+        "-m",
+        "clock_nanosleep,timerfd",
+        "--compare",
+        "-l",
+        "300",
+        "-a",
+        &cpu,
+        "-q",
+        "-N",
+        "--explain",
+        "--explain-top",
+        "3",
+        "--json",
+        path_str(&j),
+        "--trace",
+        path_str(&t),
+        "--plot",
+        path_str(&m),
+    ]);
+    ok(&o);
+    // What measure printed is what its JSON holds, and what report prints from either file.
+    let want = breakdown_check::rows_of_json(&json(&j));
+    assert_eq!(breakdown_check::phase_rows(&stdout(&o)), want, "{}", stdout(&o));
+    breakdown_check::report_prints_the_json(&j, &t);
+    // measure --plot draws the breakdown; report draws it from both files.
+    let (w, _) = breakdown_check::png_size(&std::fs::read(&m).unwrap());
+    assert_eq!(w, 1200);
+    breakdown_check::draws_whole_pictures(&[&j, &t], dir.path());
+}
+
 /// A row of a trace written with --explain: mechanism, cycle, planned,
 /// latency, and its four phases when it was matched.
 struct Phased {
@@ -234,38 +272,6 @@ fn compare_explains_each_mechanism_from_its_own_slices() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (j, t, m) = (dir.path().join("r.json"), dir.path().join("t.csv"), dir.path().join("m.png"));
-    let cpu = cpu();
-    let o = rtick(&[
-        "measure",
-        "-m",
-        "clock_nanosleep,timerfd",
-        "--compare",
-        "-l",
-        "300",
-        "-a",
-        &cpu,
-        "-q",
-        "-N",
-        "--explain",
-        "--explain-top",
-        "3",
-        "--json",
-        path_str(&j),
-        "--trace",
-        path_str(&t),
-        "--plot",
-        path_str(&m),
-    ]);
-    ok(&o);
-    // What measure printed is what its JSON holds, and what report prints from either file.
-    let want = breakdown_check::rows_of_json(&json(&j));
-    assert_eq!(breakdown_check::phase_rows(&stdout(&o)), want, "{}", stdout(&o));
-    breakdown_check::report_prints_the_json(&j, &t);
-    // measure --plot draws the breakdown; report draws it from both files.
-    let (w, _) = breakdown_check::png_size(&std::fs::read(&m).unwrap());
-    assert_eq!(w, 1200);
-    breakdown_check::draws_whole_pictures(&[&j, &t], dir.path());
     let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
     let cpu = cpu();
     // At 10 kHz the first wait of a slice often finds its deadline passed:
