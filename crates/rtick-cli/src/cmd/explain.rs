@@ -40,10 +40,7 @@ impl Explaining {
         choice: SpikeChoice,
         ab: Option<Option<Nanos>>,
     ) -> Result<Explaining> {
-        let mut cpus: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
-        if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
-            cpus = rtick::info::allowed_cpus()?;
-        }
+        let cpus = cfg.measured_cpus()?;
         let root = tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf);
         let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
         let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));

@@ -138,11 +138,7 @@ fn gate_verdict(a: &MeasureArgs, file: &RunFile) -> ExitCode {
 /// CPU for an unpinned thread), read under --sysfs-root when given.
 fn idle_states(a: &MeasureArgs, cfg: &MeasureConfig) -> Result<IdleStates> {
     let root = a.sysfs_root.as_ref().map_or_else(SysRoot::default, SysRoot::new);
-    let mut cpus: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
-    if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
-        cpus = rtick::info::allowed_cpus()?;
-    }
-    Ok(IdleStates::read(&root, &cpus)?)
+    Ok(IdleStates::read(&root, &cfg.measured_cpus()?)?)
 }
 
 /// Opens the kernel trace for --tracemark, with a warning when tracing is off.

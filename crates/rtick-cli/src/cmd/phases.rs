@@ -61,14 +61,8 @@ impl Runs {
             }
             Some(s) => parse(s)?,
         };
-        let measured = if cfg.threads.iter().any(|t| t.cpus.is_empty()) {
-            Vec::new()
-        } else {
-            let mut m: Vec<usize> = cfg.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
-            m.sort_unstable();
-            m.dedup();
-            m
-        };
+        // Empty when a thread is unpinned: the load then shares its CPUs.
+        let measured = cfg.pinned_cpus().unwrap_or_default();
         Ok(Runs {
             load,
             phases,

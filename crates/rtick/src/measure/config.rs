@@ -246,6 +246,24 @@ impl MeasureConfig {
         each.checked_mul(mechanisms).map(Nanos)
     }
 
+    /// The CPUs the threads are pinned to, sorted and without repeats;
+    /// `None` when a thread is not pinned (it may run on any allowed CPU).
+    pub fn pinned_cpus(&self) -> Option<Vec<usize>> {
+        if self.threads.iter().any(|t| t.cpus.is_empty()) {
+            return None;
+        }
+        let mut cpus: Vec<usize> = self.threads.iter().flat_map(|t| t.cpus.iter().copied()).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        Some(cpus)
+    }
+
+    /// The CPUs the run's threads may run on: the pinned ones, or every CPU
+    /// the process may use when a thread is not pinned.
+    pub fn measured_cpus(&self) -> Result<Vec<usize>> {
+        self.pinned_cpus().map_or_else(crate::info::allowed_cpus, Ok)
+    }
+
     /// The slices the run is made of.
     pub fn slices(&self) -> Vec<super::slices::Slice> {
         let rest = |m: usize| match self.rest_after_spinning {
@@ -275,6 +293,17 @@ impl MeasureConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_cpus_are_the_pinned_ones_or_all_allowed() {
+        let pinned = |cpus: Vec<usize>| ThreadSetup { cpus, ..ThreadSetup::default() };
+        let cfg = MeasureConfig { threads: vec![pinned(vec![3, 1]), pinned(vec![1])], ..MeasureConfig::default() };
+        assert_eq!(cfg.pinned_cpus(), Some(vec![1, 3]));
+        assert_eq!(cfg.measured_cpus().unwrap(), vec![1, 3]);
+        let cfg = MeasureConfig { threads: vec![pinned(vec![0]), ThreadSetup::default()], ..cfg };
+        assert_eq!(cfg.pinned_cpus(), None);
+        assert_eq!(cfg.measured_cpus().unwrap(), crate::info::allowed_cpus().unwrap());
+    }
 
     #[test]
     fn rejects_bad_values() {
