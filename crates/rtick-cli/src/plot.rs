@@ -310,7 +310,7 @@ where
 }
 
 /// Nines: −log10(1 − q): p50 → 0.30, p90 → 1, p99 → 2 … p99.999 → 5.
-fn nines(q: f64) -> f64 {
+pub(crate) fn nines(q: f64) -> f64 {
     -(1.0 - q).log10()
 }
 
@@ -333,16 +333,10 @@ where
                     .collect(),
                 _ => {
                     let p = s.result.percentiles_ns.as_ref()?;
-                    [
-                        (0.5, p.p50),
-                        (0.9, p.p90),
-                        (0.99, p.p99),
-                        (0.999, p.p99_9),
-                        (0.9999, p.p99_99),
-                        (0.99999, p.p99_999),
-                    ]
-                    .iter()
-                    .map(|(q, v)| (nines(*q), (*v as f64 / 1e3).max(floor)))
+                    rtick::stats::PERCENTILES
+                        .iter()
+                        .zip(p.values())
+                        .map(|(pct, v)| (nines(pct / 100.0), (v as f64 / 1e3).max(floor)))
                     .collect()
                 }
             };

@@ -189,12 +189,12 @@ fn compare(inputs: &[Input], nsecs: bool) -> String {
             .or(first.first())
             .map(|s| s.result.clone())
     };
+    // The percentiles shown (labels of PERCENTILE_LABELS), then the max.
+    const SHOWN: [&str; 3] = ["50", "99", "99.9"];
     let get = |r: &ResultJson, i: usize| -> Option<i64> {
-        match i {
-            0 => r.percentiles_ns.as_ref().map(|p| p.p50),
-            1 => r.percentiles_ns.as_ref().map(|p| p.p99),
-            2 => r.percentiles_ns.as_ref().map(|p| p.p99_9),
-            _ => Some(r.max_ns),
+        match SHOWN.get(i) {
+            Some(l) => r.percentiles_ns.as_ref().and_then(|p| p.at(l)),
+            None => Some(r.max_ns),
         }
     };
     let label = |r: &ResultJson, i: &Input| format!("{} T{} ({})", r.mechanism, r.thread, i.name());

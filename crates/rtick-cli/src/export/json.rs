@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use rtick::measure::{MeasureReport, ThreadResult};
-use rtick::stats::Summary;
+use rtick::stats::{Summary, PERCENTILE_LABELS};
 
 /// Current schema version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -131,6 +131,23 @@ pub struct PercentilesJson {
     pub p99_99: i64,
     #[serde(rename = "99.999")]
     pub p99_999: i64,
+}
+
+impl PercentilesJson {
+    /// The values in the order of [`PERCENTILE_LABELS`].
+    pub fn values(&self) -> [i64; 6] {
+        [self.p50, self.p90, self.p99, self.p99_9, self.p99_99, self.p99_999]
+    }
+
+    /// The value at index `i` of [`PERCENTILE_LABELS`]; `None` past the end.
+    pub fn get(&self, i: usize) -> Option<i64> {
+        self.values().get(i).copied()
+    }
+
+    /// The value at a label of [`PERCENTILE_LABELS`] ("99.9").
+    pub fn at(&self, label: &str) -> Option<i64> {
+        PERCENTILE_LABELS.iter().position(|l| *l == label).and_then(|i| self.get(i))
+    }
 }
 
 impl From<&Summary> for PercentilesJson {
@@ -363,4 +380,22 @@ pub struct PhaseRatioJson {
     #[serde(rename = "99.99")]
     pub p99_99: Option<f64>,
     pub max: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_index_and_label_follow_the_labels() {
+        let p = PercentilesJson { p50: 1, p90: 2, p99: 3, p99_9: 4, p99_99: 5, p99_999: 6 };
+        let json = serde_json::to_value(&p).unwrap();
+        for (i, (label, v)) in PERCENTILE_LABELS.into_iter().zip(p.values()).enumerate() {
+            assert_eq!(json[label], v, "{label}");
+            assert_eq!(p.get(i), Some(v));
+            assert_eq!(p.at(label), Some(v));
+        }
+        assert_eq!(p.get(PERCENTILE_LABELS.len()), None);
+        assert_eq!(p.at("95"), None);
+    }
 }

@@ -1,5 +1,6 @@
 //! What `rtick` prints on the terminal.
 
+pub mod columns;
 pub mod explain;
 pub mod header;
 pub mod phases;

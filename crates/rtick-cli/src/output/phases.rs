@@ -3,7 +3,7 @@
 //! ratios are computed here, from the rows, for the terminal, the JSON and
 //! `rtick report` alike.
 
-use super::table;
+use super::{columns, table};
 use crate::export::json::{PhaseRatioJson, ResultJson};
 
 /// The phase without load.
@@ -22,16 +22,17 @@ pub fn ratios(results: &[ResultJson]) -> Vec<PhaseRatioJson> {
                 (Some(a), Some(b)) if b != 0 => Some(a as f64 / b as f64),
                 _ => None,
             };
-            let p =
-                |r: &ResultJson, g: fn(&crate::export::json::PercentilesJson) -> i64| r.percentiles_ns.as_ref().map(g);
+            // Index into PERCENTILE_LABELS.
+            let p = |r: &ResultJson, n: usize| r.percentiles_ns.as_ref().and_then(|p| p.get(n));
+            let ratio = |n: usize| q(p(l, n), p(i, n));
             Some(PhaseRatioJson {
                 mechanism: l.mechanism.clone(),
                 thread: l.thread,
-                p50: q(p(l, |p| p.p50), p(i, |p| p.p50)),
-                p90: q(p(l, |p| p.p90), p(i, |p| p.p90)),
-                p99: q(p(l, |p| p.p99), p(i, |p| p.p99)),
-                p99_9: q(p(l, |p| p.p99_9), p(i, |p| p.p99_9)),
-                p99_99: q(p(l, |p| p.p99_99), p(i, |p| p.p99_99)),
+                p50: ratio(0),
+                p90: ratio(1),
+                p99: ratio(2),
+                p99_9: ratio(3),
+                p99_99: ratio(4),
                 max: q((l.count > 0).then_some(l.max_ns), (i.count > 0).then_some(i.max_ns)),
             })
         })
@@ -87,23 +88,7 @@ pub fn render_ratios(ratios: &[PhaseRatioJson]) -> String {
             f(r.max),
         ]);
     }
-    let widths: Vec<usize> =
-        (0..head.len()).map(|i| cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::from("loaded ÷ idle, per percentile (×; above 1: later under load)\n");
-    for (n, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect();
-        out += line.join("  ").trim_end();
-        out.push('\n');
-        if n == 0 {
-            out += &"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1));
-            out.push('\n');
-        }
-    }
-    out
+    String::from("loaded ÷ idle, per percentile (×; above 1: later under load)\n") + &columns::layout(&cells, true)
 }
 
 /// The rows of the last phase (all rows without phases): what a

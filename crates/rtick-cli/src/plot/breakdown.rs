@@ -18,7 +18,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::FAMILY;
+use super::{nines, FAMILY};
 use crate::report::breakdown::{PhaseSeries, Spike};
 use crate::report::Input;
 use rtick::Nanos;
@@ -215,11 +215,6 @@ where
         }
     }
     Ok(())
-}
-
-/// Nines: −log10(1 − q): p50 → 0.30, p90 → 1, p99 → 2.
-fn nines(q: f64) -> f64 {
-    -(1.0 - q).log10()
 }
 
 /// One curve per phase: (nines, µs) points, and where "max" stands on x.

@@ -106,7 +106,7 @@ pub fn compare(
         }
         cells.push(row);
     }
-    text += &layout(&cells);
+    text += &crate::output::columns::layout(&cells, false);
     for n in new.iter().filter(|n| !old.iter().any(|o| same(o, n))) {
         text += &format!("note: {} is only in {new_name}: nothing to compare it with\n", label(n));
     }
@@ -133,25 +133,6 @@ fn header(names: &[String]) -> Vec<String> {
         h.extend([format!("{n} old"), format!("{n} new"), "ratio".into()]);
     }
     h
-}
-
-/// Columns: the first left-aligned, the others right-aligned.
-fn layout(cells: &[Vec<String>]) -> String {
-    let cols = cells[0].len();
-    let widths: Vec<usize> = (0..cols)
-        .map(|i| cells.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in cells {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect();
-        out += line.join("  ").trim_end();
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
