@@ -4,6 +4,7 @@
 //! model (`report::breakdown`), so a saved run reads back exactly as it was
 //! shown.
 
+use rtick::explain::Phases;
 use rtick::Nanos;
 
 use super::{fmt_latency, unit};
@@ -16,9 +17,10 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         "\nwhere the latency went (kernel phases, {}): p50 / p99 / max of each phase over the wake-ups matched to their kernel events\n",
         unit(nsecs)
     );
+    let [a, b2, c, d] = Phases::DISPLAY_NAMES;
     s.push_str(&format!(
-        "{:<20} {:>2} {:>9}  {:<24} {:<24} {:<24} {:<24}\n",
-        "mechanism", "T", "matched", "IRQ delay", "wake-up path", "scheduling", "return to user"
+        "{:<20} {:>2} {:>9}  {a:<24} {b2:<24} {c:<24} {d:<24}\n",
+        "mechanism", "T", "matched"
     ));
     for e in &b.series {
         let name = &e.mechanism;
@@ -77,8 +79,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
 
 /// A spike of a trace: its phases in the words of measure's spike lines.
 fn phases_line(sp: &Spike) -> String {
-    let labels = ["IRQ late", "wake-up path", "wake→run", "return to user"];
-    let parts: Vec<String> = labels.iter().zip(sp.phases_ns).map(|(l, v)| format!("{l} {}", Nanos(v))).collect();
+    let parts: Vec<String> = Phases::DISPLAY_NAMES.iter().zip(sp.phases_ns).map(|(l, v)| format!("{l} {}", Nanos(v))).collect();
     format!("cycle {}  {} = {}", sp.cycle, Nanos(sp.latency_ns), parts.join(" | "))
 }
 
@@ -98,7 +99,7 @@ mod tests {
         assert!(out.contains("spin                  0  no phases: no wake-up was matched"), "{out}");
         assert!(
             out.contains(
-                "  cycle 7  18.0 µs = IRQ late 12.0 µs | wake-up path 1.0 µs | wake→run 3.0 µs | return to user 2.0 µs"
+                "  cycle 7  18.0 µs = IRQ delay 12.0 µs | wake-up path 1.0 µs | scheduling 3.0 µs | return to user 2.0 µs"
             ),
             "{out}"
         );

@@ -21,6 +21,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{nines, FAMILY};
 use crate::report::breakdown::{PhaseSeries, Spike};
 use crate::report::Input;
+use rtick::explain::Phases;
 use rtick::Nanos;
 
 /// Picture width; the height follows the number of spikes and mechanisms.
@@ -34,7 +35,6 @@ const SPIKE_ROW_H: u32 = 34;
 const SPIKES_EXTRA_H: u32 = 110;
 const MECH_ROW_H: u32 = 360;
 
-const NAMES: [&str; 4] = ["IRQ delay", "wake-up path", "scheduling", "return to user"];
 const HINTS: [&str; 4] = ["deadline → timer IRQ", "IRQ → wakeup", "wakeup → on CPU", "on CPU → clock read"];
 const COLORS: [RGBColor; 4] =
     [RGBColor(214, 39, 40), RGBColor(255, 158, 40), RGBColor(31, 119, 180), RGBColor(44, 160, 44)];
@@ -141,7 +141,7 @@ where
     let title = "Where the latency went: the kernel phases of each wake-up";
     try_plot!(area.draw(&Text::new(title, (20, 8), (FAMILY, 26).into_font())));
     let w = (WIDTH as i32 - 40) / 4;
-    for (k, name) in NAMES.iter().enumerate() {
+    for (k, name) in Phases::DISPLAY_NAMES.iter().enumerate() {
         let x = 20 + k as i32 * w;
         try_plot!(area.draw(&Rectangle::new([(x, 44), (x + 18, 62)], COLORS[k].filled())));
         let text = format!("{name} ({})", HINTS[k]);

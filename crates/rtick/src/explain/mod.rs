@@ -115,9 +115,9 @@ pub struct Spike {
 }
 
 impl Spike {
-    /// One line: `cycle 18  817 µs = IRQ 800 µs late, CPU idle … | wake→run 12 µs: ksoftirqd/1 10 µs`.
+    /// One line: `cycle 18  817 µs = IRQ delay 800 µs: CPU idle … | scheduling 12 µs: ksoftirqd/1 10 µs`.
     pub fn line(&self) -> String {
-        let labels = ["IRQ late", "wake-up path", "wake→run", "return to user"];
+        let labels = Phases::DISPLAY_NAMES;
         let (big, _) = self.largest();
         let mut s = format!(
             "cycle {}  {} = {} {}: {}",

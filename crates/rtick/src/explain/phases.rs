@@ -43,6 +43,10 @@ impl Phases {
     /// The phases' names, in order.
     pub const NAMES: [&'static str; 4] = ["irq_delay", "wakeup_path", "scheduling", "return_to_user"];
 
+    /// The same phases for people (tables, plots, spike lines), in order:
+    /// every display uses these words, so one phase reads the same everywhere.
+    pub const DISPLAY_NAMES: [&'static str; 4] = ["IRQ delay", "wake-up path", "scheduling", "return to user"];
+
     /// The phases as (name, value), in order.
     pub fn named(&self) -> [(&'static str, Nanos); 4] {
         let v = [self.irq_delay, self.wakeup_path, self.scheduling, self.return_to_user];

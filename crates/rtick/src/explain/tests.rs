@@ -55,7 +55,7 @@ fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
     assert_eq!(s.cause, Cause::IdleExit { steal: Some(Nanos::from_us(790)) });
     assert_eq!(
         s.line(),
-        "cycle 18  815.0 µs = IRQ late 800.0 µs: CPU idle, steal +790.0 µs around it → the host held the vCPU | wake→run 12.0 µs"
+        "cycle 18  815.0 µs = IRQ delay 800.0 µs: CPU idle, steal +790.0 µs around it → the host held the vCPU | scheduling 12.0 µs"
     );
     // No steal sampled: it cannot tell the host from the idle state.
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
@@ -92,7 +92,7 @@ fn a_higher_priority_thread_is_named_as_the_preemptor() {
     assert_eq!(s.phases.scheduling, Nanos(501_000));
     assert_eq!(s.cause, Cause::PreemptedBy(task("hog", 4242, 4)));
     assert_eq!(s.culprits[2][0], (Culprit::Task(task("hog", 4242, 4)), Nanos(500_000)));
-    assert!(s.line().contains("wake→run 501.0 µs: preempted by hog:4242 (prio 4)"), "{}", s.line());
+    assert!(s.line().contains("scheduling 501.0 µs: preempted by hog:4242 (prio 4)"), "{}", s.line());
 }
 
 #[test]
