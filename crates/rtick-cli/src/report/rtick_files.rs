@@ -100,7 +100,7 @@ pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String
         }
         let num = |s: &str| s.parse::<i64>().map_err(|_| bad(&format!("'{s}' is not a whole number")));
         let (thread, cycle, planned, actual, latency) = (num(f[0])?, num(f[2])?, num(f[3])?, num(f[4])?, num(f[5])?);
-        if latency != actual - planned || thread < 0 || cycle < 0 {
+        if actual.checked_sub(planned) != Some(latency) || thread < 0 || cycle < 0 {
             return Err(bad("latency_ns is not actual_ns − planned_ns"));
         }
         let key = (f[1].to_string(), thread as usize);
@@ -136,8 +136,11 @@ fn phases_of_row(f: &[&str], latency: i64) -> Result<Option<[i64; 4]>, String> {
     for (v, s) in p.iter_mut().zip(f) {
         *v = s.parse().map_err(|_| format!("phase '{s}' is not a whole number (or all four empty)"))?;
     }
-    if p.iter().sum::<i64>() != latency {
-        return Err(format!("the phases add up to {} ns, not to latency_ns {latency}", p.iter().sum::<i64>()));
+    // Checked: a crafted row must be an error, not an overflow.
+    let sum = p.iter().try_fold(0i64, |a, &v| a.checked_add(v));
+    if sum != Some(latency) {
+        let sum = sum.map_or("more than an i64 holds".into(), |s| format!("{s} ns"));
+        return Err(format!("the phases add up to {sum}, not to latency_ns {latency}"));
     }
     Ok(Some(p))
 }
@@ -197,5 +200,17 @@ mod tests {
         let s = from_trace(&text).unwrap().0;
         let keys: Vec<(&str, usize)> = s.iter().map(|x| (x.result.mechanism.as_str(), x.result.thread)).collect();
         assert_eq!(keys, [("timerfd", 0), ("timerfd", 1), ("spin", 0), ("spin", 1)]);
+    }
+
+    #[test]
+    fn huge_phases_are_an_error_naming_the_row_not_an_overflow() {
+        let header = format!("{TRACE_HEADER},{}", PHASE_HEADER.join(","));
+        let max = i64::MAX;
+        let text = format!("{header}\n0,timerfd,0,1000,1100,100,1,2,3,94\n0,timerfd,1,2000,2100,100,{max},{max},1,1\n");
+        let err = from_trace(&text).err().expect("the phases overflow");
+        assert!(err.starts_with("3: the phases add up to more than an i64 holds, not to latency_ns 100"), "{err}");
+        let text = format!("{TRACE_HEADER}\n0,timerfd,0,{},{max},-1\n", -2);
+        let err = from_trace(&text).err().expect("actual − planned overflows");
+        assert!(err.starts_with("2: latency_ns is not actual_ns − planned_ns"), "{err}");
     }
 }
