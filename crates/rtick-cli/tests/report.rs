@@ -151,8 +151,15 @@ fn bad_input_exits_1_naming_file_and_line() {
     let (mj, mt) = measure_mock(dir2.path());
     let trace = std::fs::read_to_string(&mt).unwrap();
     let mjson = std::fs::read_to_string(&mj).unwrap();
+    // A malformed load is an error like a malformed explain, with its line.
+    let mut v: serde_json::Value = serde_json::from_str(&mjson).unwrap();
+    v["load"] = serde_json::json!({ "cpus": "all" });
+    let bad_load = serde_json::to_string_pretty(&v).unwrap();
+    let load_line = bad_load[..bad_load.find("\"cpus\": \"all\"").unwrap()].lines().count();
+    let load_want = format!(":{load_line}: the \"load\" object does not match");
     let cases: Vec<(PathBuf, &str)> = vec![
         (w("trunc.json", &mjson.as_bytes()[..mjson.len() / 2]), "invalid or truncated JSON"),
+        (w("bad-load.json", bad_load.as_bytes()), &load_want),
         (w("ctrunc.json", &cjson.as_bytes()[..cjson.len() / 3]), "invalid or truncated JSON"),
         (w("chist-tail.txt", classic.lines().take(150).collect::<Vec<_>>().join("\n").as_bytes()), "truncated"),
         (

@@ -97,15 +97,16 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         .map_err(|_| format!("{}: not a text file (expected JSON, CSV or a cyclictest histogram)", path.display()))?;
     let at = |msg: String| format!("{}:{msg}", path.display());
     let trimmed = text.trim_start();
-    let mut breakdown = None;
+    let (mut breakdown, mut load) = (None, None);
     let (kind, series) = if trimmed.starts_with('{') {
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
         if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
             (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if v.get("rtick_version").is_some() {
-            let (series, b) = rtick_files::from_json(&v, &text).map_err(at)?;
+            let (series, b, l) = rtick_files::from_json(&v, &text).map_err(at)?;
             breakdown = b;
+            load = l;
             (Kind::RtickJson, series)
         } else {
             return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
@@ -125,7 +126,6 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
     if series.is_empty() {
         return Err(format!("{}: holds no measurement", path.display()));
     }
-    let load = if kind == Kind::RtickJson { rtick_files::load_of(&text) } else { None };
     Ok(Input { path: path.to_path_buf(), kind, series, breakdown, load })
 }
 

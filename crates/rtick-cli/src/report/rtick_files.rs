@@ -3,55 +3,75 @@
 use std::collections::BTreeMap;
 
 use rtick::stats::LatencyStats;
+use serde::de::Error as _;
+use serde::Deserializer;
 
 use super::breakdown::{Breakdown, Wakeup};
 use super::{row, Dist, Series, Timeline};
 use crate::cmd::explain::ExplainJson;
-use crate::export::json::{PercentilesJson, ResultJson};
+use crate::export::json::{LoadJson, PercentilesJson, ResultJson};
 use crate::export::trace::{HEADER, PHASE_HEADER};
 
 pub const TRACE_HEADER: &str = "thread,mechanism,cycle,planned_ns,actual_ns,latency_ns";
 
-/// Reads a run file: its results and, from `--explain`, its phases. An
-/// error starts with its line when it has one (`12: …`), else a space.
-pub fn from_json(v: &serde_json::Value, text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String> {
+/// What a run file holds for `report`: its results and, from `--explain`,
+/// its phases; from `--load`, the load.
+pub type RunParts = (Vec<Series>, Option<Breakdown>, Option<LoadJson>);
+
+/// Reads a run file (`v`: its text parsed, to tell what it is). The members
+/// are read from the text, once, so an error has its line: it starts with
+/// it (`12: …`), else a space.
+pub fn from_json(v: &serde_json::Value, text: &str) -> Result<RunParts, String> {
     if v.get("findings").is_some() {
         return Err(" an rtick audit file; expected rtick measure results".into());
     }
     if v.get("clocks").is_some() || v.get("hz").is_some() {
         return Err(" an rtick clocks or drift file; expected rtick measure results".into());
     }
-    let results = v.get("results").ok_or(" no \"results\" array; expected rtick measure --json output")?;
-    let results: Vec<ResultJson> = serde_json::from_value(results.clone())
-        .map_err(|e| format!(" \"results\" does not match the measure schema: {e}"))?;
-    Ok((series_of_results(results), explain_of(v, text)?))
+    if v.get("results").is_none() {
+        return Err(" no \"results\" array; expected rtick measure --json output".into());
+    }
+    let run: RunIn = serde_json::from_str(text).map_err(|e| {
+        // A member's error carries where it was found (see `member`); the
+        // outer position is where the parser stopped, further on.
+        let msg = e.to_string();
+        let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |m| m.0);
+        match msg.rsplit_once(" at line ").and_then(|(m, at)| Some((m, at.split(' ').next()?.parse::<usize>().ok()?))) {
+            Some((m, line)) => format!("{line}: {m}"),
+            None => format!("{}: {msg}", e.line()),
+        }
+    })?;
+    let breakdown = run.explain.as_ref().map(Breakdown::from_explain).transpose().map_err(|e| format!(" {e}"))?;
+    Ok((series_of_results(run.results), breakdown, run.load))
 }
 
-/// The `explain` object, read from the text (not the parsed value) so that
-/// a field that is missing or of the wrong type is reported with its line.
-fn explain_of(v: &serde_json::Value, text: &str) -> Result<Option<Breakdown>, String> {
-    #[derive(serde::Deserialize)]
-    struct WithExplain {
-        explain: Option<ExplainJson>,
-    }
-    if v.get("explain").is_none_or(|e| e.is_null()) {
-        return Ok(None);
-    }
-    let e = serde_json::from_str::<WithExplain>(text)
-        .map_err(|e| {
-            let msg = e.to_string();
-            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |m| m.0).to_string();
-            format!("{}: the \"explain\" object does not match measure --explain's schema: {msg}", e.line())
-        })?
-        .explain
-        .expect("checked above");
-    Breakdown::from_explain(&e).map(Some).map_err(|e| format!(" {e}"))
+/// The members of a measure file `report` reads; each names itself in an error.
+#[derive(serde::Deserialize)]
+struct RunIn {
+    #[serde(deserialize_with = "results")]
+    results: Vec<ResultJson>,
+    #[serde(default, deserialize_with = "explain")]
+    explain: Option<ExplainJson>,
+    #[serde(default, deserialize_with = "load")]
+    load: Option<LoadJson>,
 }
 
-/// The `load` object of a measure JSON (`None`: no load, or a file from before loads).
-pub fn load_of(text: &str) -> Option<crate::export::json::LoadJson> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    serde_json::from_value(v.get("load")?.clone()).ok()
+fn results<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ResultJson>, D::Error> {
+    member(d, "the \"results\" array does not match the measure schema")
+}
+
+fn explain<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExplainJson>, D::Error> {
+    member(d, "the \"explain\" object does not match measure --explain's schema")
+}
+
+fn load<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LoadJson>, D::Error> {
+    member(d, "the \"load\" object does not match measure --load's schema")
+}
+
+/// A member, its error prefixed with `what`; the error keeps the text of
+/// the inner one, its position (`at line N column M`) included.
+fn member<'de, D: Deserializer<'de>, T: serde::Deserialize<'de>>(d: D, what: &str) -> Result<T, D::Error> {
+    T::deserialize(d).map_err(|e| D::Error::custom(format!("{what}: {e}")))
 }
 
 /// Measure results as series, each with the distribution its histogram gives.
