@@ -337,7 +337,7 @@ where
                         .iter()
                         .zip(p.values())
                         .map(|(pct, v)| (nines(pct / 100.0), (v as f64 / 1e3).max(floor)))
-                    .collect()
+                        .collect()
                 }
             };
             Some((name.clone(), pts))

@@ -18,10 +18,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         unit(nsecs)
     );
     let [a, b2, c, d] = Phases::DISPLAY_NAMES;
-    s.push_str(&format!(
-        "{:<20} {:>2} {:>9}  {a:<24} {b2:<24} {c:<24} {d:<24}\n",
-        "mechanism", "T", "matched"
-    ));
+    s.push_str(&format!("{:<20} {:>2} {:>9}  {a:<24} {b2:<24} {c:<24} {d:<24}\n", "mechanism", "T", "matched"));
     for e in &b.series {
         let name = &e.mechanism;
         let Some(summary) = e.summary.filter(|_| e.not_timer_woken.is_none()) else {
@@ -79,7 +76,8 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
 
 /// A spike of a trace: its phases in the words of measure's spike lines.
 fn phases_line(sp: &Spike) -> String {
-    let parts: Vec<String> = Phases::DISPLAY_NAMES.iter().zip(sp.phases_ns).map(|(l, v)| format!("{l} {}", Nanos(v))).collect();
+    let parts: Vec<String> =
+        Phases::DISPLAY_NAMES.iter().zip(sp.phases_ns).map(|(l, v)| format!("{l} {}", Nanos(v))).collect();
     format!("cycle {}  {} = {}", sp.cycle, Nanos(sp.latency_ns), parts.join(" | "))
 }
 

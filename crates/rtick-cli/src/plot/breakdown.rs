@@ -43,8 +43,8 @@ const COLORS: [RGBColor; 4] =
 struct Drawn<'a> {
     label: String,
     phases: &'a PhaseSeries,
-    /// Every wake-up's phases, when a trace had them.
-    samples: &'a [[i64; 4]],
+    /// Each phase's (ns, count) over the wake-ups, when a trace had them.
+    dists: &'a [Vec<(i64, u64)>; 4],
     spikes: &'a [Spike],
 }
 
@@ -63,8 +63,8 @@ fn collect(inputs: &[Input]) -> Vec<Drawn<'_>> {
         match twin {
             // The trace's half of a pair: drawn with its JSON.
             Some(_) if !from_json => continue,
-            Some(t) => out.push((i, Drawn { label: String::new(), phases: s, samples: &t.samples, spikes: &s.spikes })),
-            None => out.push((i, Drawn { label: String::new(), phases: s, samples: &s.samples, spikes: &s.spikes })),
+            Some(t) => out.push((i, Drawn { label: String::new(), phases: s, dists: &t.dists, spikes: &s.spikes })),
+            None => out.push((i, Drawn { label: String::new(), phases: s, dists: &s.dists, spikes: &s.spikes })),
         }
     }
     let files = out.iter().map(|(i, _)| &i.path).collect::<std::collections::BTreeSet<_>>().len();
@@ -222,20 +222,23 @@ fn curves(d: &Drawn<'_>) -> ([Vec<(f64, f64)>; 4], f64) {
     let floor = 0.01; // µs: the log axis starts at 10 ns
     let us = |ns: i64| (ns as f64 / 1e3).max(floor);
     let Some(summary) = d.phases.summary else { return (Default::default(), 1.0) };
-    if d.samples.is_empty() {
+    if d.dists[0].is_empty() {
         // p50, p99 and max only (a JSON file).
         let max_x = 2.6;
         let pts =
             |k: usize| vec![(nines(0.5), us(summary[k][0])), (2.0, us(summary[k][1])), (max_x, us(summary[k][2]))];
         return (std::array::from_fn(pts), max_x);
     }
-    let n = d.samples.len();
+    let n = d.dists[0].iter().map(|c| c.1).sum::<u64>();
     let end = (n as f64).log10().max(nines(0.5));
     let max_x = end + 0.4;
     let curve = |k: usize| {
-        let mut v: Vec<i64> = d.samples.iter().map(|p| p[k]).collect();
-        v.sort_unstable();
-        let at = |q: f64| rtick::stats::percentile::of_sorted(&v, q).unwrap_or(0);
+        // Cumulative counts, searched: 200 points over millions of distinct values.
+        let cum: Vec<u64> = d.dists[k].iter().scan(0, |t, c| Some(*t + c.1).inspect(|v| *t = *v)).collect();
+        let at = |q: f64| {
+            let r = rtick::stats::percentile::rank(q, n).unwrap_or(1);
+            d.dists[k].get(cum.partition_point(|&c| c < r)).map_or(0, |c| c.0)
+        };
         let steps = 200;
         let mut pts: Vec<(f64, f64)> = (0..=steps)
             .map(|i| nines(0.5) + (end - nines(0.5)) * i as f64 / steps as f64)
@@ -278,7 +281,8 @@ where
     let ys = pts.iter().flatten().map(|p| p.1);
     let (lo, hi) = ys.fold((f64::MAX, 0.01f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
     let (lo, hi) = (lo / 2.0, hi * 2.5);
-    let x_desc = if d.samples.is_empty() { "percentile (p50, p99 and max kept)" } else { "percentile of the wake-ups" };
+    let x_desc =
+        if d.dists[0].is_empty() { "percentile (p50, p99 and max kept)" } else { "percentile of the wake-ups" };
     let mut chart = try_plot!(ChartBuilder::on(area)
         .caption(format!("{} ({} wake-ups)", d.label, d.phases.matched), (FAMILY, 18))
         .margin(12)
@@ -289,7 +293,7 @@ where
     // A JSON file has p50, p99 and max only: no tick says there is more.
     let ticks: Vec<(f64, String)> = [(nines(0.5), "p50"), (1.0, "p90"), (2.0, "p99"), (3.0, "p99.9"), (4.0, "p99.99")]
         .iter()
-        .filter(|(x, _)| *x < max_x - 0.3 && (!d.samples.is_empty() || *x != 1.0))
+        .filter(|(x, _)| *x < max_x - 0.3 && (!d.dists[0].is_empty() || *x != 1.0))
         .map(|(x, l)| (*x, l.to_string()))
         .chain(std::iter::once((max_x, "max".to_string())))
         .collect();
@@ -317,7 +321,7 @@ where
     for (k, p) in pts.iter().enumerate() {
         let c = COLORS[k];
         try_plot!(chart.draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2))));
-        let marks = if d.samples.is_empty() { p.clone() } else { p.last().into_iter().copied().collect() };
+        let marks = if d.dists[0].is_empty() { p.clone() } else { p.last().into_iter().copied().collect() };
         try_plot!(chart.draw_series(marks.into_iter().map(|q| Circle::new(q, 4, c.filled()))));
     }
     Ok(())

@@ -6,8 +6,10 @@
 //! `breakdown` plot read only this model, so `measure --explain` and
 //! `rtick report` print the same thing whichever file the phases came from.
 
-use rtick::explain::{phase_summary, Phases};
-use rtick::Nanos;
+use std::collections::BTreeMap;
+
+use rtick::explain::Phases;
+use rtick::stats::percentile;
 
 use crate::cmd::explain::{ExplainJson, ExplainedJson, SpikeJson};
 
@@ -44,8 +46,10 @@ pub struct PhaseSeries {
     /// p50, p99 and max (ns) of each phase, in [`Phases::NAMES`]' order;
     /// `None` when no wake-up was matched.
     pub summary: Option<[[i64; 3]; 4]>,
-    /// Every matched wake-up's phases, in trace order (a trace); empty from JSON.
-    pub samples: Vec<[i64; 4]>,
+    /// Each phase's values over the matched wake-ups, as (ns, count) in
+    /// ascending order (a trace; empty from JSON): exact, and as large as
+    /// the distinct values, not the wake-ups.
+    pub dists: [Vec<(i64, u64)>; 4],
     /// Worst first.
     pub spikes: Vec<Spike>,
 }
@@ -70,42 +74,53 @@ impl Breakdown {
         Ok(Breakdown { series, explain: Some(e.clone()) })
     }
 
-    /// From a trace's wake-ups, in trace order.
+    /// From a trace's wake-ups, in trace order. Keeps per series each
+    /// phase's counted values and the worst wake-ups, not every wake-up.
     pub fn from_wakeups<'a>(rows: impl IntoIterator<Item = Wakeup<'a>>) -> Breakdown {
-        let mut series: Vec<(PhaseSeries, Vec<(u64, i64)>)> = Vec::new();
+        let mut series: Vec<(PhaseSeries, [BTreeMap<i64, u64>; 4])> = Vec::new();
         for (mechanism, thread, cycle, latency, phases) in rows {
             let at = match series.iter().position(|s| s.0.mechanism == mechanism && s.0.thread == thread) {
                 Some(i) => i,
                 None => {
-                    series.push((empty(mechanism, thread), Vec::new()));
+                    series.push((empty(mechanism, thread), Default::default()));
                     series.len() - 1
                 }
             };
-            let (s, cycles) = &mut series[at];
+            let (s, counts) = &mut series[at];
             s.wakeups += 1;
             if let Some(p) = phases {
                 s.matched += 1;
-                s.samples.push(p);
-                cycles.push((cycle, latency));
+                for (c, v) in counts.iter_mut().zip(p) {
+                    *c.entry(v).or_insert(0) += 1;
+                }
+                keep_worst(&mut s.spikes, Spike { cycle, latency_ns: latency, phases_ns: p, line: None });
             }
         }
         let series = series
             .into_iter()
-            .map(|(mut s, cycles)| {
-                let phases: Vec<Phases> = s.samples.iter().map(|p| phases_of(*p)).collect();
-                s.summary = (!phases.is_empty()).then(|| phase_summary(&phases).map(|(_, v)| v.map(Nanos::as_ns)));
-                let mut worst: Vec<usize> = (0..cycles.len()).collect();
-                // Worst first; the earlier cycle first among equals, as a stable order.
-                worst.sort_by_key(|&i| (std::cmp::Reverse(cycles[i].1), cycles[i].0));
-                s.spikes = worst
-                    .into_iter()
-                    .take(TRACE_SPIKES)
-                    .map(|i| Spike { cycle: cycles[i].0, latency_ns: cycles[i].1, phases_ns: s.samples[i], line: None })
-                    .collect();
+            .map(|(mut s, counts)| {
+                s.dists = counts.map(|c| c.into_iter().collect());
+                s.summary = (s.matched > 0).then(|| {
+                    // Nearest rank, as measure's `phase_summary` over the same wake-ups.
+                    s.dists
+                        .each_ref()
+                        .map(|d| [0.5, 0.99, 1.0].map(|q| percentile::of_counts(d.iter().copied(), q).unwrap_or(0)))
+                });
                 s
             })
             .collect();
         Breakdown { series, explain: None }
+    }
+}
+
+/// Adds `sp` to `worst` (worst first; the earlier cycle first among equals)
+/// when it is among the [`TRACE_SPIKES`] worst.
+fn keep_worst(worst: &mut Vec<Spike>, sp: Spike) {
+    let key = |s: &Spike| (std::cmp::Reverse(s.latency_ns), s.cycle);
+    let at = worst.partition_point(|w| key(w) <= key(&sp));
+    if at < TRACE_SPIKES {
+        worst.insert(at, sp);
+        worst.truncate(TRACE_SPIKES);
     }
 }
 
@@ -127,13 +142,9 @@ fn empty(mechanism: &str, thread: usize) -> PhaseSeries {
         not_timer_woken: None,
         unmatched: Vec::new(),
         summary: None,
-        samples: Vec::new(),
+        dists: Default::default(),
         spikes: Vec::new(),
     }
-}
-
-fn phases_of(p: [i64; 4]) -> Phases {
-    Phases { irq_delay: Nanos(p[0]), wakeup_path: Nanos(p[1]), scheduling: Nanos(p[2]), return_to_user: Nanos(p[3]) }
 }
 
 /// The four values of `named` in [`Phases::NAMES`]' order, by name.
@@ -196,5 +207,29 @@ mod tests {
         assert_eq!(cycles, [1, 3, 0], "worst first, the earlier of equals first");
         assert_eq!(t.spikes[1].phases_ns, [10, 10, 70, 10]);
         assert_eq!((b.series[1].wakeups, b.series[1].matched, b.series[1].summary), (1, 0, None));
+    }
+
+    #[test]
+    fn a_long_trace_keeps_counts_and_the_worst_not_every_wake_up() {
+        let phases = |i: u64| [(i % 3) as i64 * 100, 5, 7, i as i64 % 2];
+        let rows = (0..10_000u64).map(|i| ("timerfd", 0, i, phases(i).iter().sum::<i64>(), Some(phases(i))));
+        let b = Breakdown::from_wakeups(rows);
+        let t = &b.series[0];
+        assert_eq!(t.dists.each_ref().map(Vec::len), [3, 1, 1, 2], "one entry per distinct value");
+        assert_eq!(t.dists[0], [(0, 3334), (100, 3333), (200, 3333)]);
+        let cycles: Vec<u64> = t.spikes.iter().map(|s| s.cycle).collect();
+        assert_eq!(cycles, [5, 11, 17, 23, 29], "the five worst (213 ns), earliest first");
+        // The same numbers measure's summary gives over every wake-up.
+        let all: Vec<Phases> = (0..10_000)
+            .map(phases)
+            .map(|p| Phases {
+                irq_delay: rtick::Nanos(p[0]),
+                wakeup_path: rtick::Nanos(p[1]),
+                scheduling: rtick::Nanos(p[2]),
+                return_to_user: rtick::Nanos(p[3]),
+            })
+            .collect();
+        let want = rtick::explain::phase_summary(&all).map(|(_, v)| v.map(rtick::Nanos::as_ns));
+        assert_eq!(t.summary, Some(want));
     }
 }
