@@ -227,10 +227,10 @@ mod tests {
         let header = format!("{TRACE_HEADER},{}", PHASE_HEADER.join(","));
         let max = i64::MAX;
         let text = format!("{header}\n0,timerfd,0,1000,1100,100,1,2,3,94\n0,timerfd,1,2000,2100,100,{max},{max},1,1\n");
-        let err = from_trace(&text).err().expect("the phases overflow");
+        let err = from_trace(&text).map(|_| ()).expect_err("the phases overflow");
         assert!(err.starts_with("3: the phases add up to more than an i64 holds, not to latency_ns 100"), "{err}");
         let text = format!("{TRACE_HEADER}\n0,timerfd,0,{},{max},-1\n", -2);
-        let err = from_trace(&text).err().expect("actual − planned overflows");
+        let err = from_trace(&text).map(|_| ()).expect_err("actual − planned overflows");
         assert!(err.starts_with("2: latency_ns is not actual_ns − planned_ns"), "{err}");
     }
 }
