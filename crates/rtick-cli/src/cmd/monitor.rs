@@ -77,6 +77,12 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             collector.collect(p);
             stop_at(&stop, until);
         })?;
+        collector.finish(
+            report
+                .results
+                .iter()
+                .map(|r| (r.thread, r.mechanism, [r.latency.count(), r.overruns, r.missed, r.trace_dropped])),
+        );
         if first {
             for u in &report.unavailable {
                 eprintln!("warning: {} is unavailable: {}", u.mechanism, u.reason);

@@ -211,7 +211,11 @@ mod tests {
             while !done.load(Relaxed) {
                 let s = p.snapshot();
                 assert_eq!(s.count / 1_000_000, s.mechanism as u64, "index and count of different stores: {s:?}");
-                assert_eq!((s.overruns, s.min, s.max), (s.count, Nanos(s.count as i64), Nanos(s.count as i64)), "{s:?}");
+                assert_eq!(
+                    (s.overruns, s.min, s.max),
+                    (s.count, Nanos(s.count as i64), Nanos(s.count as i64)),
+                    "{s:?}"
+                );
                 seen += 1;
             }
             assert!(seen > 0);
