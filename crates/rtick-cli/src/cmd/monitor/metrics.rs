@@ -251,7 +251,7 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<(&'static str, St
         ("clocksource", sys.clocksource.clone().unwrap_or_else(|| "unknown".into())),
         ("policy", t0.policy.kernel_name().to_string()),
         ("priority", t0.priority.to_string()),
-        ("virtualization", sys.hypervisor().map_or("none".to_string(), |h| h.to_string())),
+        ("virtualization", sys.virtualization.token()),
     ]
 }
 
