@@ -16,7 +16,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,10 +34,11 @@ const MAX_HEAD: usize = 8 << 10;
 const HEAD_DEADLINE: Duration = Duration::from_secs(2);
 /// How long a client may take to read the whole answer.
 const WRITE_DEADLINE: Duration = Duration::from_secs(5);
-/// Connections whose heads are being read at once; a new one beyond this
-/// closes the oldest.
+/// Connections whose heads are being read at once; more wait in the listen
+/// backlog until one is answered or reaches its deadline.
 const MAX_PENDING: usize = 64;
-/// Requests waiting for a worker; one beyond this is answered 503.
+/// Complete requests waiting for a worker; beyond this the reading thread
+/// waits for one (a burst of scrapes queues, as in the listen backlog).
 const QUEUE: usize = 4 * WORKERS;
 /// Stack of a worker: the encoding is on the heap.
 const WORKER_STACK: usize = 256 << 10;
@@ -111,14 +112,15 @@ fn read_heads(listener: &TcpListener, jobs: &SyncSender<Job>) {
     let mut pending: Vec<Pending> = Vec::new();
     loop {
         let now = Instant::now();
-        pending.retain(|p| p.deadline > now);
-        let wait = pending.iter().map(|p| p.deadline - now).min().unwrap_or(Duration::from_secs(60));
+        let wait = pending.iter().map(|p| p.deadline.saturating_duration_since(now)).min();
+        let wait = wait.unwrap_or(Duration::from_secs(60));
         let ready: Vec<bool> = {
-            let mut fds = vec![PollFd::new(listener, PollFlags::IN)];
+            let room = if pending.len() < MAX_PENDING { PollFlags::IN } else { PollFlags::empty() };
+            let mut fds = vec![PollFd::new(listener, room)];
             fds.extend(pending.iter().map(|p| PollFd::new(&p.stream, PollFlags::IN)));
             let timeout = Timespec::try_from(wait).unwrap_or(Timespec { tv_sec: 1, tv_nsec: 0 });
             if poll(&mut fds, Some(&timeout)).is_err() {
-                continue; // EINTR; the deadlines are checked again.
+                continue; // EINTR: poll again.
             }
             fds.iter().map(|f| !f.revents().is_empty()).collect()
         };
@@ -126,12 +128,17 @@ fn read_heads(listener: &TcpListener, jobs: &SyncSender<Job>) {
         for i in (0..pending.len()).rev().filter(|&i| ready[i + 1]) {
             if let Some(request) = read_some(&mut pending[i]) {
                 let stream = pending.swap_remove(i).stream;
-                hand_over(jobs, Job { stream, request });
+                // Err: the workers are gone, and so is the process.
+                let _ = jobs.send(Job { stream, request });
             }
         }
-        if ready[0] {
+        if ready[0] && pending.len() < MAX_PENDING {
             accept_all(listener, &mut pending);
         }
+        // After the reads: a head that came in time is answered even when
+        // this thread waited for a worker meanwhile.
+        let now = Instant::now();
+        pending.retain(|p| p.deadline > now);
     }
 }
 
@@ -139,12 +146,9 @@ fn read_heads(listener: &TcpListener, jobs: &SyncSender<Job>) {
 /// want of one (EMFILE: too many open files), waits a little: the listener
 /// stays readable, and retrying at once would spin.
 fn accept_all(listener: &TcpListener, pending: &mut Vec<Pending>) {
-    loop {
+    while pending.len() < MAX_PENDING {
         match listener.accept() {
             Ok((stream, _)) if stream.set_nonblocking(true).is_ok() => {
-                if pending.len() >= MAX_PENDING {
-                    pending.remove(0);
-                }
                 pending.push(Pending { stream, buf: Vec::new(), deadline: Instant::now() + HEAD_DEADLINE });
             }
             Ok(_) => {}
@@ -159,15 +163,19 @@ fn accept_all(listener: &TcpListener, pending: &mut Vec<Pending>) {
 }
 
 /// Reads what the connection has sent; `Some` once its head is complete
-/// (or bad). A connection closed or failed gets no answer: its deadline is
-/// set to now, so the next turn drops it.
+/// (or bad). A connection closed before its head was complete, or failed,
+/// gets no answer: its deadline is set to now, so it is dropped.
 fn read_some(p: &mut Pending) -> Option<std::result::Result<Request, Reply>> {
     let mut chunk = [0u8; 2048];
     loop {
         match p.stream.read(&mut chunk) {
             Ok(0) => {
-                p.deadline = Instant::now(); // closed: dropped at the next turn
-                return None;
+                // Closed for writing: the head may be complete (a half-close).
+                let request = parse_head(&p.buf);
+                if request.is_none() {
+                    p.deadline = Instant::now();
+                }
+                return request;
             }
             Ok(n) => p.buf.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -200,14 +208,6 @@ fn parse_head(buf: &[u8]) -> Option<std::result::Result<Request, Reply>> {
         Ok(httparse::Status::Partial) => None,
         Err(httparse::Error::TooManyHeaders) => Some(Err(Reply::text(431, "too many headers\n"))),
         Err(_) => Some(Err(Reply::text(400, "not an HTTP/1 request\n"))),
-    }
-}
-
-/// Queues a request for the workers; when they are that far behind, it is
-/// answered 503 at once (best effort: the socket is non-blocking).
-fn hand_over(jobs: &SyncSender<Job>, job: Job) {
-    if let Err(TrySendError::Full(mut job)) = jobs.try_send(job) {
-        let _ = job.stream.write_all(&Reply::text(503, "busy: try again\n").bytes(false));
     }
 }
 
@@ -287,7 +287,6 @@ impl Reply {
             404 => "Not Found",
             405 => "Method Not Allowed",
             431 => "Request Header Fields Too Large",
-            503 => "Service Unavailable",
             _ => "Internal Server Error",
         };
         let mut h = format!(
@@ -396,6 +395,19 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         slow.into_iter().for_each(|h| h.join().unwrap());
         drop(idle);
+    }
+
+    /// A burst of scrapes, more than the connections read at once and the
+    /// queue: every one is answered, in full (they wait, none is refused).
+    #[test]
+    fn a_burst_of_scrapes_is_answered_in_full() {
+        let addr = start();
+        let threads: Vec<_> =
+            (0..2 * MAX_PENDING).map(|_| std::thread::spawn(move || ask(addr, "GET / HTTP/1.1\r\n\r\n").1)).collect();
+        for t in threads {
+            let answer = t.join().unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200 OK") && answer.ends_with("(JSON, with --spike)\n"), "{answer}");
+        }
     }
 
     /// The head deadline is one for the whole head, not one a read: a
