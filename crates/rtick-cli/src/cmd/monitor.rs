@@ -62,11 +62,15 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
     let file = run_file(&cfg, &sys, &held, warnings);
     if a.quiet {
-        file.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+        // As measure -q: the warnings on stdout.
+        file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
-        // measure's header, named for this command, with where to scrape.
-        print!("{}", header::render(&file, &held.mlock_detail).replacen(" measure: ", " monitor: ", 1));
-        println!("  serving       http://{}/metrics{}", a.listen, if a.spike.is_some() { " and /spikes" } else { "" });
+        // measure's header, with monitor's own bound (a run of several
+        // mechanisms is only one round of the loop).
+        let bound = a.duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d}"));
+        print!("{}", header::render_as(&file, &held.mlock_detail, "monitor", Some(&bound)));
+        let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
+        println!("  serving       {}", serving(a.listen, paths));
     }
     let started = Instant::now();
     let until = a.duration.map(|d| started + d.to_std());
@@ -77,9 +81,15 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             collector.collect(p);
             stop_at(&stop, until);
         })?;
+        collector.finish(
+            report
+                .results
+                .iter()
+                .map(|r| (r.thread, r.mechanism, [r.latency.count(), r.overruns, r.missed, r.trace_dropped])),
+        );
         if first {
             for u in &report.unavailable {
-                eprintln!("warning: {} is unavailable: {}", u.mechanism, u.reason);
+                println!("warning: {} is unavailable: {}", u.mechanism, u.reason);
             }
             first = false;
         }
@@ -89,6 +99,16 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     }
     drop(held);
     Ok(())
+}
+
+/// Where to scrape: the URL, or for a wildcard address the port on every
+/// address (0.0.0.0 is not an address a client can use).
+fn serving(listen: std::net::SocketAddr, paths: &str) -> String {
+    if listen.ip().is_unspecified() {
+        format!("{paths} on port {} of every address of this machine", listen.port())
+    } else {
+        format!("http://{listen}{paths}")
+    }
 }
 
 /// Ends the run once `until` has passed (-D).
@@ -114,5 +134,18 @@ mod tests {
         assert_eq!(ring_rows(Nanos::from_us(100)), 40_000);
         assert_eq!(ring_rows(Nanos::from_ms(1)), 1 << 13, "at least 8192 rows");
         assert_eq!(ring_rows(Nanos(1)), 1 << 20, "at most 2^20 rows");
+    }
+
+    #[test]
+    fn a_wildcard_address_is_said_to_be_every_address() {
+        assert_eq!(
+            serving("0.0.0.0:9464".parse().unwrap(), "/metrics"),
+            "/metrics on port 9464 of every address of this machine"
+        );
+        assert_eq!(
+            serving("[::]:9464".parse().unwrap(), "/metrics"),
+            "/metrics on port 9464 of every address of this machine"
+        );
+        assert_eq!(serving("127.0.0.1:9464".parse().unwrap(), "/metrics"), "http://127.0.0.1:9464/metrics");
     }
 }

@@ -3,19 +3,23 @@
 
 use std::fmt::Write;
 
-use crate::export::json::{LoadCommandJson, LoadJson, RunFile};
+use crate::export::json::{LoadCommandJson, LoadJson, PhaseJson, RunFile};
 
 /// Renders the header from the same data that goes into the JSON file.
 pub fn render(run: &RunFile, mlock_detail: &str) -> String {
+    render_as(run, mlock_detail, "measure", None)
+}
+
+/// The header of `command`; `bound`, when given, replaces the per-mechanism
+/// bound of the first line (`rtick monitor`'s own: until Ctrl-C, or -D).
+pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option<&str>) -> String {
     let (s, c) = (&run.system, &run.config);
     let mut o = String::new();
     let w = &mut o;
     let interval = rtick::Nanos(c.interval_ns);
-    let bound = match (c.duration_ns, c.loops) {
-        (Some(d), Some(l)) => format!("{} or {l} loops", rtick::Nanos(d)),
-        (Some(d), None) => format!("{}", rtick::Nanos(d)),
-        (None, Some(l)) => format!("{l} loops"),
-        (None, None) => "until Ctrl-C".into(),
+    let bound = match bound {
+        Some(b) => b.to_string(),
+        None => format!("{} per mechanism", per_mechanism(c.duration_ns, c.loops, &run.phases)),
     };
     let order = match c.interleave_ns {
         Some(s) => format!(" | interleaved in {} slices", rtick::Nanos(s)),
@@ -23,7 +27,7 @@ pub fn render(run: &RunFile, mlock_detail: &str) -> String {
     };
     let _ = writeln!(
         w,
-        "rtick {} measure: {} | interval {interval} | {bound} per mechanism{order} | {} thread{}",
+        "rtick {} {command}: {} | interval {interval} | {bound}{order} | {} thread{}",
         run.rtick_version,
         c.mechanisms.join(", "),
         c.threads,
@@ -98,17 +102,34 @@ fn load_and_phases(w: &mut String, run: &RunFile) {
         let _ = writeln!(w, "  load          {}", load_line(l));
     }
     if !run.phases.is_empty() {
-        let phases: Vec<String> = run
-            .phases
-            .iter()
-            .map(|p| match (p.duration_ns, p.loops) {
-                (Some(d), _) => format!("{} {}", p.name, rtick::Nanos(d)),
-                (None, Some(l)) => format!("{} {l} loops", p.name),
-                (None, None) => format!("{} until Ctrl-C", p.name),
-            })
-            .collect();
-        let _ = writeln!(w, "  phases        {} per mechanism; the load starts between them", phases.join(", then "));
+        let _ = writeln!(w, "  phases        {} per mechanism; the load starts between them", phase_list(&run.phases));
     }
+}
+
+/// How long each mechanism is measured: the phases', when there are phases.
+fn per_mechanism(duration_ns: Option<i64>, loops: Option<u64>, phases: &[PhaseJson]) -> String {
+    if !phases.is_empty() {
+        return phase_list(phases);
+    }
+    match (duration_ns, loops) {
+        (Some(d), Some(l)) => format!("{} or {l} loops", rtick::Nanos(d)),
+        (Some(d), None) => format!("{}", rtick::Nanos(d)),
+        (None, Some(l)) => format!("{l} loops"),
+        (None, None) => "until Ctrl-C".into(),
+    }
+}
+
+/// `idle 1.000 s, then loaded 1.000 s`.
+fn phase_list(phases: &[PhaseJson]) -> String {
+    let phases: Vec<String> = phases
+        .iter()
+        .map(|p| match (p.duration_ns, p.loops) {
+            (Some(d), _) => format!("{} {}", p.name, rtick::Nanos(d)),
+            (None, Some(l)) => format!("{} {l} loops", p.name),
+            (None, None) => format!("{} until Ctrl-C", p.name),
+        })
+        .collect();
+    phases.join(", then ")
 }
 
 /// What loads run, and where: `cpu:2 (SCHED_OTHER) on CPUs 0-1, the measured CPUs included`.
@@ -194,4 +215,25 @@ fn si(v: f64) -> String {
         _ => (1.0, " "),
     };
     format!("{:.3}{prefix}", v / div).replace(".000 ", " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(name: &str, secs: i64) -> PhaseJson {
+        let duration_ns = Some(rtick::Nanos::from_secs(secs).as_ns());
+        PhaseJson { name: name.into(), duration_ns, loops: None, elapsed_ns: 0, interrupted: false, cpu_busy: vec![] }
+    }
+
+    #[test]
+    fn with_phases_each_mechanism_is_measured_for_the_phases() {
+        let two = Some(rtick::Nanos::from_secs(2).as_ns());
+        assert_eq!(per_mechanism(two, None, &[]), "2.000 s");
+        assert_eq!(
+            per_mechanism(two, None, &[phase("idle", 1), phase("loaded", 1)]),
+            "idle 1.000 s, then loaded 1.000 s"
+        );
+        assert_eq!(per_mechanism(None, Some(5), &[]), "5 loops");
+    }
 }

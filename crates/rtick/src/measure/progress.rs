@@ -1,5 +1,7 @@
 //! Progress published by a measuring thread through atomics, read by the
-//! main thread: single writer, relaxed stores, no lock, no allocation.
+//! main thread: single writer, no lock, no allocation. A seqlock (a version
+//! counter, odd while the writer is storing) lets the reader take figures
+//! that all belong to one store, and so to one mechanism.
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 
@@ -11,6 +13,8 @@ use crate::wait::Mechanism;
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct ThreadProgress {
+    /// Odd while the writer stores; bumped twice around every store.
+    version: AtomicU64,
     mechanism: AtomicUsize,
     count: AtomicU64,
     min: AtomicI64,
@@ -25,6 +29,7 @@ pub(crate) struct ThreadProgress {
 impl ThreadProgress {
     pub(crate) fn new() -> Self {
         ThreadProgress {
+            version: AtomicU64::new(0),
             mechanism: AtomicUsize::new(0),
             count: AtomicU64::new(0),
             min: AtomicI64::new(0),
@@ -40,6 +45,41 @@ impl ThreadProgress {
     /// Publishes the thread's figures (it is the only writer).
     #[inline]
     pub(crate) fn publish(&self, count: u64, min: i64, max: i64, sum: i64, last: i64) {
+        self.write(|| self.store_figures(count, min, max, sum, last));
+    }
+
+    /// Publishes the overruns, missed periods and dropped trace rows so far
+    /// (`rtick monitor` exports them live).
+    #[inline]
+    pub(crate) fn publish_losses(&self, overruns: u64, missed: u64, dropped: u64) {
+        self.write(|| self.store_losses([overruns, missed, dropped]));
+    }
+
+    /// Starts publishing another mechanism's figures: the index, the figures
+    /// and the losses in one store, so that no snapshot pairs one
+    /// mechanism's index with another's counts.
+    pub(crate) fn switch(&self, mechanism: usize, count: u64, min: i64, max: i64, sum: i64, losses: [u64; 3]) {
+        self.write(|| {
+            self.mechanism.store(mechanism, Relaxed);
+            self.store_figures(count, min, max, sum, 0);
+            self.store_losses(losses);
+        });
+    }
+
+    /// The seqlock's write side: the version is odd while `stores` runs. The
+    /// Release fence keeps the stores after the odd version; the Release
+    /// store of the even one keeps them before it.
+    #[inline]
+    fn write(&self, stores: impl FnOnce()) {
+        let v = self.version.load(Relaxed);
+        self.version.store(v.wrapping_add(1), Relaxed);
+        fence(Release);
+        stores();
+        self.version.store(v.wrapping_add(2), Release);
+    }
+
+    #[inline]
+    fn store_figures(&self, count: u64, min: i64, max: i64, sum: i64, last: i64) {
         self.min.store(min, Relaxed);
         self.max.store(max, Relaxed);
         self.sum.store(sum, Relaxed);
@@ -47,23 +87,11 @@ impl ThreadProgress {
         self.count.store(count, Relaxed);
     }
 
-    /// Publishes the overruns, missed periods and dropped trace rows so far
-    /// (`rtick monitor` exports them live).
     #[inline]
-    pub(crate) fn publish_losses(&self, overruns: u64, missed: u64, dropped: u64) {
+    fn store_losses(&self, [overruns, missed, dropped]: [u64; 3]) {
         self.overruns.store(overruns, Relaxed);
         self.missed.store(missed, Relaxed);
         self.dropped.store(dropped, Relaxed);
-    }
-
-    /// Starts publishing another mechanism's figures. The fence orders the
-    /// new index before the new figures, so that [`Self::snapshot`] can tell
-    /// when it read across a switch.
-    pub(crate) fn switch(&self, mechanism: usize, count: u64, min: i64, max: i64, sum: i64, losses: [u64; 3]) {
-        self.mechanism.store(mechanism, Relaxed);
-        fence(Release);
-        self.publish(count, min, max, sum, 0);
-        self.publish_losses(losses[0], losses[1], losses[2]);
     }
 
     /// The index of the mechanism being measured.
@@ -71,15 +99,18 @@ impl ThreadProgress {
         self.mechanism.load(Relaxed)
     }
 
-    /// The figures, all of one mechanism: read again when the thread
-    /// switched mechanisms meanwhile (a counter of one mechanism must not be
-    /// taken for another's).
+    /// The figures of one store, all of one mechanism: the seqlock's read
+    /// side, read again while the writer is storing or stored meanwhile.
     pub(crate) fn snapshot(&self) -> ThreadSnapshot {
         loop {
-            let mechanism = self.mechanism.load(Relaxed);
-            let snap = self.figures(mechanism);
+            let before = self.version.load(Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let snap = self.figures(self.mechanism.load(Relaxed));
             fence(Acquire);
-            if self.mechanism.load(Relaxed) == mechanism {
+            if self.version.load(Relaxed) == before {
                 return snap;
             }
         }
@@ -157,5 +188,37 @@ mod tests {
         p.switch(0, 7, 1, 9, 20, [0, 0, 1]);
         let s = p.snapshot();
         assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped, s.last), (0, 7, 0, 0, 1, Nanos(0)));
+    }
+
+    /// A writer switching between two mechanisms whose figures tell them
+    /// apart; every snapshot taken meanwhile must be all of one of them.
+    #[test]
+    fn a_snapshot_never_pairs_one_mechanisms_index_with_anothers_figures() {
+        use std::sync::atomic::AtomicBool;
+        let p = ThreadProgress::new();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..400_000u64 {
+                    let m = (i % 2) as usize;
+                    let k = m as u64 * 1_000_000 + i;
+                    p.switch(m, k, k as i64, k as i64, k as i64, [k, k, k]);
+                    p.publish(k, k as i64, k as i64, k as i64, k as i64);
+                }
+                done.store(true, Relaxed);
+            });
+            let mut seen = 0u64;
+            while !done.load(Relaxed) {
+                let s = p.snapshot();
+                assert_eq!(s.count / 1_000_000, s.mechanism as u64, "index and count of different stores: {s:?}");
+                assert_eq!(
+                    (s.overruns, s.min, s.max),
+                    (s.count, Nanos(s.count as i64), Nanos(s.count as i64)),
+                    "{s:?}"
+                );
+                seen += 1;
+            }
+            assert!(seen > 0);
+        });
     }
 }

@@ -90,6 +90,30 @@ impl Virtualization {
             _ => None,
         }
     }
+
+    /// A one-word label (a Prometheus label value): `none`, `unknown`, the
+    /// hypervisor's name in lower case with `-` for anything but letters and
+    /// digits (`qemu`, `xen`, `microsoft-corporation`), or
+    /// `unknown-hypervisor` when only the CPU flag tells.
+    pub fn token(&self) -> String {
+        match self {
+            Virtualization::BareMetal => "none".into(),
+            Virtualization::Unknown => "unknown".into(),
+            Virtualization::Guest(Hypervisor { name: None }) => "unknown-hypervisor".into(),
+            Virtualization::Guest(Hypervisor { name: Some(n) }) => {
+                let words: Vec<String> = n
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_ascii_lowercase)
+                    .collect();
+                if words.is_empty() {
+                    "unknown-hypervisor".into()
+                } else {
+                    words.join("-")
+                }
+            }
+        }
+    }
 }
 
 /// Its name, or that only the CPU flag tells.
@@ -108,6 +132,16 @@ mod tests {
 
     fn guest(name: Option<&str>) -> Virtualization {
         Virtualization::Guest(Hypervisor { name: name.map(str::to_string) })
+    }
+
+    #[test]
+    fn tokens_are_one_word() {
+        assert_eq!(Virtualization::BareMetal.token(), "none");
+        assert_eq!(Virtualization::Unknown.token(), "unknown");
+        assert_eq!(guest(None).token(), "unknown-hypervisor");
+        assert_eq!(guest(Some("KVM")).token(), "kvm");
+        assert_eq!(guest(Some("Microsoft Corporation")).token(), "microsoft-corporation");
+        assert_eq!(guest(Some(" (?)")).token(), "unknown-hypervisor");
     }
 
     #[test]

@@ -68,6 +68,19 @@ struct Series {
     copied: [u64; 4],
 }
 
+impl Series {
+    /// Adds to the counters what `now` (count, overruns, missed, dropped of
+    /// this run) has more than the last copy.
+    fn copy(&mut self, now: [u64; 4]) {
+        for ((counter, was), now) in
+            [&self.wakeups, &self.overruns, &self.missed, &self.dropped].into_iter().zip(&mut self.copied).zip(now)
+        {
+            counter.inc_by(now.saturating_sub(*was));
+            *was = now;
+        }
+    }
+}
+
 /// Fills the metrics from a run; lives on the watching thread.
 pub struct Collector {
     exporter: Arc<Exporter>,
@@ -167,15 +180,27 @@ impl Collector {
     pub fn collect(&mut self, p: &Progress<'_>) {
         let n = self.mechanisms.len();
         for (t, snap) in p.threads.iter().enumerate() {
-            let s = &mut self.series[t * n + snap.mechanism];
-            let now = [snap.count, snap.overruns, snap.missed, snap.dropped];
-            for ((counter, was), now) in
-                [&s.wakeups, &s.overruns, &s.missed, &s.dropped].into_iter().zip(&mut s.copied).zip(now)
-            {
-                counter.inc_by(now.saturating_sub(*was));
-                *was = now;
+            self.series[t * n + snap.mechanism].copy([snap.count, snap.overruns, snap.missed, snap.dropped]);
+        }
+        self.update();
+    }
+
+    /// After a run: its final counts, each (thread, mechanism)'s — the
+    /// progress callback last saw them up to 100 ms before the end, and only
+    /// the mechanism each thread was then measuring — so that nothing is
+    /// lost when [`Self::new_run`] starts counting from zero again.
+    pub fn finish(&mut self, finals: impl IntoIterator<Item = (usize, rtick::Mechanism, [u64; 4])>) {
+        let n = self.mechanisms.len();
+        for (t, mechanism, counts) in finals {
+            if let Some(m) = self.mechanisms.iter().position(|&m| m == mechanism) {
+                self.series[t * n + m].copy(counts);
             }
         }
+        self.update();
+    }
+
+    /// Drains the rings and sets the window maxima.
+    fn update(&mut self) {
         let sec = self.started.elapsed().as_secs();
         self.drain(sec);
         for s in &self.series {
@@ -226,6 +251,45 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<(&'static str, St
         ("clocksource", sys.clocksource.clone().unwrap_or_else(|| "unknown".into())),
         ("policy", t0.policy.kernel_name().to_string()),
         ("priority", t0.priority.to_string()),
-        ("virtualization", sys.hypervisor().map_or("none".to_string(), |h| h.to_string())),
+        ("virtualization", sys.virtualization.token()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtick::measure::{Progress, ThreadSnapshot};
+    use rtick::Mechanism::{ClockNanosleep, Spin};
+
+    fn wakeups(c: &Collector, mechanism: &str) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &c.exporter.registry).unwrap();
+        let prefix = format!("rtick_wakeups_total{{mechanism=\"{mechanism}\",cpu=\"any\",thread=\"0\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or("none").to_string()
+    }
+
+    /// Two runs of two interleaved mechanisms: the callback last saw each
+    /// thread's current mechanism only, before the end; the final counts
+    /// bring what it missed, and the next run counts from zero again.
+    #[test]
+    fn a_runs_final_counts_reach_the_counters() {
+        let cfg = MeasureConfig { mechanisms: vec![ClockNanosleep, Spin], ..Default::default() };
+        let (_, consumers) = rtick::measure::trace_rings(1, 16);
+        let mut c = Collector::new(&cfg, &SystemInfo::read(), None, consumers);
+        for _ in 0..2 {
+            c.new_run();
+            let snap = ThreadSnapshot { mechanism: 1, count: 70, ..Default::default() };
+            let p = Progress {
+                mechanism: Spin,
+                mechanism_index: 1,
+                mechanisms: 2,
+                elapsed: Nanos::from_secs(1),
+                threads: &[snap],
+            };
+            c.collect(&p);
+            c.finish([(0, ClockNanosleep, [100, 1, 2, 0]), (0, Spin, [90, 0, 0, 0])]);
+        }
+        assert_eq!(wakeups(&c, "clock_nanosleep"), "200");
+        assert_eq!(wakeups(&c, "spin"), "180");
+    }
 }
