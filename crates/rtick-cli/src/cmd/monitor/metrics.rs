@@ -242,12 +242,14 @@ impl Collector {
 }
 
 /// The info metric's labels: kernel, preemption model, clocksource, policy
-/// and priority (after any fallback), virtualization.
+/// and priority (after any fallback), virtualization. Values are tokens, so
+/// that a query can match them (`preempt="rt"`).
 fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<(&'static str, String)> {
     let t0 = &cfg.threads[0];
     vec![
         ("kernel", sys.kernel_release.clone()),
-        ("preempt", sys.preempt.to_string()),
+        ("preempt", sys.preempt.model.map_or("unknown", rtick::system::Preempt::name).to_string()),
+        ("preempt_dynamic", sys.preempt.dynamic.to_string()),
         ("clocksource", sys.clocksource.clone().unwrap_or_else(|| "unknown".into())),
         ("policy", t0.policy.kernel_name().to_string()),
         ("priority", t0.priority.to_string()),
