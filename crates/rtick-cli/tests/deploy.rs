@@ -1,5 +1,7 @@
 //! Deployment (deploy/, the Debian package): the systemd unit passes
-//! `systemd-analyze verify` and its security score; the alerting rules pass
+//! `systemd-analyze verify` and its security score, and its system call
+//! filter lets through every call rtick (the monitor it runs included)
+//! makes; the shipped options run the monitor; the alerting rules pass
 //! promtool's unit tests; every query of the Grafana dashboard parses,
 //! type-checks and returns numbers on series shaped as `rtick monitor`
 //! exports them; man pages and completions exist for every subcommand; the
@@ -111,6 +113,8 @@ fn unit_verifies_and_keeps_only_the_two_capabilities() {
     assert!(unit_values(&unit, "RestrictRealtime").iter().all(|v| v == "no"));
     assert!(unit.contains("EnvironmentFile=-/etc/default/rtick-monitor"));
     assert!(unit.contains("ExecStart=/usr/bin/rtick monitor $RTICK_MONITOR_ARGS"));
+    // Its own page first (verify below checks that both pages exist).
+    assert_eq!(unit_values(&unit, "Documentation"), ["man:rtick-monitor(1)", "man:rtick(1)"]);
 
     // verify checks that ExecStart is executable and that the Documentation=
     // man pages exist: the binary under test and its generated pages stand in
@@ -130,23 +134,47 @@ fn unit_verifies_and_keeps_only_the_two_capabilities() {
     eprintln!("systemd-analyze security: {score}");
 }
 
+/// The shipped options (deploy/default/rtick-monitor) as systemd passes them
+/// to ExecStart: the file read as shell-style assignments, the unquoted
+/// $RTICK_MONITOR_ARGS split on whitespace, as sh does.
+fn default_args() -> Vec<String> {
+    let o = succeeds(
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#". "$1" && printf '%s\n' $RTICK_MONITOR_ARGS"#)
+            .arg("sh")
+            .arg(deploy("default/rtick-monitor")),
+    );
+    text(&o.stdout).lines().map(str::to_string).collect()
+}
+
+/// `args` listening on 127.0.0.1:`port` instead of where they say.
+fn on_port(args: &[String], port: u16) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--listen").expect("--listen in the options") + 1;
+    let mut args = args.to_vec();
+    args[at] = format!("127.0.0.1:{port}");
+    args
+}
+
 #[test]
 fn default_options_are_monitor_options() {
-    let defaults = deploy("default/rtick-monitor");
-    // systemd reads the file as shell-style assignments and splits the
-    // unquoted $RTICK_MONITOR_ARGS of ExecStart on whitespace, as sh does.
-    let o = succeeds(
-        Command::new("sh").arg("-c").arg(r#". "$1" && printf '%s\n' $RTICK_MONITOR_ARGS"#).arg("sh").arg(&defaults),
-    );
-    let args: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    let args = default_args();
     assert!(args.windows(2).any(|w| w == ["--listen", "127.0.0.1:9464"]), "{args:?}");
-    if !subcommands().iter().any(|s| s == "monitor") {
-        eprintln!("note: this build has no `rtick monitor`: its options are checked against it once it has");
-        return;
-    }
     // clap parses every option before it acts on --help: an unknown option or
-    // a bad value fails here.
+    // a bad value fails here …
     succeeds(Command::new(RTICK).arg("monitor").args(&args).arg("--help"));
+    // … and the monitor runs with them (another port, since 9464 may be
+    // taken here): what only the run checks (a combination of options it
+    // refuses, a setting it cannot take) fails it.
+    let args = on_port(&args, common::prometheus::free_port());
+    let o = succeeds(Command::new(RTICK).arg("monitor").args(&args).args(["-D", "1", "-q"]));
+    if is_root() {
+        // With the privileges the unit grants, every default takes effect: no
+        // fallback to SCHED_OTHER or to unlocked memory (measure's warnings;
+        // those about the machine itself, a VM, its preemption model, aside).
+        let err = text(&o.stderr);
+        assert!(!err.contains("measuring as") && !err.contains("without locked memory"), "{args:?}: {err}");
+    }
 }
 
 #[test]
@@ -540,9 +568,10 @@ fn allowed_syscalls(specs: &[String]) -> BTreeSet<String> {
 
 /// The unit's system call filter lets through every call rtick makes: one
 /// outside it would fail with EPERM under the unit and nowhere else. Traced
-/// with strace: every mechanism in turn, then the shipped default options'
-/// loop (one pinned SCHED_FIFO thread per CPU, memory locked), as root so
-/// that the real-time setup calls are made.
+/// with strace: every mechanism in turn, the shipped default options' loop
+/// (one pinned SCHED_FIFO thread per CPU, memory locked), and what the unit
+/// runs, `rtick monitor` with those options serving scrapes until SIGTERM;
+/// as root so that the real-time setup calls are made.
 #[test]
 fn unit_syscall_filter_allows_every_call_rtick_makes() {
     if !is_root() {
@@ -568,20 +597,79 @@ fn unit_syscall_filter_allows_every_call_rtick_makes() {
     for (i, args) in runs.iter().enumerate() {
         let log = dir.path().join(format!("strace-{i}"));
         succeeds(Command::new("strace").args(["-f", "-qq", "-o"]).arg(&log).arg("--").arg(RTICK).args(*args));
-        for line in std::fs::read_to_string(&log).unwrap().lines() {
-            // "PID name(args…" — resumed calls, signals and exits aside.
-            let call = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
-            if let Some((name, _)) = call.split_once('(') {
-                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-                    used.insert(name.to_string());
-                }
-            }
-        }
+        used.extend(calls_in(&log));
     }
     assert!(
         used.contains("sched_setscheduler") && used.contains("mlockall"),
         "the real-time setup was traced: {used:?}"
     );
+    let monitor = trace_monitor(&dir.path().join("strace-monitor"));
+    assert!(
+        ["bind", "listen", "accept4", "sched_setscheduler"].iter().all(|c| monitor.contains(*c)),
+        "the monitor's endpoint and loop were traced: {monitor:?}"
+    );
+    used.extend(monitor);
     let denied: Vec<&String> = used.difference(&allowed).collect();
     assert!(denied.is_empty(), "the unit's SystemCallFilter denies {denied:?}, which rtick calls");
+}
+
+/// The system calls of an strace log (`-f`: "PID name(args…"; resumed
+/// calls, signals and exits aside).
+fn calls_in(log: &Path) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for line in std::fs::read_to_string(log).unwrap().lines() {
+        let call = line.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        if let Some((name, _)) = call.split_once('(') {
+            if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+                used.insert(name.to_string());
+            }
+        }
+    }
+    used
+}
+
+/// The system calls of `rtick monitor` run as the unit runs it: the shipped
+/// options (on a free port) and a spike log, traced with strace while it
+/// answers scrapes (several at once, so that both HTTP threads accept; the
+/// OpenMetrics encoding, /spikes, a 404, a 405, a HEAD) and its collector
+/// drains the loop, then stopped by SIGTERM as systemd stops it.
+fn trace_monitor(log: &Path) -> BTreeSet<String> {
+    use common::prometheus::{free_port, get};
+    let port = free_port();
+    let args = on_port(&default_args(), port);
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(log)
+        .arg("--")
+        .arg(RTICK)
+        .arg("monitor")
+        .args(&args)
+        .args(["--spike", "20", "-D", "60", "-q"])
+        .spawn()
+        .expect("strace starts");
+    let url = move |path: &str| format!("http://127.0.0.1:{port}{path}");
+    let t0 = std::time::Instant::now();
+    while get(&url("/metrics")).map_or(true, |(s, _)| s != 200) {
+        assert!(strace.try_wait().unwrap().is_none(), "rtick monitor {args:?} exited under strace");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "rtick monitor does not answer under strace");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let scrapes: Vec<_> = (0..4).map(|_| std::thread::spawn(move || get(&url("/metrics")))).collect();
+    for s in scrapes {
+        assert_eq!(s.join().unwrap().expect("a scrape is answered").0, 200);
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let om = agent.get(url("/metrics")).header("Accept", "application/openmetrics-text;version=1.0.0").call();
+    assert_eq!(om.expect("an OpenMetrics scrape is answered").status().as_u16(), 200);
+    assert_eq!(get(&url("/spikes")).expect("/spikes answers").0, 200);
+    assert_eq!(get(&url("/nothing")).expect("answered").0, 404);
+    assert_eq!(agent.post(url("/metrics")).send("x").expect("answered").status().as_u16(), 405);
+    assert_eq!(agent.head(url("/metrics")).call().expect("answered").status().as_u16(), 200);
+    // The monitor is strace's only child.
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", strace.id())).unwrap();
+    let pid: u32 = children.split_whitespace().next().expect("rtick under strace").parse().unwrap();
+    succeeds(Command::new("kill").args(["-TERM", &pid.to_string()]));
+    let status = strace.wait().unwrap();
+    assert!(status.success(), "rtick monitor under strace ended with {status:?} after SIGTERM");
+    calls_in(log)
 }

@@ -1,7 +1,8 @@
 //! The PromQL of a Grafana dashboard, ready to run: every query a panel or a
 //! template variable sends, with Grafana's variables replaced by values.
-//! deploy.rs checks each one with promtool offline; a test against a live
-//! Prometheus can send the same list to its HTTP API.
+//! deploy.rs checks each one with promtool offline; monitor.rs sends the
+//! same list to a live Prometheus scraping `rtick monitor`, the variables'
+//! values taken from their own queries as Grafana takes them.
 
 #![allow(dead_code)]
 
@@ -13,6 +14,8 @@ use serde_json::Value;
 pub struct Query {
     pub place: String,
     pub expr: String,
+    /// The variable's name, for a variable's query; `None` for a panel's.
+    pub variable: Option<String>,
 }
 
 /// Every query of `dashboard`: the targets of every panel, including panels
@@ -26,7 +29,7 @@ pub fn dashboard_queries(dashboard: &Value) -> Vec<Query> {
         for t in panel["targets"].as_array().into_iter().flatten() {
             if let Some(expr) = t["expr"].as_str() {
                 let place = format!("panel '{title}' target {}", t["refId"].as_str().unwrap_or("?"));
-                out.push(Query { place, expr: expr.to_string() });
+                out.push(Query { place, expr: expr.to_string(), variable: None });
             }
         }
     }
@@ -37,7 +40,8 @@ pub fn dashboard_queries(dashboard: &Value) -> Vec<Query> {
         // Grafana keeps the query as a string (older) or in an object (current).
         let q = v["query"]["query"].as_str().or(v["query"].as_str()).or(v["definition"].as_str());
         let q = q.unwrap_or_else(|| panic!("variable {} has no query", v["name"]));
-        out.push(Query { place: format!("variable {}", v["name"]), expr: promql_of_variable(q) });
+        let name = v["name"].as_str().expect("a variable's name").to_string();
+        out.push(Query { place: format!("variable {name}"), expr: promql_of_variable(q), variable: Some(name) });
     }
     out
 }
@@ -98,4 +102,26 @@ pub fn substitute(expr: &str, interval: &str, values: &[(&str, &str)]) -> String
     }
     out.push_str(rest);
     out
+}
+
+/// The value Grafana gives a multi-value variable when "All" is selected (and
+/// no custom all-value is set), for a Prometheus data source: each value with
+/// its regex metacharacters escaped for a PromQL string (`.` becomes `\\.`,
+/// a backslash `\\\\`), joined as `(a|b)`, to be used after `=~`.
+pub fn all_of(values: &[String]) -> String {
+    let escape = |v: &String| {
+        let mut e = String::new();
+        for c in v.chars() {
+            match c {
+                '\\' => e.push_str(r"\\\\"),
+                '^' | '$' | '.' | '|' | '?' | '*' | '+' | '(' | ')' | '[' | ']' | '{' | '}' => {
+                    e.push_str(r"\\");
+                    e.push(c)
+                }
+                _ => e.push(c),
+            }
+        }
+        e
+    };
+    format!("({})", values.iter().map(escape).collect::<Vec<_>>().join("|"))
 }
