@@ -62,8 +62,8 @@ impl Monitor {
     /// Sends SIGTERM; the time until it exited, and its exit status.
     fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
         let t0 = Instant::now();
-        // SAFETY: kill(2) on our own child's pid has no memory effects.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) }, 0);
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child's pid is positive");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("the monitor is our child");
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return (t0.elapsed(), status);
