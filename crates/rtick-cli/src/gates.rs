@@ -172,7 +172,8 @@ pub fn parse(s: &str) -> Result<Gates, String> {
         if text.is_empty() {
             return Err(format!("an empty condition in '{s}': separate conditions with one comma; {}", grammar()));
         }
-        out.push(condition(&text).map_err(|why| format!("'{text}': {why}; {}", grammar()))?);
+        // The error quotes the term as written, so it can be found in the command line.
+        out.push(condition(&text).map_err(|why| format!("'{}': {why}; {}", term.trim(), grammar()))?);
     }
     Ok(Gates(out))
 }
@@ -448,7 +449,8 @@ mod tests {
             ("p99>50parsecs", "'p99>50parsecs': '50parsecs': unknown unit"),
             ("overruns>0.5", "overruns is a count"),
             ("max=5", "'max=5': unknown operator"),
-            ("max 5", "'max5': no comparison operator"),
+            ("max 5", "'max 5': no comparison operator"),
+            ("max > 5 parsecs", "'max > 5 parsecs': '5parsecs': unknown unit"),
             ("max>", "no value"),
             ("max>1us,,min<0", "an empty condition"),
             ("cpu>lots", "cpu is a percentage"),
