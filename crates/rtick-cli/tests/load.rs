@@ -320,6 +320,40 @@ fn a_command_that_exits_early_is_reported() {
     assert!(c["exited_early_after_ns"].as_i64().unwrap() < c["ran_ns"].as_i64().unwrap(), "{c}");
 }
 
+/// A command that exits early is not reaped until rtick has ended its
+/// group: the zombie `sh` keeps the group's id from being reused, so
+/// rtick's SIGTERM cannot reach another process group.
+#[test]
+fn the_command_is_reaped_only_after_its_group_is_ended() {
+    let _s = serial();
+    let child = Rtick(Some(
+        Command::new(env!("CARGO_BIN_EXE_rtick"))
+            .args(["measure", "-D", "3", "--load-cmd", "exit 0"])
+            .args(PLAIN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let pid = child.child().id();
+    let zombie_sh = || descendants(pid).into_iter().find(|p| p.comm == "sh" && stat(p.pid).is_some_and(|s| s.0 == 'Z'));
+    // The run lasts 3 s: the exited sh shows as a zombie early in it …
+    let t0 = Instant::now();
+    let zombie = loop {
+        if let Some(z) = zombie_sh() {
+            break z;
+        }
+        assert!(t0.elapsed() < Duration::from_millis(2000), "the exited load command was never a zombie");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // … and stays one (not reaped by a poll of the command, 20 ms apart).
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(zombie_sh(), Some(zombie), "the exited load command was reaped during the run");
+    let o = child.output();
+    ok(&o);
+    assert!(stdout(&o).contains("load: command: sh -c 'exit 0': exit status 0\n"), "{}", stdout(&o));
+}
+
 #[test]
 fn a_load_that_cannot_start_is_one_line_and_stops_the_others() {
     let _s = serial();
