@@ -354,6 +354,16 @@ fn the_command_is_reaped_only_after_its_group_is_ended() {
     assert!(stdout(&o).contains("load: command: sh -c 'exit 0': exit status 0\n"), "{}", stdout(&o));
 }
 
+/// `--load-cpus` confines the command too: it prints its own affinity.
+#[test]
+fn the_command_runs_on_the_load_cpus() {
+    let _s = serial();
+    let cmd = "grep Cpus_allowed_list /proc/self/status >&2";
+    let o = rtick(&[&["measure", "-D", "0.3", "--load-cpus", "0", "--load-cmd", cmd][..], &PLAIN].concat());
+    ok(&o);
+    assert!(stderr(&o).contains("Cpus_allowed_list:\t0\n"), "{}", stderr(&o));
+}
+
 #[test]
 fn a_load_that_cannot_start_is_one_line_and_stops_the_others() {
     let _s = serial();

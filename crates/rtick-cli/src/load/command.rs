@@ -37,8 +37,10 @@ pub struct Command {
 impl Command {
     /// Starts `sh -c cmd` in a new process group; standard input and output
     /// are /dev/null (rtick's output stays its own), standard error is rtick's.
-    pub fn spawn(cmd: &str) -> Result<Command> {
+    /// It runs on `cpus` (`--load-cpus`), and so does all it starts.
+    pub fn spawn(cmd: &str, cpus: &[usize]) -> Result<Command> {
         let mut sh = std::process::Command::new("sh");
+        rtick::rt::set_child_affinity(&mut sh, cpus).context("--load-cpus: cannot confine the --load-cmd")?;
         // Spawned from the main thread, which lives as long as rtick: if rtick
         // is killed with SIGKILL (no chance to end the group), the kernel
         // kills `sh` — and the command, when sh runs it by exec — with it.

@@ -7,9 +7,12 @@
 //! [`workers::Workers`], which confines every load thread to the load CPUs
 //! as SCHED_OTHER and counts the work it does, so the achieved rate is
 //! known and a load that did nothing shows. A command runs in a process
-//! group of its own ([`command`]). [`Running`] stops everything when it is
-//! stopped or dropped: at the end of the run, on Ctrl-C, and on every error
-//! path — no load thread or process outlives rtick.
+//! group of its own ([`command`]), on the load CPUs too. [`Running`] stops
+//! everything when it is stopped or dropped: at the end of the run, on
+//! Ctrl-C or SIGTERM, and on every error path — no load thread or process
+//! outlives an exit rtick controls. Killed with SIGKILL, rtick cannot end
+//! the group: the kernel kills `sh` (PR_SET_PDEATHSIG), but what a compound
+//! command started from it lives on.
 
 mod command;
 mod cpu;
@@ -78,7 +81,7 @@ impl Running {
         }
         running.workers.wait_ready()?;
         if let Some(cmd) = &plan.command {
-            running.command = Some(command::Command::spawn(cmd)?);
+            running.command = Some(command::Command::spawn(cmd, &plan.cpus)?);
         }
         running.started = Instant::now();
         Ok(running)
