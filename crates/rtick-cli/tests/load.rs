@@ -364,6 +364,21 @@ fn the_command_runs_on_the_load_cpus() {
     assert!(stderr(&o).contains("Cpus_allowed_list:\t0\n"), "{}", stderr(&o));
 }
 
+/// A kind's CPU time is counted over the wall time it is divided by: many
+/// threads on few CPUs never show more CPU than the CPUs had.
+#[test]
+fn a_loads_cpu_time_fits_in_its_cpus() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = rtick(&[&["measure", "-D", "1", "--load", "timers:200", "--json", path_str(&j)][..], &PLAIN].concat());
+    ok(&o);
+    let l = &json(&j)["load"];
+    let (cpu_ns, ran_ns) = (l["kinds"][0]["cpu_time_ns"].as_f64().unwrap(), l["ran_ns"].as_f64().unwrap());
+    let cpus = l["cpus"].as_array().unwrap().len() as f64;
+    assert!(cpu_ns > 0.0 && cpu_ns <= ran_ns * cpus, "{cpu_ns} ns of CPU in {ran_ns} ns on {cpus} CPUs: {l}");
+}
+
 #[test]
 fn a_load_that_cannot_start_is_one_line_and_stops_the_others() {
     let _s = serial();

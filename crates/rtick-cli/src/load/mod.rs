@@ -40,6 +40,7 @@ pub struct Running {
     workers: Workers,
     kinds: Vec<(Kind, usize, std::sync::Arc<KindCounters>, String)>,
     command: Option<command::Command>,
+    /// Before the first load thread is started.
     started: Instant,
     busy_before: Option<Vec<rtick::system::cpustat::CpuTimes>>,
     stopped: bool,
@@ -83,7 +84,6 @@ impl Running {
         if let Some(cmd) = &plan.command {
             running.command = Some(command::Command::spawn(cmd, &plan.cpus)?);
         }
-        running.started = Instant::now();
         Ok(running)
     }
 
@@ -91,10 +91,14 @@ impl Running {
     /// a grace period), waits for every thread and process, and says what
     /// they did.
     pub fn stop(mut self, plan: &LoadPlan, measured: &[usize]) -> Outcome {
-        let ran = self.started.elapsed();
         let command = self.command.take().map(command::Command::stop);
         self.workers.stop_and_join();
         self.stopped = true;
+        // The whole life of the load threads, from before the first started to
+        // after the last ended: their CPU time and work fall within it, so a
+        // kind's CPU time per wall second (the header's "CPU %", of one CPU)
+        // is at most 100 % × its threads, never more than the CPUs had.
+        let ran = self.started.elapsed();
         let busy = match (&self.busy_before, usage::now()) {
             (Some(before), Some(after)) => usage::busy(before, &after),
             _ => Vec::new(),
