@@ -312,12 +312,34 @@ fn a_command_that_exits_early_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     let o = rtick(&[&["measure", "-D", "1", "--load-cmd", "exit 3", "--json", path_str(&j)][..], &PLAIN].concat());
-    ok(&o);
+    // The run was not under its load: exit 1, after the outputs.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("rtick: the load command exited by itself (exit status 3) after "), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
     assert!(stdout(&o).contains("warning: the load command exited by itself after "), "{}", stdout(&o));
     assert!(stdout(&o).contains("load: command: sh -c 'exit 3': exit status 3\n"), "{}", stdout(&o));
     let c = &json(&j)["load"]["command"];
     assert_eq!((c["exit_code"].as_i64(), c["stopped_with"].as_array().unwrap().len()), (Some(3), 0), "{c}");
     assert!(c["exited_early_after_ns"].as_i64().unwrap() < c["ran_ns"].as_i64().unwrap(), "{c}");
+}
+
+/// With --fail-if, a load that failed is a violation (exit 3), though no
+/// result row meets a condition.
+#[test]
+fn a_failed_load_does_not_pass_fail_if() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let args = ["measure", "-D", "0.5", "--load-cmd", "no-such-command-rtick", "--fail-if", "max>1h"];
+    let o = rtick(&[&args[..], &PLAIN, &["--json", path_str(&j)]].concat());
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("FAIL the load command exited by itself (exit status 127) after "), "{out}");
+    assert!(!out.contains("PASS"), "{out}");
+    let g = &json(&j)["gates"];
+    assert_eq!((g["passed"].as_bool(), g["violations"].as_array().unwrap().len()), (Some(false), 0), "{g}");
+    assert!(g["load_failures"][0].as_str().unwrap().starts_with("the load command exited by itself"), "{g}");
 }
 
 /// A command that exits early is not reaped until rtick has ended its
@@ -350,7 +372,7 @@ fn the_command_is_reaped_only_after_its_group_is_ended() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(zombie_sh(), Some(zombie), "the exited load command was reaped during the run");
     let o = child.output();
-    ok(&o);
+    assert_eq!(o.status.code(), Some(1), "an early exit fails the run: {}", stderr(&o));
     assert!(stdout(&o).contains("load: command: sh -c 'exit 0': exit status 0\n"), "{}", stdout(&o));
 }
 
@@ -358,7 +380,7 @@ fn the_command_is_reaped_only_after_its_group_is_ended() {
 #[test]
 fn the_command_runs_on_the_load_cpus() {
     let _s = serial();
-    let cmd = "grep Cpus_allowed_list /proc/self/status >&2";
+    let cmd = "grep Cpus_allowed_list /proc/self/status >&2; exec sleep 100";
     let o = rtick(&[&["measure", "-D", "0.3", "--load-cpus", "0", "--load-cmd", cmd][..], &PLAIN].concat());
     ok(&o);
     assert!(stderr(&o).contains("Cpus_allowed_list:\t0\n"), "{}", stderr(&o));

@@ -126,6 +126,35 @@ impl Running {
     }
 }
 
+/// Why the run was not under the load asked for: a kind whose worker
+/// failed or that did no work, a command that exited by itself. Empty for a
+/// load that never started (the run stopped before: that is the interruption's).
+/// With --fail-if each is a violation; without, the run exits 1 after its outputs.
+pub fn failures(l: &LoadJson) -> Vec<String> {
+    if l.ran_ns == 0 && l.command.as_ref().is_none_or(|c| c.pid.is_none()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for k in &l.kinds {
+        match &k.error {
+            Some(e) => out.push(format!("load {} failed: {e}", k.kind)),
+            None if k.work == 0 => out.push(format!("load {} did no work", k.kind)),
+            None => {}
+        }
+    }
+    if let Some(c) = &l.command {
+        if let Some(t) = c.exited_early_after_ns {
+            let how = match (c.exit_code, c.exit_signal) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(sig)) => signal_name(sig),
+                (None, None) => "unknown status".into(),
+            };
+            out.push(format!("the load command exited by itself ({how}) after {}", rtick::Nanos(t)));
+        }
+    }
+    out
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         if !self.stopped {
