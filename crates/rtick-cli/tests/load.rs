@@ -212,8 +212,18 @@ fn sigint_in_the_loaded_phase_keeps_both_phases() {
     let j = dir.path().join("r.json");
     let m = marker(5);
     let args = ["-m", "clock_nanosleep,timerfd", "--phases", "idle=300ms,loaded=1h", "--load", "cpu:1"];
-    let (child, procs, _) =
+    let (mut child, procs, _) =
         started(&[&args[..], &["--load-cmd", &format!("sleep {m}"), "--json", path_str(&j)]].concat(), &m);
+    // The command starts between the phases: the loaded phase measures once
+    // its measuring thread exists again (the idle phase's has ended by then).
+    let t0 = Instant::now();
+    while !thread_names(child.child().id()).iter().any(|n| n == "rtick-t0") {
+        let exited = child.0.as_mut().unwrap().try_wait().unwrap().is_some();
+        assert!(t0.elapsed() < GUARD && !exited, "the loaded phase never measured");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Its first wake-ups (1 ms apart): the interrupted mechanism has a row.
+    std::thread::sleep(Duration::from_millis(200));
     signal(child.child(), "INT");
     let o = child.output();
     ok(&o);
