@@ -251,9 +251,23 @@ fn busy_cpu0(phase: &serde_json::Value) -> f64 {
 }
 
 /// Above this, CPU 0 was (nearly) saturated without the load, by something
-/// else on the machine: no rise can show, and the load's own CPU time is
-/// what is checked.
+/// else on the machine: no rise can show.
 const SATURATED: f64 = 90.0;
+/// The room the idle phase must leave below [`SATURATED`] for the rise of
+/// CPU 0's utilisation to be checked: the two phases are separate windows
+/// of a shared machine, whose other work varies between them.
+const MARGIN: f64 = 20.0;
+
+/// The least share of CPU 0 a kind's threads take while it runs (their CPU
+/// time over the load's life; confined to CPU 0): far below what they take
+/// even on a busy machine (busy kinds 70–98 %, io and timers:8 ~14 %
+/// measured with CPU 0 saturated by others), far above a load that idles.
+fn least_share(kind: &str) -> f64 {
+    match kind {
+        "io" | "timers" => 2.0,
+        _ => 10.0,
+    }
+}
 
 fn kind_really_loads(kind: &str) {
     let _s = serial();
@@ -270,17 +284,22 @@ fn kind_really_loads(kind: &str) {
     ok(&o);
     let j = json(&j);
     let k = &j["load"]["kinds"][0];
-    assert_eq!(k["kind"], kind.split(':').next().unwrap());
+    let name = kind.split(':').next().unwrap();
+    assert_eq!(k["kind"], name);
     assert_eq!(k["error"], serde_json::Value::Null, "{k}");
     assert!(k["work"].as_u64().unwrap() > 0 && k["rate_per_s"].as_f64().unwrap() > 0.0, "{k}");
     assert_eq!(j["load"]["cpus"], serde_json::json!([0]));
     assert_eq!(j["load"]["shares_measured_cpus"], true);
+    // The load's own threads ran on CPU 0: a share of it whatever else runs there.
+    let share = 100.0 * k["cpu_time_ns"].as_f64().unwrap() / j["load"]["ran_ns"].as_f64().unwrap();
+    assert!(share >= least_share(name), "{kind}: its threads took {share:.1}% of CPU 0: {k}");
+    // And /proc/stat shows it, where the idle phase left room. Not for io:
+    // there I/O wait counts as idle, and waiting is most of what io does.
     let (idle, loaded) = (busy_cpu0(&j["phases"][0]), busy_cpu0(&j["phases"][1]));
-    if idle < SATURATED {
+    if name != "io" && idle < SATURATED - MARGIN {
         assert!(loaded > idle, "{kind}: CPU 0 busy {loaded:.1}% with the load, {idle:.1}% without");
     } else {
-        eprintln!("CPU 0 was {idle:.1}% busy without the load: checking the load's own CPU time");
-        assert!(k["cpu_time_ns"].as_i64().unwrap() > 0, "{k}");
+        eprintln!("{kind}: CPU 0 {idle:.1}% busy without the load, {loaded:.1}% with it: not compared");
     }
 }
 
