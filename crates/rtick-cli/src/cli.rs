@@ -260,7 +260,10 @@ pub struct MeasureArgs {
     pub deepest_idle_state: Option<usize>,
 
     /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state.
-    #[arg(long, hide = true, value_name = "DIR")]
+    /// Only in test builds (feature `mock`), like the `--mock-*` options: a
+    /// release binary never writes `disable` files outside /sys (always `None` there).
+    #[cfg_attr(feature = "mock", arg(long, hide = true, value_name = "DIR"))]
+    #[cfg_attr(not(feature = "mock"), arg(skip))]
     pub sysfs_root: Option<PathBuf>,
 
     /// Discard each mechanism's first TIME of wake-ups on every thread, before its duration or loops [plain number: s].

@@ -172,7 +172,8 @@ pub fn parse(s: &str) -> Result<Gates, String> {
         if text.is_empty() {
             return Err(format!("an empty condition in '{s}': separate conditions with one comma; {}", grammar()));
         }
-        out.push(condition(&text).map_err(|why| format!("'{text}': {why}; {}", grammar()))?);
+        // The error quotes the term as written, so it can be found in the command line.
+        out.push(condition(&text).map_err(|why| format!("'{}': {why}; {}", term.trim(), grammar()))?);
     }
     Ok(Gates(out))
 }
@@ -215,6 +216,10 @@ pub struct GatesJson {
     pub violations: Vec<ViolationJson>,
     /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
     pub interrupted: bool,
+    /// Why the run was not under the load asked for (a load that failed, did
+    /// no work, a command that exited by itself): it does not pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_failures: Vec<String>,
     pub passed: bool,
 }
 
@@ -256,13 +261,15 @@ fn unit_of(kind: Kind) -> &'static str {
 impl Gates {
     /// Checks every condition against every row; a mechanism `asked` for
     /// that has no row (unavailable, or never reached: a break stopped the
-    /// run first) fails them all, and an interrupted run does not pass.
+    /// run first) fails them all, and neither an interrupted run nor one whose
+    /// load failed (`load_failures`, see `load::failures`) passes.
     pub fn evaluate(
         &self,
         results: &[ResultJson],
         asked: &[String],
         unavailable: &[UnavailableJson],
         interrupted: bool,
+        load_failures: Vec<String>,
     ) -> GatesJson {
         let mut violations = Vec::new();
         for r in results {
@@ -310,8 +317,8 @@ impl Gates {
                 unit: unit_of(c.figure.kind()).into(),
             })
             .collect();
-        let passed = violations.is_empty() && !interrupted;
-        GatesJson { conditions, violations, interrupted, passed }
+        let passed = violations.is_empty() && !interrupted && load_failures.is_empty();
+        GatesJson { conditions, violations, interrupted, load_failures, passed }
     }
 
     /// The verdict for people: one `FAIL` line per violation (or one `PASS`
@@ -342,6 +349,9 @@ impl Gates {
                     c.op.symbol()
                 ),
             };
+        }
+        for why in &g.load_failures {
+            out += &format!("FAIL {why}: the run was not under the load asked for\n");
         }
         let list: Vec<&str> = self.0.iter().map(|c| c.text.as_str()).collect();
         if g.interrupted {
@@ -402,7 +412,7 @@ mod tests {
         let asked = ["clock_nanosleep".to_string(), "timerfd".into(), "sched-deadline".into(), "spin".into()];
         let unavailable = [UnavailableJson { mechanism: "sched-deadline".into(), reason: "needs root".into() }];
         let rows = [row("clock_nanosleep", 0), row("timerfd", 10)];
-        let j = g.evaluate(&rows, &asked, &unavailable, false);
+        let j = g.evaluate(&rows, &asked, &unavailable, false, Vec::new());
         assert!(!j.passed);
         let reasons: Vec<(&str, Option<&str>, Option<&str>)> =
             j.violations.iter().map(|v| (v.mechanism.as_str(), v.condition.as_deref(), v.reason.as_deref())).collect();
@@ -435,10 +445,15 @@ mod tests {
         let g = parse("max>1s").unwrap();
         let mut r = row("spin", 5);
         r.percentiles_ns = None;
-        let j = g.evaluate(&[r], &["spin".into()], &[], true);
+        let j = g.evaluate(&[r.clone()], &["spin".into()], &[], true, Vec::new());
         assert!(j.violations.is_empty() && j.interrupted && !j.passed);
         let text = g.render(&j, 1, Nanos::from_secs(2), false);
         assert_eq!(text, "FAIL the run was interrupted after 2.000 s: a partial run does not pass --fail-if\n");
+        // Nor does a run whose load failed, though no row meets a condition.
+        let j = g.evaluate(&[r], &["spin".into()], &[], false, vec!["load io did no work".into()]);
+        assert!(j.violations.is_empty() && !j.passed);
+        let text = g.render(&j, 1, Nanos::from_secs(2), false);
+        assert_eq!(text, "FAIL load io did no work: the run was not under the load asked for\n");
     }
 
     #[test]
@@ -448,7 +463,8 @@ mod tests {
             ("p99>50parsecs", "'p99>50parsecs': '50parsecs': unknown unit"),
             ("overruns>0.5", "overruns is a count"),
             ("max=5", "'max=5': unknown operator"),
-            ("max 5", "'max5': no comparison operator"),
+            ("max 5", "'max 5': no comparison operator"),
+            ("max > 5 parsecs", "'max > 5 parsecs': '5parsecs': unknown unit"),
             ("max>", "no value"),
             ("max>1us,,min<0", "an empty condition"),
             ("cpu>lots", "cpu is a percentage"),

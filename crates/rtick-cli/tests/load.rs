@@ -212,8 +212,18 @@ fn sigint_in_the_loaded_phase_keeps_both_phases() {
     let j = dir.path().join("r.json");
     let m = marker(5);
     let args = ["-m", "clock_nanosleep,timerfd", "--phases", "idle=300ms,loaded=1h", "--load", "cpu:1"];
-    let (child, procs, _) =
+    let (mut child, procs, _) =
         started(&[&args[..], &["--load-cmd", &format!("sleep {m}"), "--json", path_str(&j)]].concat(), &m);
+    // The command starts between the phases: the loaded phase measures once
+    // its measuring thread exists again (the idle phase's has ended by then).
+    let t0 = Instant::now();
+    while !thread_names(child.child().id()).iter().any(|n| n == "rtick-t0") {
+        let exited = child.0.as_mut().unwrap().try_wait().unwrap().is_some();
+        assert!(t0.elapsed() < GUARD && !exited, "the loaded phase never measured");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Its first wake-ups (1 ms apart): the interrupted mechanism has a row.
+    std::thread::sleep(Duration::from_millis(200));
     signal(child.child(), "INT");
     let o = child.output();
     ok(&o);
@@ -241,9 +251,23 @@ fn busy_cpu0(phase: &serde_json::Value) -> f64 {
 }
 
 /// Above this, CPU 0 was (nearly) saturated without the load, by something
-/// else on the machine: no rise can show, and the load's own CPU time is
-/// what is checked.
+/// else on the machine: no rise can show.
 const SATURATED: f64 = 90.0;
+/// The room the idle phase must leave below [`SATURATED`] for the rise of
+/// CPU 0's utilisation to be checked: the two phases are separate windows
+/// of a shared machine, whose other work varies between them.
+const MARGIN: f64 = 20.0;
+
+/// The least share of CPU 0 a kind's threads take while it runs (their CPU
+/// time over the load's life; confined to CPU 0): far below what they take
+/// even on a busy machine (busy kinds 70–98 %, io and timers:8 ~14 %
+/// measured with CPU 0 saturated by others), far above a load that idles.
+fn least_share(kind: &str) -> f64 {
+    match kind {
+        "io" | "timers" => 2.0,
+        _ => 10.0,
+    }
+}
 
 fn kind_really_loads(kind: &str) {
     let _s = serial();
@@ -260,17 +284,22 @@ fn kind_really_loads(kind: &str) {
     ok(&o);
     let j = json(&j);
     let k = &j["load"]["kinds"][0];
-    assert_eq!(k["kind"], kind.split(':').next().unwrap());
+    let name = kind.split(':').next().unwrap();
+    assert_eq!(k["kind"], name);
     assert_eq!(k["error"], serde_json::Value::Null, "{k}");
     assert!(k["work"].as_u64().unwrap() > 0 && k["rate_per_s"].as_f64().unwrap() > 0.0, "{k}");
     assert_eq!(j["load"]["cpus"], serde_json::json!([0]));
     assert_eq!(j["load"]["shares_measured_cpus"], true);
+    // The load's own threads ran on CPU 0: a share of it whatever else runs there.
+    let share = 100.0 * k["cpu_time_ns"].as_f64().unwrap() / j["load"]["ran_ns"].as_f64().unwrap();
+    assert!(share >= least_share(name), "{kind}: its threads took {share:.1}% of CPU 0: {k}");
+    // And /proc/stat shows it, where the idle phase left room. Not for io:
+    // there I/O wait counts as idle, and waiting is most of what io does.
     let (idle, loaded) = (busy_cpu0(&j["phases"][0]), busy_cpu0(&j["phases"][1]));
-    if idle < SATURATED {
+    if name != "io" && idle < SATURATED - MARGIN {
         assert!(loaded > idle, "{kind}: CPU 0 busy {loaded:.1}% with the load, {idle:.1}% without");
     } else {
-        eprintln!("CPU 0 was {idle:.1}% busy without the load: checking the load's own CPU time");
-        assert!(k["cpu_time_ns"].as_i64().unwrap() > 0, "{k}");
+        eprintln!("{kind}: CPU 0 {idle:.1}% busy without the load, {loaded:.1}% with it: not compared");
     }
 }
 
@@ -312,12 +341,93 @@ fn a_command_that_exits_early_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     let o = rtick(&[&["measure", "-D", "1", "--load-cmd", "exit 3", "--json", path_str(&j)][..], &PLAIN].concat());
-    ok(&o);
+    // The run was not under its load: exit 1, after the outputs.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("rtick: the load command exited by itself (exit status 3) after "), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
     assert!(stdout(&o).contains("warning: the load command exited by itself after "), "{}", stdout(&o));
     assert!(stdout(&o).contains("load: command: sh -c 'exit 3': exit status 3\n"), "{}", stdout(&o));
     let c = &json(&j)["load"]["command"];
     assert_eq!((c["exit_code"].as_i64(), c["stopped_with"].as_array().unwrap().len()), (Some(3), 0), "{c}");
     assert!(c["exited_early_after_ns"].as_i64().unwrap() < c["ran_ns"].as_i64().unwrap(), "{c}");
+}
+
+/// With --fail-if, a load that failed is a violation (exit 3), though no
+/// result row meets a condition.
+#[test]
+fn a_failed_load_does_not_pass_fail_if() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let args = ["measure", "-D", "0.5", "--load-cmd", "no-such-command-rtick", "--fail-if", "max>1h"];
+    let o = rtick(&[&args[..], &PLAIN, &["--json", path_str(&j)]].concat());
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("FAIL the load command exited by itself (exit status 127) after "), "{out}");
+    assert!(!out.contains("PASS"), "{out}");
+    let g = &json(&j)["gates"];
+    assert_eq!((g["passed"].as_bool(), g["violations"].as_array().unwrap().len()), (Some(false), 0), "{g}");
+    assert!(g["load_failures"][0].as_str().unwrap().starts_with("the load command exited by itself"), "{g}");
+}
+
+/// A command that exits early is not reaped until rtick has ended its
+/// group: the zombie `sh` keeps the group's id from being reused, so
+/// rtick's SIGTERM cannot reach another process group.
+#[test]
+fn the_command_is_reaped_only_after_its_group_is_ended() {
+    let _s = serial();
+    let child = Rtick(Some(
+        Command::new(env!("CARGO_BIN_EXE_rtick"))
+            .args(["measure", "-D", "3", "--load-cmd", "exit 0"])
+            .args(PLAIN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let pid = child.child().id();
+    let zombie_sh = || descendants(pid).into_iter().find(|p| p.comm == "sh" && stat(p.pid).is_some_and(|s| s.0 == 'Z'));
+    // The run lasts 3 s: the exited sh shows as a zombie early in it …
+    let t0 = Instant::now();
+    let zombie = loop {
+        if let Some(z) = zombie_sh() {
+            break z;
+        }
+        assert!(t0.elapsed() < Duration::from_millis(2000), "the exited load command was never a zombie");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // … and stays one (not reaped by a poll of the command, 20 ms apart).
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(zombie_sh(), Some(zombie), "the exited load command was reaped during the run");
+    let o = child.output();
+    assert_eq!(o.status.code(), Some(1), "an early exit fails the run: {}", stderr(&o));
+    assert!(stdout(&o).contains("load: command: sh -c 'exit 0': exit status 0\n"), "{}", stdout(&o));
+}
+
+/// `--load-cpus` confines the command too: it prints its own affinity.
+#[test]
+fn the_command_runs_on_the_load_cpus() {
+    let _s = serial();
+    let cmd = "grep Cpus_allowed_list /proc/self/status >&2; exec sleep 100";
+    let o = rtick(&[&["measure", "-D", "0.3", "--load-cpus", "0", "--load-cmd", cmd][..], &PLAIN].concat());
+    ok(&o);
+    assert!(stderr(&o).contains("Cpus_allowed_list:\t0\n"), "{}", stderr(&o));
+}
+
+/// A kind's CPU time is counted over the wall time it is divided by: many
+/// threads on few CPUs never show more CPU than the CPUs had.
+#[test]
+fn a_loads_cpu_time_fits_in_its_cpus() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = rtick(&[&["measure", "-D", "1", "--load", "timers:200", "--json", path_str(&j)][..], &PLAIN].concat());
+    ok(&o);
+    let l = &json(&j)["load"];
+    let (cpu_ns, ran_ns) = (l["kinds"][0]["cpu_time_ns"].as_f64().unwrap(), l["ran_ns"].as_f64().unwrap());
+    let cpus = l["cpus"].as_array().unwrap().len() as f64;
+    assert!(cpu_ns > 0.0 && cpu_ns <= ran_ns * cpus, "{cpu_ns} ns of CPU in {ran_ns} ns on {cpus} CPUs: {l}");
 }
 
 #[test]
@@ -344,6 +454,8 @@ fn bad_load_and_phase_values_are_usage_errors_without_files() {
     for (args, says) in [
         (&["--load", "gpu"][..], "--load: unknown load 'gpu'"),
         (&["--load", "cpu:0"], "--load: cpu:0: give at least 1 worker"),
+        (&["--load", "memory:256"], "--load: the loads would hold "),
+        (&["--load", "timers:257"], "--load: timers:257: more than 256 workers"),
         (&["--load", "cpu", "--load-cpus", "99"], "--load-cpus: CPU 99 does not exist"),
         (&["--load", "cpu", "--load-cpus", "x"], "--load-cpus: 'x' is not a CPU list"),
         (&["--load-cpus", "0"], "--load-cpus: confines a load; give --load or --load-cmd too"),

@@ -99,10 +99,9 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     file.explain = explanation.as_ref().map(Explanation::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
-    file.gates = a
-        .fail_if
-        .as_ref()
-        .map(|g| g.evaluate(&file.results, &file.config.mechanisms, &file.unavailable, report.interrupted));
+    file.gates = a.fail_if.as_ref().map(|g| {
+        g.evaluate(&file.results, &file.config.mechanisms, &file.unavailable, report.interrupted, load_failures(&file))
+    });
     write_outputs(outputs, &file, &cfg, &report)?;
 
     if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
@@ -120,7 +119,18 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
             file.unavailable.iter().map(|u| u.mechanism.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
+    // Without --fail-if, a load that failed fails the run, its outputs written
+    // (an interrupted run keeps its status: it was stopped on purpose).
+    if let (None, false, Some(why)) = (&a.fail_if, report.interrupted, load_failures(&file).first()) {
+        anyhow::bail!(
+            "{why}: the run was not under the load asked for (its outputs are written); fix the load and run again"
+        );
+    }
     Ok(gate_verdict(a, &file))
+}
+
+fn load_failures(file: &RunFile) -> Vec<String> {
+    file.load.as_ref().map(crate::load::failures).unwrap_or_default()
 }
 
 /// --fail-if's verdict, printed after everything else: exit 3 unless it passed.

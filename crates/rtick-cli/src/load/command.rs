@@ -5,16 +5,20 @@
 //! [`GRACE`] for a group that ignores it.
 //!
 //! A watcher thread notices when the command exits by itself, and when.
+//! It does not reap `sh` until the group has been ended: the unreaped
+//! leader (a zombie) keeps its pid, which is the group's id, from being
+//! reused, so the SIGTERM and SIGKILL sent to the group cannot reach an
+//! unrelated process group that got the id in the meantime.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
+use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOptions};
 
 use crate::export::json::LoadCommandJson;
 
@@ -33,12 +37,16 @@ pub struct Command {
 impl Command {
     /// Starts `sh -c cmd` in a new process group; standard input and output
     /// are /dev/null (rtick's output stays its own), standard error is rtick's.
-    pub fn spawn(cmd: &str) -> Result<Command> {
+    /// It runs on `cpus` (`--load-cpus`), and so does all it starts.
+    pub fn spawn(cmd: &str, cpus: &[usize]) -> Result<Command> {
         let mut sh = std::process::Command::new("sh");
+        rtick::rt::set_child_affinity(&mut sh, cpus).context("--load-cpus: cannot confine the --load-cmd")?;
         // Spawned from the main thread, which lives as long as rtick: if rtick
         // is killed with SIGKILL (no chance to end the group), the kernel
         // kills `sh` — and the command, when sh runs it by exec — with it.
         rtick::rt::kill_with_parent(&mut sh);
+        // An early exit is timed from here, not from the watcher's start.
+        let spawned = Instant::now();
         let child = sh
             .args(["-c", cmd])
             .process_group(0)
@@ -51,7 +59,7 @@ impl Command {
         let flag = stop.clone();
         let watcher = std::thread::Builder::new()
             .name("load-cmd".into())
-            .spawn(move || watch(child, json, &flag))
+            .spawn(move || watch(child, json, &flag, spawned))
             .context("starting the --load-cmd watcher thread")?;
         Ok(Command { stop, watcher })
     }
@@ -63,50 +71,59 @@ impl Command {
     }
 }
 
-/// Waits for the stop flag (noting an early exit), then ends the group.
-fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool) -> LoadCommandJson {
-    let started = Instant::now();
+/// Waits for the stop flag (noting an early exit), then ends the group,
+/// and only then reaps its leader.
+fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned: Instant) -> LoadCommandJson {
     let pgid = Pid::from_child(&child);
-    let mut status: Option<ExitStatus> = None;
+    // WNOWAIT: notices the leader's exit but leaves it a zombie (see the module's doc).
+    let leader_exited = || {
+        let how = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        matches!(waitid(WaitId::Pid(pgid), how), Ok(Some(_)))
+    };
     while !stop.load(Relaxed) {
-        if status.is_none() {
-            if let Ok(Some(s)) = child.try_wait() {
-                status = Some(s);
-                json.exited_early_after_ns = Some(started.elapsed().as_nanos() as i64);
-            }
+        if json.exited_early_after_ns.is_none() && leader_exited() {
+            json.exited_early_after_ns = Some(spawned.elapsed().as_nanos() as i64);
         }
         std::thread::sleep(POLL);
     }
-    json.ran_ns = started.elapsed().as_nanos() as i64;
+    json.ran_ns = spawned.elapsed().as_nanos() as i64;
     // The group outlives its leader while anything the command started runs.
-    let group_alive = || test_kill_process_group(pgid).is_ok();
-    if status.is_none() || group_alive() {
+    if group_alive(pgid) {
         let _ = kill_process_group(pgid, Signal::TERM);
         json.stopped_with.push("SIGTERM".into());
         let deadline = Instant::now() + GRACE;
-        loop {
-            if status.is_none() {
-                status = child.try_wait().ok().flatten();
-            }
-            if status.is_some() && !group_alive() {
-                break;
-            }
+        while group_alive(pgid) {
             if Instant::now() >= deadline {
                 let _ = kill_process_group(pgid, Signal::KILL);
                 json.stopped_with.push("SIGKILL".into());
-                if status.is_none() {
-                    status = child.wait().ok();
-                }
                 break;
             }
             std::thread::sleep(POLL);
         }
     }
-    if let Some(s) = status {
+    // The group is ended (or killed): the leader can be reaped now.
+    if let Ok(s) = child.wait() {
         json.exit_code = s.code();
         json.exit_signal = s.signal();
     }
     json
+}
+
+/// Whether a process of group `pgid` still runs. `kill(-pgid, 0)` cannot
+/// tell: the zombie leader is still a member, so /proc is read — each
+/// process's state and group, the fields after the command name in its
+/// `stat` (a zombie has ended).
+fn group_alive(pgid: Pid) -> bool {
+    // Without /proc, assume it does: SIGKILL after the grace period, then the reap cannot hang.
+    let Ok(dir) = std::fs::read_dir("/proc") else { return true };
+    let pgid = pgid.as_raw_nonzero().get();
+    dir.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+        // state, ppid, pgrp
+        let f: Vec<&str> = rest.split_whitespace().take(3).collect();
+        f.len() == 3 && f[0] != "Z" && f[2].parse::<i32>() == Ok(pgid)
+    })
 }
 
 /// A signal's name, for the few a load's end involves; others by number.

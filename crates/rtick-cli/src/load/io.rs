@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 
 use super::workers::{KindCounters, Workers};
 
-/// One write.
-const BLOCK: usize = 256 << 10;
+/// One write (the worker's buffer).
+pub(super) const BLOCK: usize = 256 << 10;
 /// Written between syncs.
 const PER_SYNC: usize = 4;
 /// The file is rewritten from its start beyond this: bounded disk use.

@@ -62,10 +62,20 @@ fn parse_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok()?.checked_mul(mult).filter(|&b| b > 0)
 }
 
-pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {
+/// Half of a worker's buffer for this machine's cache, and the cache.
+fn half_buffer() -> (usize, Option<LastLevelCache>) {
     let llc = LastLevelCache::read(&SysRoot::default());
     // Two halves, each the size of the cache: a pass cannot stay in it.
-    let half = llc.map_or(FALLBACK_BUFFER / 2, |c| c.bytes.max(CHUNK)).next_multiple_of(CHUNK);
+    (llc.map_or(FALLBACK_BUFFER / 2, |c| c.bytes.max(CHUNK)).next_multiple_of(CHUNK), llc)
+}
+
+/// A worker's buffer, in bytes (for the plan's memory cap).
+pub fn buffer_bytes() -> usize {
+    2 * half_buffer().0
+}
+
+pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {
+    let (half, llc) = half_buffer();
     for i in 0..workers {
         let cpu = w.next_cpu();
         w.spawn(format!("load-memory{i}"), cpu, counters, move |ctx| {

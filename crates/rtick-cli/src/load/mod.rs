@@ -7,9 +7,12 @@
 //! [`workers::Workers`], which confines every load thread to the load CPUs
 //! as SCHED_OTHER and counts the work it does, so the achieved rate is
 //! known and a load that did nothing shows. A command runs in a process
-//! group of its own ([`command`]). [`Running`] stops everything when it is
-//! stopped or dropped: at the end of the run, on Ctrl-C, and on every error
-//! path — no load thread or process outlives rtick.
+//! group of its own ([`command`]), on the load CPUs too. [`Running`] stops
+//! everything when it is stopped or dropped: at the end of the run, on
+//! Ctrl-C or SIGTERM, and on every error path — no load thread or process
+//! outlives an exit rtick controls. Killed with SIGKILL, rtick cannot end
+//! the group: the kernel kills `sh` (PR_SET_PDEATHSIG), but what a compound
+//! command started from it lives on.
 
 mod command;
 mod cpu;
@@ -37,6 +40,7 @@ pub struct Running {
     workers: Workers,
     kinds: Vec<(Kind, usize, std::sync::Arc<KindCounters>, String)>,
     command: Option<command::Command>,
+    /// Before the first load thread is started.
     started: Instant,
     busy_before: Option<Vec<rtick::system::cpustat::CpuTimes>>,
     stopped: bool,
@@ -78,9 +82,8 @@ impl Running {
         }
         running.workers.wait_ready()?;
         if let Some(cmd) = &plan.command {
-            running.command = Some(command::Command::spawn(cmd)?);
+            running.command = Some(command::Command::spawn(cmd, &plan.cpus)?);
         }
-        running.started = Instant::now();
         Ok(running)
     }
 
@@ -88,10 +91,14 @@ impl Running {
     /// a grace period), waits for every thread and process, and says what
     /// they did.
     pub fn stop(mut self, plan: &LoadPlan, measured: &[usize]) -> Outcome {
-        let ran = self.started.elapsed();
         let command = self.command.take().map(command::Command::stop);
         self.workers.stop_and_join();
         self.stopped = true;
+        // The whole life of the load threads, from before the first started to
+        // after the last ended: their CPU time and work fall within it, so a
+        // kind's CPU time per wall second (the header's "CPU %", of one CPU)
+        // is at most 100 % × its threads, never more than the CPUs had.
+        let ran = self.started.elapsed();
         let busy = match (&self.busy_before, usage::now()) {
             (Some(before), Some(after)) => usage::busy(before, &after),
             _ => Vec::new(),
@@ -117,6 +124,35 @@ impl Running {
             .collect();
         Outcome { json: plan.json(measured, kinds, command, ran.as_nanos() as i64, busy) }
     }
+}
+
+/// Why the run was not under the load asked for: a kind whose worker
+/// failed or that did no work, a command that exited by itself. Empty for a
+/// load that never started (the run stopped before: that is the interruption's).
+/// With --fail-if each is a violation; without, the run exits 1 after its outputs.
+pub fn failures(l: &LoadJson) -> Vec<String> {
+    if l.ran_ns == 0 && l.command.as_ref().is_none_or(|c| c.pid.is_none()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for k in &l.kinds {
+        match &k.error {
+            Some(e) => out.push(format!("load {} failed: {e}", k.kind)),
+            None if k.work == 0 => out.push(format!("load {} did no work", k.kind)),
+            None => {}
+        }
+    }
+    if let Some(c) = &l.command {
+        if let Some(t) = c.exited_early_after_ns {
+            let how = match (c.exit_code, c.exit_signal) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(sig)) => signal_name(sig),
+                (None, None) => "unknown status".into(),
+            };
+            out.push(format!("the load command exited by itself ({how}) after {}", rtick::Nanos(t)));
+        }
+    }
+    out
 }
 
 impl Drop for Running {

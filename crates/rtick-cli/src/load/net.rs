@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 
 use super::workers::{KindCounters, Workers};
 
-/// One write.
-const BLOCK: usize = 64 << 10;
+/// One write; the receiver reads into a buffer of the same size.
+pub(super) const BLOCK: usize = 64 << 10;
 /// The longest a blocked end waits before looking at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 

@@ -51,13 +51,29 @@ impl Kind {
         }
     }
 
+    /// The memory one worker holds: its buffers and its threads' stacks.
+    /// All of it is locked in RAM when the run locks memory (MCL_FUTURE).
+    fn bytes_per_worker(self) -> usize {
+        let buffers = match self {
+            Kind::Memory => super::memory::buffer_bytes(),
+            Kind::Io => super::io::BLOCK,
+            Kind::Net => 2 * super::net::BLOCK,
+            Kind::Cpu | Kind::Sched | Kind::Timers => 0,
+        };
+        buffers + self.threads_per_worker() * super::workers::STACK
+    }
+
     fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == s)
     }
 }
 
 /// The most workers of one kind: far beyond any use, short of exhausting threads.
-const MAX_WORKERS: usize = 1024;
+const MAX_WORKERS: usize = 256;
+/// The most memory the loads may hold together. It is locked in RAM with
+/// rtick's own (mlockall MCL_FUTURE): more could get rtick OOM-killed while
+/// it holds system settings (idle states, cpu_dma_latency) changed.
+pub const MAX_MEMORY: usize = 1 << 30;
 
 /// The loads of a run.
 #[derive(Clone, Debug)]
@@ -94,6 +110,7 @@ impl LoadPlan {
             Some(s) => parse_kinds(s, load_cpus.len())?,
             None => Vec::new(),
         };
+        check_memory(&kinds, Kind::bytes_per_worker)?;
         let command = match a.load_cmd.as_deref().map(str::trim) {
             Some("") => return Err(usage("--load-cmd: the command is empty")),
             c => c.map(str::to_string),
@@ -178,6 +195,24 @@ pub fn parse_kinds(s: &str, load_cpus: usize) -> Result<Vec<(Kind, usize)>, Usag
     Ok(kinds)
 }
 
+/// The loads' memory together (`per_worker`: a kind's bytes per worker) is
+/// within [`MAX_MEMORY`].
+fn check_memory(kinds: &[(Kind, usize)], per_worker: impl Fn(Kind) -> usize) -> Result<(), Usage> {
+    let total: usize = kinds.iter().map(|&(k, n)| n * per_worker(k)).sum();
+    if total <= MAX_MEMORY {
+        return Ok(());
+    }
+    let (kind, n) = kinds.iter().max_by_key(|&&(k, n)| n * per_worker(k)).expect("a total above 0 has a kind");
+    Err(usage(format!(
+        "--load: the loads would hold {} MiB of memory, locked in RAM, beyond the cap of {} MiB ({} {}: {} KiB each); give fewer workers",
+        total.div_ceil(1 << 20),
+        MAX_MEMORY >> 20,
+        n,
+        if *n == 1 { format!("{} worker", kind.name()) } else { format!("{} workers", kind.name()) },
+        per_worker(*kind) >> 10
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,13 +227,25 @@ mod tests {
     }
 
     #[test]
+    fn the_loads_memory_is_capped() {
+        // Buffers of 64 MiB per memory worker (a 32 MiB cache): 16 fill the cap, a few stacks more are beyond it.
+        let per_worker = |k: Kind| if k == Kind::Memory { 64 << 20 } else { k.bytes_per_worker() };
+        assert!(check_memory(&[(Kind::Memory, 15), (Kind::Net, 64)], per_worker).is_ok());
+        let e = check_memory(&[(Kind::Memory, 16), (Kind::Cpu, 4)], per_worker).unwrap_err().0;
+        assert_eq!(
+            e,
+            "--load: the loads would hold 1025 MiB of memory, locked in RAM, beyond the cap of 1024 MiB (16 memory workers: 65536 KiB each); give fewer workers"
+        );
+    }
+
+    #[test]
     fn bad_loads_are_one_line_usage_errors() {
         for (bad, says) in [
             ("gpu", "unknown load 'gpu'; one of: cpu, memory, io, net, sched, timers"),
             ("cpu:0", "cpu:0: give at least 1 worker"),
             ("cpu:x", "'x' is not a number of workers"),
             ("cpu:-1", "'-1' is not a number of workers"),
-            ("cpu:5000", "more than 1024 workers"),
+            ("cpu:300", "more than 256 workers"),
             ("cpu,cpu:2", "cpu is given twice"),
             ("cpu,", "an empty load"),
             ("", "an empty load"),

@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rtick::rt::{Policy, ThreadSetup};
 
+/// The stack of a load thread: their buffers are on the heap, so a little
+/// is plenty — and memory is locked (mlockall MCL_FUTURE) before the loads
+/// start, so every thread's stack is in RAM in full, not the 2 MiB default.
+pub const STACK: usize = 128 << 10;
+
 /// How long the workers of all kinds together may take to get ready.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
@@ -110,6 +115,7 @@ impl Workers {
         let setup = ThreadSetup { policy: Policy::Other, priority: 0, cpus: vec![cpu], timer_slack: None };
         let handle = std::thread::Builder::new()
             .name(name.clone())
+            .stack_size(STACK)
             .spawn(move || {
                 let outcome = setup.apply().map_err(|e| e.to_string()).and_then(|()| {
                     let started = Instant::now();

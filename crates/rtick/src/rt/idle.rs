@@ -13,6 +13,14 @@
 //! [`IdleLimit`] guard that writes each file's previous value back when it
 //! drops (at the end of the run, on an error, or while a panic unwinds).
 //! Everything is read under a [`SysRoot`], so tests use a fake tree.
+//!
+//! Two limits of that guard, documented in the README's gates section:
+//! the files are machine-wide and nothing claims them, so two processes
+//! limiting at once undo each other — the second reads the first's `1`s as
+//! the machine's own ("already disabled") and leaves them, and the first,
+//! ending, writes the previous `0`s back under the second. And a process
+//! that ends without unwinding (SIGKILL, the OOM killer) restores nothing:
+//! the states stay disabled until someone writes `0` or the machine reboots.
 
 use std::path::PathBuf;
 

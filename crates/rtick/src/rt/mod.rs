@@ -11,8 +11,8 @@ mod memory;
 mod policy;
 mod setup;
 
-/// A child process that does not outlive rtick, even killed with SIGKILL.
-pub use crate::sys::child::kill_with_parent;
+/// A child process that does not outlive rtick, even killed with SIGKILL; one confined to CPUs.
+pub use crate::sys::child::{kill_with_parent, set_child_affinity};
 pub use dma::{DmaLatency, DmaLatencyLimit, DMA_LATENCY_PATH, PM_QOS_DEFAULT_US};
 pub use idle::{IdleLimit, IdleState, IdleStates};
 pub use memory::{

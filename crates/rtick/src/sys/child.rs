@@ -6,6 +6,9 @@
 //! with SIGKILL. The kernel then sends the child SIGKILL when the thread
 //! that forked it ends, so spawn from a thread that lives as long as the
 //! child should (the main thread).
+//!
+//! The same place confines such a child to a set of CPUs
+//! (`--load-cpus`), before it runs anything.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -32,6 +35,26 @@ pub fn kill_with_parent(cmd: &mut Command) -> &mut Command {
             Ok(())
         })
     }
+}
+
+/// Confines the child of `cmd` to `cpus` (`sched_setaffinity` between fork
+/// and exec): the program and every process it starts inherit the set.
+/// EINVAL for a CPU beyond `CPU_SETSIZE`, before anything is spawned.
+pub fn set_child_affinity<'a>(cmd: &'a mut Command, cpus: &[usize]) -> io::Result<&'a mut Command> {
+    // Built here, in the parent: the closure only reads this copy.
+    let set = super::sched::cpu_set(cpus)?;
+    // SAFETY: the closure runs in the child after fork, before exec: it calls
+    // only sched_setaffinity, which is async-signal-safe, on a cpu_set_t built
+    // before the fork and of the size passed (pid 0: the child itself); it
+    // allocates nothing and touches no lock (last_os_error does not allocate).
+    Ok(unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    })
 }
 
 #[cfg(test)]
@@ -62,6 +85,19 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         None
+    }
+
+    #[test]
+    fn the_child_runs_on_the_cpus_given() {
+        let cpu = *crate::sys::sched::affinity().unwrap().last().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);
+        let out = set_child_affinity(&mut cmd, &[cpu]).unwrap().output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("Cpus_allowed_list:\t{cpu}\n"));
+        assert_eq!(
+            set_child_affinity(&mut Command::new("true"), &[usize::MAX]).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
     }
 
     #[test]

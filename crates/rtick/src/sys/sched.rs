@@ -28,9 +28,9 @@ pub fn scheduler() -> io::Result<(libc::c_int, libc::c_int)> {
     Ok((policy, param.sched_priority))
 }
 
-/// Pins the calling thread to the CPUs in `cpus`.
-pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO initialises it fully below.
+/// The CPU set of `cpus`; EINVAL for a CPU beyond `CPU_SETSIZE`.
+pub(crate) fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data and all-zero is an empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus {
         if cpu >= libc::CPU_SETSIZE as usize {
@@ -39,6 +39,12 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
         // SAFETY: cpu was checked to be below CPU_SETSIZE, the size of set.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
+    Ok(set)
+}
+
+/// Pins the calling thread to the CPUs in `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
     // SAFETY: set is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
     check_ret(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
     Ok(())
