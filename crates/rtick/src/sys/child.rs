@@ -43,10 +43,13 @@ pub fn kill_with_parent(cmd: &mut Command) -> &mut Command {
 pub fn set_child_affinity<'a>(cmd: &'a mut Command, cpus: &[usize]) -> io::Result<&'a mut Command> {
     // Built here, in the parent: the closure only reads this copy.
     let set = super::sched::cpu_set(cpus)?;
-    // SAFETY: the closure runs in the child after fork, before exec: it calls
-    // only sched_setaffinity, which is async-signal-safe, on a cpu_set_t built
-    // before the fork and of the size passed (pid 0: the child itself); it
-    // allocates nothing and touches no lock (last_os_error does not allocate).
+    // SAFETY: the closure runs in the child after fork, before exec. It calls
+    // only sched_setaffinity, which POSIX does not list as async-signal-safe,
+    // but glibc's (and musl's) wrapper is the bare system call: it allocates
+    // nothing and takes no lock, so the lone thread of the forked child cannot
+    // deadlock on a lock another thread of the parent held at the fork. The
+    // cpu_set_t it reads was built before the fork and is of the size passed
+    // (pid 0: the child itself); last_os_error does not allocate.
     Ok(unsafe {
         cmd.pre_exec(move || {
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
