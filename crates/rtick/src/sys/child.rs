@@ -92,7 +92,12 @@ mod tests {
 
     #[test]
     fn the_child_runs_on_the_cpus_given() {
-        let cpu = *crate::sys::sched::affinity().unwrap().last().unwrap();
+        let allowed = crate::sys::sched::affinity().unwrap();
+        // Confined to one CPU already, the child would show it without the feature.
+        if allowed.len() < 2 {
+            return crate::sys::skip::skip("this test process may run on one CPU only (taskset?)", false);
+        }
+        let cpu = *allowed.last().unwrap();
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);
         let out = set_child_affinity(&mut cmd, &[cpu]).unwrap().output().unwrap();
