@@ -26,6 +26,9 @@ use crate::export::json::LoadCommandJson;
 pub const GRACE: Duration = Duration::from_secs(2);
 /// How often the watcher looks at the command.
 const POLL: Duration = Duration::from_millis(20);
+/// How often it looks whether the group has ended after SIGTERM: each look
+/// reads every process's `stat`, too costly at [`POLL`].
+const GRACE_POLL: Duration = Duration::from_millis(100);
 
 /// A running command.
 #[derive(Debug)]
@@ -98,7 +101,7 @@ fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned
                 json.stopped_with.push("SIGKILL".into());
                 break;
             }
-            std::thread::sleep(POLL);
+            std::thread::sleep(GRACE_POLL);
         }
     }
     // The group is ended (or killed): the leader can be reaped now.
@@ -110,19 +113,32 @@ fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned
 }
 
 /// Whether a process of group `pgid` still runs. `kill(-pgid, 0)` cannot
-/// tell: the zombie leader is still a member, so /proc is read — each
-/// process's state and group, the fields after the command name in its
-/// `stat` (a zombie has ended).
+/// tell: the zombie leader is still a member, so /proc is read.
 fn group_alive(pgid: Pid) -> bool {
+    group_alive_in(std::path::Path::new("/proc"), pgid.as_raw_nonzero().get())
+}
+
+/// [`group_alive`] on a /proc at `proc`: a process of the group with a task
+/// that has not ended. The process's own state is its main thread's: a
+/// process whose main thread exited shows Z while its other threads run.
+fn group_alive_in(proc: &std::path::Path, pgid: i32) -> bool {
     // Without /proc, assume it does: SIGKILL after the grace period, then the reap cannot hang.
-    let Ok(dir) = std::fs::read_dir("/proc") else { return true };
-    let pgid = pgid.as_raw_nonzero().get();
-    dir.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))).any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
-        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-        // state, ppid, pgrp
+    let Ok(dir) = std::fs::read_dir(proc) else { return true };
+    // (state, pgrp): the fields after the command name in a `stat`.
+    let state_and_group = |stat: &std::path::Path| {
+        let stat = std::fs::read_to_string(stat).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
         let f: Vec<&str> = rest.split_whitespace().take(3).collect();
-        f.len() == 3 && f[0] != "Z" && f[2].parse::<i32>() == Ok(pgid)
+        Some((f.first()? == &"Z", f.get(2)?.parse::<i32>().ok()?))
+    };
+    let numeric = |e: &std::fs::DirEntry| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+    dir.flatten().filter(numeric).any(|e| match state_and_group(&e.path().join("stat")) {
+        Some((false, g)) => g == pgid,
+        // Only a group member's threads are read: few processes are zombies.
+        Some((true, g)) if g == pgid => std::fs::read_dir(e.path().join("task")).is_ok_and(|tasks| {
+            tasks.flatten().any(|t| state_and_group(&t.path().join("stat")).is_some_and(|(zombie, _)| !zombie))
+        }),
+        _ => false,
     })
 }
 
@@ -137,5 +153,33 @@ pub fn signal_name(sig: i32) -> String {
         13 => "SIGPIPE".into(),
         15 => "SIGTERM".into(),
         n => format!("signal {n}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_lives_while_a_thread_of_a_zombie_leader_runs() {
+        let proc = tempfile::tempdir().unwrap();
+        let put = |path: &str, text: &str| {
+            let p = proc.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        // Process 7 of group 7: its main thread has exited (Z), thread 8 sleeps.
+        put("7/stat", "7 (a b) Z 1 7 7 0");
+        put("7/task/7/stat", "7 (a b) Z 1 7 7 0");
+        put("7/task/8/stat", "8 (a b) S 1 7 7 0");
+        // Another group's running process, and not a process.
+        put("9/stat", "9 (c) R 1 9 9 0");
+        put("self/stat", "1 (d) R 0 7 7 0");
+        assert!(group_alive_in(proc.path(), 7));
+        put("7/task/8/stat", "8 (a b) Z 1 7 7 0");
+        assert!(!group_alive_in(proc.path(), 7));
+        put("10/stat", "10 (e) S 7 7 7 0");
+        assert!(group_alive_in(proc.path(), 7));
+        assert!(!group_alive_in(proc.path(), 8));
     }
 }
