@@ -296,7 +296,8 @@ pub struct LoadKindJson {
     pub unit: String,
     /// Units of work done while the load ran.
     pub work: u64,
-    /// `work` per second of `ran_ns`: 0 is a load that did nothing.
+    /// `work` per second the loads ran, from all ready to the stop (`ran_ns`
+    /// also spans getting ready and the command's end): 0 is a load that did nothing.
     pub rate_per_s: f64,
     /// CPU time of its threads (getrusage RUSAGE_THREAD), ns.
     pub cpu_time_ns: i64,

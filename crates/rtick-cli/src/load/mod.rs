@@ -40,8 +40,12 @@ pub struct Running {
     workers: Workers,
     kinds: Vec<(Kind, usize, std::sync::Arc<KindCounters>, String)>,
     command: Option<command::Command>,
-    /// Before the first load thread is started.
+    /// Before the first load thread is started: the start of the span of
+    /// their CPU time.
     started: Instant,
+    /// When every load ran (workers ready, command spawned): the start of
+    /// the span of their rates, which getting ready would dilute.
+    ready: Instant,
     busy_before: Option<Vec<rtick::system::cpustat::CpuTimes>>,
     stopped: bool,
 }
@@ -64,6 +68,7 @@ impl Running {
             kinds: Vec::new(),
             command: None,
             started: Instant::now(),
+            ready: Instant::now(),
             busy_before,
             stopped: false,
         };
@@ -84,6 +89,7 @@ impl Running {
         if let Some(cmd) = &plan.command {
             running.command = Some(command::Command::spawn(cmd, &plan.cpus)?);
         }
+        running.ready = Instant::now();
         Ok(running)
     }
 
@@ -91,6 +97,9 @@ impl Running {
     /// a grace period), waits for every thread and process, and says what
     /// they did.
     pub fn stop(mut self, plan: &LoadPlan, measured: &[usize]) -> Outcome {
+        // The loads ran at full rate from ready to here; the command's grace
+        // period and the joins that follow are not part of it.
+        let loaded = self.ready.elapsed().as_secs_f64().max(1e-9);
         let command = self.command.take().map(command::Command::stop);
         self.workers.stop_and_join();
         self.stopped = true;
@@ -103,7 +112,6 @@ impl Running {
             (Some(before), Some(after)) => usage::busy(before, &after),
             _ => Vec::new(),
         };
-        let secs = ran.as_secs_f64().max(1e-9);
         let kinds = self
             .kinds
             .iter()
@@ -115,7 +123,7 @@ impl Running {
                     threads: *workers * kind.threads_per_worker(),
                     unit: kind.unit().into(),
                     work,
-                    rate_per_s: work as f64 / secs,
+                    rate_per_s: work as f64 / loaded,
                     cpu_time_ns: c.cpu_ns(),
                     detail: detail.clone(),
                     error: c.error(),
