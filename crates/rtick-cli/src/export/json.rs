@@ -347,6 +347,10 @@ pub struct CpuBusyJson {
     pub cpu: usize,
     /// 100 − idle (with I/O wait) in percent, from /proc/stat (10 ms ticks).
     pub busy_percent: f64,
+    /// The I/O wait within the idle share, in percent: an `io` load's
+    /// waiting shows here, not in `busy_percent`.
+    #[serde(default)]
+    pub iowait_percent: f64,
 }
 
 /// One phase of a --phases run.

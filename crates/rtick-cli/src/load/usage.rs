@@ -7,7 +7,8 @@ use rtick::system::cpustat::CpuTimes;
 use crate::export::json::CpuBusyJson;
 
 /// Per CPU present in both readings: the share of its time not idle
-/// (user, system, interrupts, steal), in percent. I/O wait counts as idle.
+/// (user, system, interrupts, steal), in percent. I/O wait counts as idle,
+/// and has a figure of its own.
 pub fn busy(before: &[CpuTimes], after: &[CpuTimes]) -> Vec<CpuBusyJson> {
     after
         .iter()
@@ -15,9 +16,11 @@ pub fn busy(before: &[CpuTimes], after: &[CpuTimes]) -> Vec<CpuBusyJson> {
             let b = before.iter().find(|b| b.cpu == a.cpu)?;
             let total = (a.total() - b.total()).as_ns();
             let idle = (a.idle - b.idle).as_ns();
+            let iowait = (a.iowait - b.iowait).as_ns();
             (total > 0).then(|| CpuBusyJson {
                 cpu: a.cpu as usize,
                 busy_percent: 100.0 * (total - idle).max(0) as f64 / total as f64,
+                iowait_percent: 100.0 * iowait.max(0) as f64 / total as f64,
             })
         })
         .collect()
@@ -36,17 +39,19 @@ mod tests {
 
     #[test]
     fn busy_is_the_share_not_idle() {
-        let t = |cpu, user, idle| CpuTimes {
+        let t = |cpu, user, idle, iowait| CpuTimes {
             cpu,
             user: Nanos::from_ms(user),
             idle: Nanos::from_ms(idle),
+            iowait: Nanos::from_ms(iowait),
             ..Default::default()
         };
-        let before = [t(0, 100, 1000), t(1, 0, 0)];
-        let after = [t(0, 175, 1025), t(1, 0, 0), t(2, 5, 5)];
+        let before = [t(0, 100, 1000, 500), t(1, 0, 0, 0)];
+        let after = [t(0, 175, 1025, 520), t(1, 0, 0, 0), t(2, 5, 5, 0)];
         let b = busy(&before, &after);
-        // CPU 0: 75 of 100 ms busy; CPU 1: no time passed; CPU 2: not in the first reading.
+        // CPU 0: 75 of 100 ms busy, 20 of the idle 25 waiting for I/O; CPU 1:
+        // no time passed; CPU 2: not in the first reading.
         assert_eq!(b.len(), 1);
-        assert_eq!((b[0].cpu, b[0].busy_percent), (0, 75.0));
+        assert_eq!((b[0].cpu, b[0].busy_percent, b[0].iowait_percent), (0, 75.0, 20.0));
     }
 }

@@ -19,6 +19,9 @@ pub struct CpuTimes {
     pub system: Nanos,
     /// Idle (with I/O wait).
     pub idle: Nanos,
+    /// The part of `idle` with a task of this CPU waiting for I/O: idle for
+    /// the CPU, not for a load that does I/O.
+    pub iowait: Nanos,
     /// Hard and soft interrupts.
     pub interrupts: Nanos,
     /// Taken by the hypervisor while the vCPU had work.
@@ -46,6 +49,7 @@ pub fn parse(text: &str, tick: Nanos) -> Vec<CpuTimes> {
                 user: at(0) + at(1),
                 system: at(2),
                 idle: at(3) + at(4),
+                iowait: at(4),
                 interrupts: at(5) + at(6),
                 steal: at(7),
             })
@@ -74,6 +78,7 @@ mod tests {
                 user: Nanos::from_ms(50),
                 system: Nanos::from_ms(20),
                 idle: Nanos::from_ms(530),
+                iowait: Nanos::from_ms(30),
                 interrupts: Nanos::from_ms(30),
                 steal: Nanos::from_ms(30),
             }
