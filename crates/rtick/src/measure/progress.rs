@@ -42,17 +42,16 @@ impl ThreadProgress {
         }
     }
 
-    /// Publishes the thread's figures (it is the only writer).
+    /// Publishes the thread's figures and its losses so far (overruns,
+    /// missed periods, dropped trace rows: `rtick monitor` exports them
+    /// live) in one store: one seqlock write per wake-up (it is the only
+    /// writer).
     #[inline]
-    pub(crate) fn publish(&self, count: u64, min: i64, max: i64, sum: i64, last: i64) {
-        self.write(|| self.store_figures(count, min, max, sum, last));
-    }
-
-    /// Publishes the overruns, missed periods and dropped trace rows so far
-    /// (`rtick monitor` exports them live).
-    #[inline]
-    pub(crate) fn publish_losses(&self, overruns: u64, missed: u64, dropped: u64) {
-        self.write(|| self.store_losses([overruns, missed, dropped]));
+    pub(crate) fn publish_all(&self, count: u64, min: i64, max: i64, sum: i64, last: i64, losses: [u64; 3]) {
+        self.write(|| {
+            self.store_figures(count, min, max, sum, last);
+            self.store_losses(losses);
+        });
     }
 
     /// Starts publishing another mechanism's figures: the index, the figures
@@ -180,8 +179,10 @@ mod tests {
     fn a_snapshot_carries_the_mechanism_and_its_losses() {
         let p = ThreadProgress::new();
         p.switch(1, 10, 5, 50, 100, [2, 3, 4]);
-        p.publish(11, 5, 60, 160, 60);
-        p.publish_losses(3, 5, 4);
+        let v = p.version.load(Relaxed);
+        p.publish_all(11, 5, 60, 160, 60, [3, 5, 4]);
+        // One seqlock write per wake-up: the version moves by one store.
+        assert_eq!(p.version.load(Relaxed), v + 2);
         let s = p.snapshot();
         assert_eq!((s.mechanism, s.count, s.overruns, s.missed, s.dropped), (1, 11, 3, 5, 4));
         // Another mechanism's slot brings its own figures, losses included.
@@ -203,7 +204,7 @@ mod tests {
                     let m = (i % 2) as usize;
                     let k = m as u64 * 1_000_000 + i;
                     p.switch(m, k, k as i64, k as i64, k as i64, [k, k, k]);
-                    p.publish(k, k as i64, k as i64, k as i64, k as i64);
+                    p.publish_all(k, k as i64, k as i64, k as i64, k as i64, [k, k, k]);
                 }
                 done.store(true, Relaxed);
             });
