@@ -5,8 +5,14 @@
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 
+use crate::sys::sched;
 use crate::time::Nanos;
 use crate::wait::Mechanism;
+
+/// How often a reader finds the writer mid-store before it yields the CPU
+/// instead of spinning (a store takes a few nanoseconds; 100 spins cover it
+/// unless the writer was preempted).
+const SPINS_BEFORE_YIELD: u32 = 100;
 
 /// One thread's running figures. Aligned to a cache line so that threads do
 /// not share one.
@@ -100,11 +106,19 @@ impl ThreadProgress {
 
     /// The figures of one store, all of one mechanism: the seqlock's read
     /// side, read again while the writer is storing or stored meanwhile.
+    /// After [`SPINS_BEFORE_YIELD`] tries it yields the CPU between tries: a
+    /// writer preempted mid-store (on this reader's CPU, say) can then finish.
     pub(crate) fn snapshot(&self) -> ThreadSnapshot {
+        let mut tries = 0u32;
         loop {
             let before = self.version.load(Acquire);
             if before % 2 == 1 {
-                std::hint::spin_loop();
+                tries = tries.saturating_add(1);
+                if tries < SPINS_BEFORE_YIELD {
+                    std::hint::spin_loop();
+                } else {
+                    sched::yield_now();
+                }
                 continue;
             }
             let snap = self.figures(self.mechanism.load(Relaxed));
