@@ -8,7 +8,7 @@
 //! measure's own code and held by guards that restore them on return, also
 //! after Ctrl-C or SIGTERM. The measuring threads only push trace rows and
 //! store atomics; the thread that watches the run collects them into the
-//! metrics (see `metrics`), and the HTTP threads only read.
+//! metrics (see `metrics`), and the HTTP thread only reads.
 
 mod http;
 mod metrics;
@@ -70,9 +70,10 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let rows = ring_rows(cfg.interval, cfg.threads.len());
     let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, consumers);
-    http::serve(listener, collector.exporter())?;
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
+    // After the settings: the endpoint answers once they hold.
+    http::serve(listener, collector.exporter())?;
     let file = run_file(&cfg, &sys, &held, warnings);
     if a.quiet {
         // As measure -q: the warnings on stdout.
