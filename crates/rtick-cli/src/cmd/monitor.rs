@@ -8,7 +8,7 @@
 //! measure's own code and held by guards that restore them on return, also
 //! after Ctrl-C or SIGTERM. The measuring threads only push trace rows and
 //! store atomics; the thread that watches the run collects them into the
-//! metrics (see `metrics`), and the HTTP threads only read.
+//! metrics (see `metrics`), and the HTTP thread only reads.
 
 mod http;
 mod metrics;
@@ -37,8 +37,16 @@ const ROUND: Nanos = Nanos::from_secs(60);
 /// collector runs at normal priority, by design: on a machine loaded far
 /// beyond its CPUs (load average 60–97 seen with two busy loops and parallel
 /// builds) it stalled over 8 s. A row is 32 bytes: 16 s at 1 kHz is 512 KiB
-/// per thread.
+/// per thread. The rings are locked into memory with the rest (mlockall), so
+/// their total is capped at [`RINGS_BYTES`]: at high rates or with many
+/// threads each ring holds fewer seconds (the header says how many).
 const RING_SECONDS: i64 = 16;
+/// The most memory all the trace rings take together: 64 MiB (16 s at
+/// 20 kHz on 6 threads; 4 s at 20 kHz on 25; with -S on 64 CPUs at 1 kHz,
+/// 2 s).
+const RINGS_BYTES: usize = 64 << 20;
+/// The size of a trace row in a ring.
+const ROW_BYTES: usize = std::mem::size_of::<measure::TraceRow>();
 
 pub fn run(a: &MonitorArgs) -> Result<()> {
     let plan = loop_plan(&a.looping, false, &Cpus::detect()?)?;
@@ -59,11 +67,13 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let mut warnings = Vec::new();
     settle(&mut cfg, &sys, plan.policy_explicit, &mut warnings)?;
     let stop = crate::stop_flag()?;
-    let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), ring_rows(cfg.interval));
+    let rows = ring_rows(cfg.interval, cfg.threads.len());
+    let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, consumers);
-    http::serve(listener, collector.exporter())?;
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
+    // After the settings: the endpoint answers once they hold.
+    http::serve(listener, collector.exporter())?;
     let file = run_file(&cfg, &sys, &held, warnings);
     if a.quiet {
         // As measure -q: the warnings on stdout.
@@ -75,6 +85,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         print!("{}", header::render_as(&file, &held.mlock_detail, "monitor", Some(&bound)));
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
         println!("  serving       {}", serving(a.listen, paths));
+        println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));
     }
     let started = Instant::now();
     let until = a.duration.map(|d| started + d.to_std());
@@ -123,10 +134,19 @@ fn stop_at(stop: &AtomicBool, until: Option<Instant>) {
 }
 
 /// Rows per trace ring: [`RING_SECONDS`] of wake-ups, within bounds that keep
-/// its memory between 256 KiB and 32 MiB a thread.
-fn ring_rows(interval: Nanos) -> usize {
+/// its memory between 256 KiB and 32 MiB a thread, and all the `threads`
+/// rings within [`RINGS_BYTES`] (down to 32 KiB a ring past 2048 threads).
+fn ring_rows(interval: Nanos, threads: usize) -> usize {
     let per_second = Nanos::from_secs(1).as_ns() / interval.as_ns().max(1);
-    (per_second * RING_SECONDS).clamp(1 << 13, 1 << 20) as usize
+    let wanted = (per_second * RING_SECONDS).clamp(1 << 13, 1 << 20) as usize;
+    wanted.min(RINGS_BYTES / ROW_BYTES / threads.max(1)).max(1 << 10)
+}
+
+/// How long `rows` last at one wake-up per `interval`: how far the collector
+/// may fall behind before the measuring threads drop rows.
+fn lag(rows: usize, interval: Nanos) -> String {
+    let secs = rows as f64 * interval.as_ns() as f64 / 1e9;
+    format!("{secs:.1} s")
 }
 
 #[cfg(test)]
@@ -135,10 +155,28 @@ mod tests {
 
     #[test]
     fn rings_hold_seconds_of_wake_ups_within_bounds() {
-        assert_eq!(ring_rows(Nanos::from_us(100)), 160_000);
-        assert_eq!(ring_rows(Nanos::from_ms(1)), 16_000);
-        assert_eq!(ring_rows(Nanos::from_ms(10)), 1 << 13, "at least 8192 rows");
-        assert_eq!(ring_rows(Nanos(1)), 1 << 20, "at most 2^20 rows");
+        assert_eq!(ROW_BYTES, 32);
+        assert_eq!(ring_rows(Nanos::from_us(100), 1), 160_000);
+        assert_eq!(ring_rows(Nanos::from_ms(1), 1), 16_000);
+        assert_eq!(ring_rows(Nanos::from_ms(10), 1), 1 << 13, "at least 8192 rows");
+        assert_eq!(ring_rows(Nanos(1), 1), 1 << 20, "at most 2^20 rows");
+        assert_eq!(lag(16_000, Nanos::from_ms(1)), "16.0 s");
+    }
+
+    /// Many threads at a high rate: the rings together stay within 64 MiB,
+    /// each holding fewer seconds.
+    #[test]
+    fn all_rings_together_stay_within_their_cap() {
+        for threads in [1, 2, 6, 25, 64, 256, 2048] {
+            for interval in [Nanos(1), Nanos::from_us(50), Nanos::from_ms(1)] {
+                let rows = ring_rows(interval, threads);
+                assert!(rows * ROW_BYTES * threads <= RINGS_BYTES, "{threads} threads, {interval:?}: {rows} rows");
+                assert!(rows >= 1 << 10);
+            }
+        }
+        assert_eq!(ring_rows(Nanos::from_us(50), 6), 320_000, "16 s at 20 kHz on 6 threads");
+        assert_eq!(ring_rows(Nanos::from_us(50), 64), 32_768);
+        assert_eq!(lag(32_768, Nanos::from_us(50)), "1.6 s");
     }
 
     #[test]

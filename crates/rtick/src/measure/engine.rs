@@ -370,8 +370,8 @@ impl Slot {
         self.sum = self.sum.saturating_add(lat);
         self.overruns += a.overrun as u64;
         self.missed += a.skipped;
-        ctx.progress.publish(self.n, self.min, self.max, self.sum, lat);
-        ctx.progress.publish_losses(self.overruns, self.missed, self.dropped);
+        let losses = [self.overruns, self.missed, self.dropped];
+        ctx.progress.publish_all(self.n, self.min, self.max, self.sum, lat, losses);
         if let Some(b) = ctx.cfg.breaktrace.filter(|b| lat > b.as_ns()) {
             let mark = ctx.cfg.tracemark.as_deref().map(|t| (t, b));
             ctx.brk.claim(self.mechanism, ctx.index, t.cycle, Nanos(lat), mark);

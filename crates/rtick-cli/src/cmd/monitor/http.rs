@@ -2,46 +2,50 @@
 //! OpenMetrics when the Accept header asks for it), `/spikes` (JSON), and
 //! nothing else; GET and HEAD only, every answer bounded.
 //!
-//! One thread accepts connections and reads their request heads, all at
-//! once with poll(2) on non-blocking sockets; each connection has one
-//! deadline for its whole head ([`HEAD_DEADLINE`]), after which it is
-//! closed, so idle or slow clients hold no thread. Complete requests go to
-//! a fixed pool of [`WORKERS`] threads, which encode the answer and write
-//! it, again within one deadline. httparse parses the request head. Why
-//! not an HTTP server crate: tiny_http, the small one, starts a thread for
-//! every concurrent connection, and with measure's mlockall(MCL_FUTURE)
-//! each new thread's stack is locked into memory — a hundred concurrent
-//! scrapes would lock hundreds of MiB next to the real-time threads. Here
-//! the threads are made at start, and memory stays what it was.
+//! hyper (HTTP/1) on a tokio current-thread runtime, in one thread of normal
+//! priority started after setup: connections are tasks on the heap, not
+//! threads, so measure's mlockall(MCL_FUTURE) locks no stack per client. What
+//! a client can hold is bounded: its request head ([`MAX_HEAD`], read within
+//! [`HEAD_DEADLINE`], its first byte within [`FIRST_BYTE`]), its connection
+//! ([`CONN_DEADLINE`] in all, keep-alive included), and the connections
+//! together ([`MAX_CONNS`]: a new one beyond them closes the oldest, so idle
+//! or stuck clients never keep a scrape out).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener};
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::task::Poll;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::Notify;
 
 use super::metrics::Exporter;
 
-/// Threads answering requests.
-pub const WORKERS: usize = 2;
-/// The largest request head read; a longer one is answered 431.
+/// The largest request head read (hyper's smallest buffer); a longer one is
+/// answered 431.
 const MAX_HEAD: usize = 8 << 10;
-/// How long a client may take to send its whole request head, from its
-/// connection (a scraper sends it in one packet).
+/// How long a client may take to send its first byte (a scraper sends its
+/// request at once; an idle connection is closed).
+const FIRST_BYTE: Duration = Duration::from_secs(1);
+/// How long a client may take to send a whole request head.
 const HEAD_DEADLINE: Duration = Duration::from_secs(2);
-/// How long a client may take to read the whole answer.
-const WRITE_DEADLINE: Duration = Duration::from_secs(5);
-/// Connections whose heads are being read at once; more wait in the listen
-/// backlog until one is answered or reaches its deadline.
-const MAX_PENDING: usize = 64;
-/// Complete requests waiting for a worker; beyond this the reading thread
-/// waits for one (a burst of scrapes queues, as in the listen backlog).
-const QUEUE: usize = 4 * WORKERS;
-/// Stack of a worker: the encoding is on the heap.
-const WORKER_STACK: usize = 256 << 10;
+/// How long a connection may last in all, its requests and the writing of
+/// their answers included: a client that never reads holds nothing longer.
+const CONN_DEADLINE: Duration = Duration::from_secs(10);
+/// Connections open at once; a new one beyond them closes the oldest.
+const MAX_CONNS: usize = 128;
+/// Stack of the HTTP thread: the connections are on the heap.
+const STACK: usize = 256 << 10;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -66,203 +70,93 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
     })
 }
 
-/// Starts the reading thread and the workers; they run until the process ends.
+/// Starts the HTTP thread; it runs until the process ends.
 pub fn serve(listener: TcpListener, exporter: Arc<Exporter>) -> Result<()> {
     listener.set_nonblocking(true).context("making the listening socket non-blocking")?;
-    let (jobs, queue) = sync_channel::<Job>(QUEUE);
-    let queue = Arc::new(Mutex::new(queue));
-    for i in 0..WORKERS {
-        let (queue, exporter) = (Arc::clone(&queue), Arc::clone(&exporter));
-        std::thread::Builder::new()
-            .name(format!("rtick-http{i}"))
-            .stack_size(WORKER_STACK)
-            .spawn(move || work(&queue, &exporter))
-            .context("starting the HTTP threads")?;
-    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .context("starting the HTTP runtime")?;
     std::thread::Builder::new()
         .name("rtick-http".into())
-        .stack_size(WORKER_STACK)
-        .spawn(move || read_heads(&listener, &jobs))
-        .context("starting the HTTP threads")?;
+        .stack_size(STACK)
+        .spawn(move || {
+            if let Err(e) = runtime.block_on(accept(listener, exporter)) {
+                eprintln!("error: rtick monitor's endpoint stopped: {e:#}");
+            }
+        })
+        .context("starting the HTTP thread")?;
     Ok(())
 }
 
-/// A complete request, or the error answer its head earned.
-struct Job {
-    stream: TcpStream,
-    request: std::result::Result<Request, Reply>,
-}
+/// The open connections, oldest first, each with what closes it.
+type Open = Arc<Mutex<BTreeMap<u64, Arc<Notify>>>>;
 
-struct Request {
-    method: String,
-    path: String,
-    accept: Option<String>,
-}
-
-/// A connection whose head is being read.
-struct Pending {
-    stream: TcpStream,
-    buf: Vec<u8>,
-    deadline: Instant,
-}
-
-/// The reading thread: accepts, reads every head as its bytes come, hands
-/// complete ones to the workers, closes those past their deadline.
-fn read_heads(listener: &TcpListener, jobs: &SyncSender<Job>) {
-    let mut pending: Vec<Pending> = Vec::new();
-    loop {
-        let now = Instant::now();
-        let wait = pending.iter().map(|p| p.deadline.saturating_duration_since(now)).min();
-        let wait = wait.unwrap_or(Duration::from_secs(60));
-        let ready: Vec<bool> = {
-            let room = if pending.len() < MAX_PENDING { PollFlags::IN } else { PollFlags::empty() };
-            let mut fds = vec![PollFd::new(listener, room)];
-            fds.extend(pending.iter().map(|p| PollFd::new(&p.stream, PollFlags::IN)));
-            let timeout = Timespec::try_from(wait).unwrap_or(Timespec { tv_sec: 1, tv_nsec: 0 });
-            if poll(&mut fds, Some(&timeout)).is_err() {
-                continue; // EINTR: poll again.
-            }
-            fds.iter().map(|f| !f.revents().is_empty()).collect()
-        };
-        // Newest last: reading in reverse keeps the indices of the rest.
-        for i in (0..pending.len()).rev().filter(|&i| ready[i + 1]) {
-            if let Some(request) = read_some(&mut pending[i]) {
-                let stream = pending.swap_remove(i).stream;
-                // Err: the workers are gone, and so is the process.
-                let _ = jobs.send(Job { stream, request });
-            }
-        }
-        if ready[0] && pending.len() < MAX_PENDING {
-            accept_all(listener, &mut pending);
-        }
-        // After the reads: a head that came in time is answered even when
-        // this thread waited for a worker meanwhile.
-        let now = Instant::now();
-        pending.retain(|p| p.deadline > now);
-    }
-}
-
-/// Accepts every waiting connection. When accept fails otherwise than for
-/// want of one (EMFILE: too many open files), waits a little: the listener
-/// stays readable, and retrying at once would spin.
-fn accept_all(listener: &TcpListener, pending: &mut Vec<Pending>) {
-    while pending.len() < MAX_PENDING {
-        match listener.accept() {
-            Ok((stream, _)) if stream.set_nonblocking(true).is_ok() => {
-                pending.push(Pending { stream, buf: Vec::new(), deadline: Instant::now() + HEAD_DEADLINE });
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
+/// Accepts connections, each served by a task; beyond [`MAX_CONNS`] the
+/// oldest is closed. A failing accept (EMFILE: too many open files) is
+/// retried after a pause, not at once: the listener stays readable.
+async fn accept(listener: TcpListener, exporter: Arc<Exporter>) -> Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener).context("serving the listening socket")?;
+    let open: Open = Arc::default();
+    for id in 0u64.. {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::ConnectionAborted || e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => {
-                std::thread::sleep(Duration::from_millis(100));
-                return;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
             }
-        }
-    }
-}
-
-/// Reads what the connection has sent; `Some` once its head is complete
-/// (or bad). A connection closed before its head was complete, or failed,
-/// gets no answer: its deadline is set to now, so it is dropped.
-fn read_some(p: &mut Pending) -> Option<std::result::Result<Request, Reply>> {
-    let mut chunk = [0u8; 2048];
-    loop {
-        match p.stream.read(&mut chunk) {
-            Ok(0) => {
-                // Closed for writing: the head may be complete (a half-close).
-                let request = parse_head(&p.buf);
-                if request.is_none() {
-                    p.deadline = Instant::now();
-                }
-                return request;
-            }
-            Ok(n) => p.buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => {
-                p.deadline = Instant::now();
-                return None;
-            }
-        }
-    }
-    parse_head(&p.buf)
-}
-
-/// The request in a head, `None` while the head is incomplete.
-fn parse_head(buf: &[u8]) -> Option<std::result::Result<Request, Reply>> {
-    if buf.len() >= MAX_HEAD {
-        return Some(Err(Reply::text(431, "request head too large\n")));
-    }
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(buf) {
-        Ok(httparse::Status::Complete(_)) => {
-            let accept = req.headers.iter().find(|h| h.name.eq_ignore_ascii_case("accept"));
-            Some(Ok(Request {
-                method: req.method.unwrap_or("").to_string(),
-                path: req.path.unwrap_or("").to_string(),
-                accept: accept.and_then(|h| std::str::from_utf8(h.value).ok()).map(str::to_string),
-            }))
-        }
-        Ok(httparse::Status::Partial) => None,
-        Err(httparse::Error::TooManyHeaders) => Some(Err(Reply::text(431, "too many headers\n"))),
-        Err(_) => Some(Err(Reply::text(400, "not an HTTP/1 request\n"))),
-    }
-}
-
-/// A worker: answers the queued requests, one after the other.
-fn work(queue: &Mutex<Receiver<Job>>, exporter: &Exporter) {
-    loop {
-        let job = match queue.lock().unwrap_or_else(|e| e.into_inner()).recv() {
-            Ok(job) => job,
-            Err(_) => return,
         };
-        // A client that goes away mid-answer is its own business.
-        let _ = answer(job, exporter);
+        let close = Arc::new(Notify::new());
+        {
+            let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+            if open.len() >= MAX_CONNS {
+                // notify_one keeps the wake-up for a task not yet waiting.
+                open.pop_first().inspect(|(_, oldest)| oldest.notify_one());
+            }
+            open.insert(id, Arc::clone(&close));
+        }
+        let (open, exporter) = (Arc::clone(&open), Arc::clone(&exporter));
+        // A panicking task ends alone: the runtime and the others go on.
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(CONN_DEADLINE, until(close.notified(), connection(stream, exporter))).await;
+            open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        });
     }
+    Ok(())
 }
 
-/// Writes the answer, head and body in one write, within one deadline, and
-/// closes the connection.
-fn answer(Job { mut stream, request }: Job, exporter: &Exporter) -> std::io::Result<()> {
-    let (reply, head_only) = match request {
-        Ok(r) => (route(&r.method, &r.path, r.accept.as_deref(), exporter), r.method == "HEAD"),
-        Err(reply) => (reply, false),
-    };
-    stream.set_nonblocking(false)?;
-    let deadline = Instant::now() + WRITE_DEADLINE;
-    let bytes = reply.bytes(head_only);
-    let mut written = 0;
-    while written < bytes.len() {
-        stream.set_write_timeout(Some(left(deadline)?))?;
-        match stream.write(&bytes[written..]) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => written += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+/// Runs `work` until it ends or `closed` fires.
+async fn until(closed: impl Future<Output = ()>, work: impl Future<Output = ()>) {
+    let (mut closed, mut work) = (pin!(closed), pin!(work));
+    std::future::poll_fn(|cx| {
+        if closed.as_mut().poll(cx).is_ready() || work.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(());
         }
-    }
-    // Close gracefully: a body the client still sends (a POST's) would
-    // otherwise turn the close into a reset that can swallow the answer.
-    stream.shutdown(std::net::Shutdown::Write)?;
-    let deadline = Instant::now() + Duration::from_millis(200);
-    let mut sink = [0u8; 4096];
-    loop {
-        stream.set_read_timeout(Some(left(deadline)?))?;
-        if stream.read(&mut sink).map_or(true, |n| n == 0) {
-            return Ok(());
-        }
-    }
+        Poll::Pending
+    })
+    .await
 }
 
-/// The time left before `deadline`, an error once it has passed.
-fn left(deadline: Instant) -> std::io::Result<Duration> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(ErrorKind::TimedOut.into());
+/// Serves one connection: its first byte within [`FIRST_BYTE`], then hyper.
+async fn connection(stream: tokio::net::TcpStream, exporter: Arc<Exporter>) {
+    // peek, not readable(): that may report readiness before any byte.
+    if !matches!(tokio::time::timeout(FIRST_BYTE, stream.peek(&mut [0u8])).await, Ok(Ok(1))) {
+        return;
     }
-    Ok(left)
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+        let reply = route(req.method().as_str(), req.uri().path(), accept, &exporter);
+        std::future::ready(Ok::<_, Infallible>(reply.response()))
+    });
+    // A client that goes away mid-answer is its own business.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_DEADLINE)
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 /// An answer.
@@ -270,39 +164,25 @@ fn left(deadline: Instant) -> std::io::Result<Duration> {
 pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
-    pub extra: Option<(&'static str, &'static str)>,
+    /// The Allow header (of a 405).
+    pub allow: Option<&'static str>,
     pub body: String,
 }
 
 impl Reply {
     fn text(status: u16, body: &str) -> Reply {
-        Reply { status, content_type: "text/plain; charset=utf-8", extra: None, body: body.into() }
+        Reply { status, content_type: "text/plain; charset=utf-8", allow: None, body: body.into() }
     }
 
-    /// The head, and the body unless `head_only`, in one buffer.
-    fn bytes(&self, head_only: bool) -> Vec<u8> {
-        let reason = match self.status {
-            200 => "OK",
-            400 => "Bad Request",
-            404 => "Not Found",
-            405 => "Method Not Allowed",
-            431 => "Request Header Fields Too Large",
-            _ => "Internal Server Error",
-        };
-        let mut h = format!(
-            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.status,
-            self.content_type,
-            self.body.len()
-        );
-        if let Some((k, v)) = self.extra {
-            h.push_str(&format!("{k}: {v}\r\n"));
+    /// hyper's response (hyper leaves the body out for HEAD, keeping its length).
+    fn response(self) -> Response<Full<Bytes>> {
+        let mut r = Response::new(Full::new(Bytes::from(self.body)));
+        *r.status_mut() = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if let Some(v) = self.allow {
+            r.headers_mut().insert(ALLOW, HeaderValue::from_static(v));
         }
-        h.push_str("\r\n");
-        if !head_only {
-            h.push_str(&self.body);
-        }
-        h.into_bytes()
+        r
     }
 }
 
@@ -310,7 +190,7 @@ impl Reply {
 pub fn route(method: &str, path: &str, accept: Option<&str>, exporter: &Exporter) -> Reply {
     if method != "GET" && method != "HEAD" {
         let mut r = Reply::text(405, "rtick monitor is read-only: GET or HEAD\n");
-        r.extra = Some(("Allow", "GET, HEAD"));
+        r.allow = Some("GET, HEAD");
         return r;
     }
     match path.split('?').next().unwrap_or("") {
@@ -318,7 +198,7 @@ pub fn route(method: &str, path: &str, accept: Option<&str>, exporter: &Exporter
         "/spikes" => match &exporter.spikes {
             Some(log) => {
                 let json = log.lock().unwrap_or_else(|e| e.into_inner()).json();
-                Reply { status: 200, content_type: "application/json", extra: None, body: json + "\n" }
+                Reply { status: 200, content_type: "application/json", allow: None, body: json + "\n" }
             }
             None => Reply::text(404, "no spike log: start rtick monitor with --spike US\n"),
         },
@@ -338,14 +218,23 @@ fn metrics(accept: Option<&str>, exporter: &Exporter) -> Reply {
         (prometheus_text::encode(&mut body, &exporter.registry), prometheus_text::CONTENT_TYPE)
     };
     match encoded {
-        Ok(()) => Reply { status: 200, content_type, extra: None, body },
+        Ok(()) => Reply { status: 200, content_type, allow: None, body },
         Err(_) => Reply::text(500, "encoding the metrics failed\n"),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::time::Instant;
+
     use super::*;
+
+    /// One test at a time: their clients would share the 2 CPUs, and the
+    /// memory test measures the whole process.
+    static SERIAL: Mutex<()> = Mutex::new(());
 
     fn start() -> SocketAddr {
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -366,44 +255,97 @@ mod tests {
         (t.elapsed(), answer)
     }
 
-    /// More idle and slow clients than workers: each scrape still answers
-    /// at once (before, the workers waited on them, 5 s a read).
-    #[test]
-    fn idle_and_slow_clients_do_not_hold_up_a_scrape() {
-        let addr = start();
-        let idle: Vec<_> = (0..2 * WORKERS).map(|_| TcpStream::connect(addr).unwrap()).collect();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let slow: Vec<_> = (0..2 * WORKERS)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
+    /// Until `stop`, writes `bytes` to every socket that takes them (each
+    /// non-blocking), reconnecting those the endpoint closed.
+    fn keep_writing(addr: SocketAddr, n: usize, first: &'static [u8], bytes: &'static [u8], stop: Arc<AtomicBool>) {
+        std::thread::spawn(move || {
+            let open = |_| {
                 let mut s = TcpStream::connect(addr).unwrap();
-                std::thread::spawn(move || {
-                    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n");
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let _ = s.write_all(b"X-Slow: 1\r\n");
-                        std::thread::sleep(Duration::from_millis(100));
+                let _ = s.write_all(first);
+                s.set_nonblocking(true).unwrap();
+                s
+            };
+            let mut socks: Vec<TcpStream> = (0..n).map(open).collect();
+            while !stop.load(Relaxed) {
+                for s in &mut socks {
+                    if s.write(bytes).is_err_and(|e| e.kind() != ErrorKind::WouldBlock) {
+                        *s = open(0);
                     }
-                })
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(300));
-        for _ in 0..3 {
-            let (took, answer) = ask(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+
+    fn rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// 50 idle clients, 50 sending a header line now and then, 50 sending
+    /// requests without reading the answers, 50 streaming an endless head:
+    /// more than [`MAX_CONNS`], and each scrape still answers at once.
+    #[test]
+    fn abusive_clients_do_not_hold_up_a_scrape() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let addr = start();
+        let before = rss_kib();
+        let stop = Arc::new(AtomicBool::new(false));
+        let idle: Vec<_> = (0..50).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        keep_writing(addr, 50, b"GET /metrics HTTP/1.1\r\n", b"X-Slow: 1\r\n", Arc::clone(&stop));
+        keep_writing(addr, 50, b"", b"GET / HTTP/1.1\r\n\r\n", Arc::clone(&stop));
+        keep_writing(addr, 50, b"GET / HTTP/1.1\r\n", &[b'x'; 4096], Arc::clone(&stop));
+        std::thread::sleep(Duration::from_millis(500));
+        for _ in 0..5 {
+            let (took, answer) = ask(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
             assert!(took < Duration::from_millis(1500), "a scrape took {took:?}");
+            std::thread::sleep(Duration::from_millis(300));
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        slow.into_iter().for_each(|h| h.join().unwrap());
+        let grew = rss_kib().saturating_sub(before);
+        assert!(grew < 16 << 10, "RSS grew by {grew} KiB");
+        stop.store(true, Relaxed);
         drop(idle);
     }
 
-    /// A burst of scrapes, more than the connections read at once and the
-    /// queue: every one is answered, in full (they wait, none is refused).
+    /// 16 clients streaming an endless head, reconnecting when closed: the
+    /// heads are not kept beyond [`MAX_HEAD`], memory stays flat (it grew
+    /// by 12 MiB a client a second before).
+    #[test]
+    fn endless_heads_do_not_grow_memory() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let addr = start();
+        let stop = Arc::new(AtomicBool::new(false));
+        let before = rss_kib();
+        keep_writing(addr, 16, b"GET / HTTP/1.1\r\n", &[b'x'; 65536], Arc::clone(&stop));
+        std::thread::sleep(Duration::from_secs(3));
+        let grew = rss_kib().saturating_sub(before);
+        stop.store(true, Relaxed);
+        assert!(grew < 16 << 10, "RSS grew by {grew} KiB");
+    }
+
+    /// An idle connection is closed after [`FIRST_BYTE`].
+    #[test]
+    fn an_idle_connection_is_closed_after_a_second() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let addr = start();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let t = Instant::now();
+        assert_eq!(s.read(&mut [0u8; 16]).unwrap_or(0), 0);
+        let took = t.elapsed();
+        assert!(took >= FIRST_BYTE && took < FIRST_BYTE + Duration::from_millis(700), "closed after {took:?}");
+    }
+
+    /// A burst of scrapes: every one is answered, in full.
     #[test]
     fn a_burst_of_scrapes_is_answered_in_full() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let addr = start();
-        let threads: Vec<_> =
-            (0..2 * MAX_PENDING).map(|_| std::thread::spawn(move || ask(addr, "GET / HTTP/1.1\r\n\r\n").1)).collect();
+        let threads: Vec<_> = (0..MAX_CONNS / 2)
+            .map(|_| std::thread::spawn(move || ask(addr, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n").1))
+            .collect();
         for t in threads {
             let answer = t.join().unwrap();
             assert!(answer.starts_with("HTTP/1.1 200 OK") && answer.ends_with("(JSON, with --spike)\n"), "{answer}");
@@ -414,6 +356,7 @@ mod tests {
     /// client that sends a header line every 300 ms is closed after it.
     #[test]
     fn a_trickling_head_is_closed_at_its_deadline() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let addr = start();
         let mut s = TcpStream::connect(addr).unwrap();
         let t = Instant::now();
@@ -425,17 +368,30 @@ mod tests {
         assert!(took >= HEAD_DEADLINE && took < HEAD_DEADLINE + Duration::from_millis(1500), "closed after {took:?}");
     }
 
-    /// HEAD is the method httparse parsed (here after a leading empty line,
-    /// which HTTP allows): the head alone, with the body's length.
+    /// HEAD: the head alone, with the body's length.
     #[test]
     fn head_gets_the_head_alone() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let addr = start();
-        let (_, answer) = ask(addr, "\r\nHEAD / HTTP/1.1\r\n\r\n");
+        let (_, answer) = ask(addr, "HEAD / HTTP/1.1\r\nConnection: close\r\n\r\n");
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 80"), "{head}");
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200 ok") && head.contains("content-length: 80"), "{head}");
         assert_eq!(body, "");
-        let (_, answer) = ask(addr, "GET / HTTP/1.1\r\n\r\n");
+        let (_, answer) = ask(addr, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
         assert!(answer
             .ends_with("\r\n\r\nrtick monitor: /metrics (Prometheus, OpenMetrics), /spikes (JSON, with --spike)\n"));
+    }
+
+    /// Read-only: POST is 405 naming the methods allowed; other paths 404.
+    #[test]
+    fn post_is_refused_and_other_paths_are_not_found() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let addr = start();
+        let (_, answer) = ask(addr, "POST /metrics HTTP/1.1\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+        let head = answer.to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 405") && head.contains("allow: get, head"), "{answer}");
+        let (_, answer) = ask(addr, "GET /x HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     }
 }
