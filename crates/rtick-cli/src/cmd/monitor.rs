@@ -18,8 +18,8 @@ mod window;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
 
-use anyhow::Result;
-use rtick::measure;
+use anyhow::{Context, Result};
+use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
@@ -33,6 +33,23 @@ use crate::Usage;
 const SLICE: Nanos = Nanos::from_secs(1);
 /// … in runs of this long per mechanism, one run after the other.
 const ROUND: Nanos = Nanos::from_secs(60);
+/// Moves this thread — the collector, and the endpoint's thread it starts
+/// next — off the measured CPUs when the loop is pinned and other CPUs are
+/// allowed: a scrape's work, and the loopback traffic the kernel handles on
+/// the CPU that sends it, then never delays a measured wake-up. The guard
+/// puts the affinity back; `None` when every allowed CPU is measured (or a
+/// thread is not pinned).
+fn beside_the_loop(cfg: &MeasureConfig) -> Result<(Option<rtick::rt::SetupGuard>, Option<Vec<usize>>)> {
+    let Some(measured) = cfg.pinned_cpus() else { return Ok((None, None)) };
+    let others: Vec<usize> = rtick::info::allowed_cpus()?.into_iter().filter(|c| !measured.contains(c)).collect();
+    if others.is_empty() {
+        return Ok((None, None));
+    }
+    let guard =
+        rtick::rt::Setup::new().affinity(&others).apply().context("moving the collector off the measured CPUs")?;
+    Ok((Some(guard), Some(others)))
+}
+
 /// Seconds of wake-ups a trace ring holds if the collector stalls. The
 /// collector runs at normal priority, by design: on a machine loaded far
 /// beyond its CPUs (load average 60–97 seen with two busy loops and parallel
@@ -72,6 +89,8 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, consumers);
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
+    // Before the endpoint's thread starts, which inherits it.
+    let (_beside, beside) = beside_the_loop(&cfg)?;
     // After the settings: the endpoint answers once they hold.
     http::serve(listener, collector.exporter())?;
     let file = run_file(&cfg, &sys, &held, warnings);
@@ -86,6 +105,12 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
         println!("  serving       {}", serving(a.listen, paths));
         println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));
+        if let Some(cpus) = &beside {
+            println!(
+                "  beside        collector and endpoint on CPU {}, off the measured CPUs",
+                rtick::system::format_cpu_list(cpus)
+            );
+        }
     }
     let started = Instant::now();
     let until = a.duration.map(|d| started + d.to_std());
