@@ -24,6 +24,8 @@ use crate::export::json::LoadCommandJson;
 
 /// How long the group has to end after SIGTERM before SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
+/// How close to the stop an exit of the command counts as the run's end.
+const END_SLACK: Duration = Duration::from_millis(50);
 /// How often the watcher looks at the command.
 const POLL: Duration = Duration::from_millis(20);
 /// How often it looks whether the group has ended after SIGTERM: each look
@@ -90,6 +92,12 @@ fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned
         std::thread::sleep(POLL);
     }
     json.ran_ns = spawned.elapsed().as_nanos() as i64;
+    // An exit seen within END_SLACK of the stop came with the end of the
+    // measurement (the stop follows it by the measuring threads' joins and
+    // this loop's poll), not before it: not an early exit.
+    if json.exited_early_after_ns.is_some_and(|t| json.ran_ns - t <= END_SLACK.as_nanos() as i64) {
+        json.exited_early_after_ns = None;
+    }
     // The group outlives its leader while anything the command started runs.
     if group_alive(pgid) {
         let _ = kill_process_group(pgid, Signal::TERM);
