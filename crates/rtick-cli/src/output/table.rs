@@ -48,24 +48,10 @@ pub fn render(results: &[ResultJson], nsecs: bool) -> String {
             r.period_percentiles_ns.as_ref().map_or("-".into(), |p| f(p.p99)),
         ]);
     }
-    let widths: Vec<usize> =
-        (0..HEAD.len()).map(|i| cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = format!(
         "latency in {} (actual − planned wake-up), ranked by p99; period p99: of (actual period − interval)\n",
         unit(nsecs)
     );
-    for (n, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-        if n == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            out.push('\n');
-        }
-    }
+    out.push_str(&super::columns::layout(&cells, true));
     out
 }
