@@ -12,7 +12,7 @@ use rtick::stats::PERCENTILE_LABELS;
 use rtick::Nanos;
 use serde::{Deserialize, Serialize};
 
-use crate::export::json::{PercentilesJson, ResultJson, UnavailableJson};
+use crate::export::json::{ResultJson, UnavailableJson};
 use crate::output::{fmt_latency, unit};
 use crate::units::{parse_time, Plain};
 
@@ -85,7 +85,7 @@ impl Figure {
         let missing = |what: &str| format!("the run has no {what}");
         match self {
             Figure::Percentile(i) => {
-                r.percentiles_ns.as_ref().map(|p| nth(p, i) as f64).ok_or_else(|| missing("percentiles"))
+                r.percentiles_ns.as_ref().map(|p| p.values()[i] as f64).ok_or_else(|| missing("percentiles"))
             }
             Figure::Max => Ok(r.max_ns as f64),
             Figure::Min => Ok(r.min_ns as f64),
@@ -101,11 +101,6 @@ impl Figure {
     pub fn parse(s: &str) -> Option<Figure> {
         Figure::all().into_iter().find(|f| f.name() == s)
     }
-}
-
-/// The percentile at index `i` of [`PERCENTILE_LABELS`].
-pub fn nth(p: &PercentilesJson, i: usize) -> i64 {
-    [p.p50, p.p90, p.p99, p.p99_9, p.p99_99, p.p99_999][i]
 }
 
 /// A comparison.

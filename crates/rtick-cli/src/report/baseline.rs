@@ -7,7 +7,7 @@
 //! the new run has is reported, with nothing to compare it to.
 
 use crate::export::json::ResultJson;
-use crate::gates::{nth, Figure};
+use crate::gates::Figure;
 use crate::output::{fmt_latency, unit};
 
 /// The percentiles compared without --metrics: p99 and p99.9.
@@ -81,7 +81,8 @@ pub fn compare(
         };
         let mut row = vec![label(o)];
         for (&i, name) in metrics.iter().zip(&names) {
-            let pair = o.percentiles_ns.as_ref().map(|p| nth(p, i)).zip(n.percentiles_ns.as_ref().map(|p| nth(p, i)));
+            let pair =
+                o.percentiles_ns.as_ref().map(|p| p.values()[i]).zip(n.percentiles_ns.as_ref().map(|p| p.values()[i]));
             let Some((a, b)) = pair else {
                 row.extend(["-".into(), "-".into(), "-".into()]);
                 fails.push(format!("FAIL {name} of {}: no percentiles on one side: cannot be compared", label(o)));
