@@ -232,10 +232,8 @@ impl Analysis {
 /// p50, p99 and max of each phase over the matched wake-ups.
 pub fn phase_summary(phases: &[Phases]) -> [(&'static str, [Nanos; 3]); 4] {
     std::array::from_fn(|k| {
-        let mut v: Vec<i64> = phases.iter().map(|p| p.named()[k].1.as_ns()).collect();
-        v.sort_unstable();
-        let at = |q| Nanos(crate::stats::percentile::of_sorted(&v, q).unwrap_or(0));
-        (Phases::NAMES[k], [at(0.50), at(0.99), at(1.0)])
+        let l = ab::Latencies::of(phases.iter().map(|p| p.named()[k].1.as_ns()).collect());
+        (Phases::NAMES[k], [l.p50, l.p99, l.max])
     })
 }
 
