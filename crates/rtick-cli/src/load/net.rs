@@ -1,14 +1,14 @@
 //! `net`: a loopback TCP stream per worker, a sender thread and a receiver
 //! thread — the network stack, softirqs and socket wake-ups without a NIC.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::workers::{KindCounters, Workers};
+use super::workers::{timed_out, KindCounters, Workers};
 
 /// One write; the receiver reads into a buffer of the same size.
 pub(super) const BLOCK: usize = 64 << 10;
@@ -25,10 +25,6 @@ fn pair() -> std::io::Result<(TcpStream, TcpStream)> {
         s.set_write_timeout(Some(POLL))?;
     }
     Ok((tx, rx))
-}
-
-fn timed_out(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
 }
 
 pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {

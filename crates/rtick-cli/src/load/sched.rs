@@ -5,23 +5,18 @@
 //! Datagram sockets because a stream whose peer has gone raises SIGPIPE,
 //! which would end rtick; a datagram to a closed peer is an error.
 
-use std::io::ErrorKind;
 use std::os::unix::net::UnixDatagram;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::workers::{KindCounters, Workers};
+use super::workers::{timed_out, KindCounters, Workers};
 
 /// The longest a blocked end waits before looking at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 /// The message: small, like hackbench's 100 bytes.
 const MESSAGE: usize = 100;
-
-fn timed_out(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
-}
 
 /// Receives one message, or `None` when stopped while waiting.
 fn receive(s: &UnixDatagram, buf: &mut [u8], running: impl Fn() -> bool) -> std::io::Result<Option<usize>> {

@@ -13,6 +13,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rtick::rt::{Policy, ThreadSetup};
 
+/// A bounded wait of a worker ended without its event (the socket's
+/// timeout, a signal): look at the stop flag, then wait again.
+pub fn timed_out(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+}
+
 /// The stack of a load thread: their buffers are on the heap, so a little
 /// is plenty — and memory is locked (mlockall MCL_FUTURE) before the loads
 /// start, so every thread's stack is in RAM in full, not the 2 MiB default.
