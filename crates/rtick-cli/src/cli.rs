@@ -352,6 +352,14 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
     pub spike: Option<Nanos>,
 
+    /// Why was it late, for every spike: trace the measured CPUs all the time (an instance of rtick's own in tracefs, the last seconds of events kept) and split each spike's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each, at /spikes and in rtick_spikes_total's phase and cause labels. Tracing adds to every wake-up's latency. Needs root (or CAP_SYS_ADMIN/CAP_PERFMON) and tracefs.
+    #[arg(long, requires = "spike")]
+    pub explain: bool,
+
+    /// The tracefs directory --explain traces in [default: /sys/kernel/tracing].
+    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS", requires = "explain")]
+    pub tracefs: Option<std::path::PathBuf>,
+
     /// Stop after this long [plain number: s] (default: run until Ctrl-C or SIGTERM).
     #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,

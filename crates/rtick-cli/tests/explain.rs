@@ -374,3 +374,97 @@ fn explain_ab_needs_explain() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--explain"), "{}", stderr(&o));
 }
+
+/// `rtick monitor --explain`: the monitor traces the measured CPU all the
+/// time and explains each spike from the last seconds of events as it
+/// logs it. Every timer-woken mechanism in turn (1 s slices), every
+/// wake-up a spike (`--spike 1`): each one that slept is explained, its
+/// phases adding up to its latency, and `rtick_spikes_total` counts them
+/// by phase and cause; a stale instance is warned of, not removed; SIGTERM
+/// ends it with its instance gone.
+#[test]
+fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
+    use common::prometheus::{free_port, get};
+    if !ready() {
+        return;
+    }
+    // An instance as an rtick killed with SIGKILL leaves it.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let dead = (1..100).map(|k| pid_max - k).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap();
+    std::fs::create_dir(instance(dead)).unwrap();
+    let mechanisms: Vec<&str> =
+        rtick::wait::KINDS.iter().filter(|k| !k.hidden && !k.burns_cpu).map(|k| k.name).collect();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtick"))
+        .args(["monitor", "--listen", &listen, "-a", &cpu(), "-i", "1ms", "--spike", "1", "--explain", "-q"])
+        .args(["-m", &mechanisms.join(","), "-D", "40"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = |path: &str| format!("http://{listen}{path}");
+    let t0 = Instant::now();
+    while get(&url("/metrics")).map_or(true, |(s, _)| s != 200) {
+        assert!(child.try_wait().unwrap().is_none(), "rtick monitor exited");
+        assert!(t0.elapsed() < Duration::from_secs(20), "rtick monitor does not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One round of slices, each mechanism measured for a second.
+    std::thread::sleep(Duration::from_secs(mechanisms.len() as u64 + 2));
+    let (_, metrics) = get(&url("/metrics")).unwrap();
+    let (_, spikes) = get(&url("/spikes")).unwrap();
+    let _ = std::fs::remove_dir(instance(dead));
+    // SIGTERM: out within a second, its instance gone.
+    let pid = child.id();
+    assert!(instance(pid).exists(), "the monitor's own instance while it runs");
+    let t = Instant::now();
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::TERM)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1) && out.status.success(), "{:?} after SIGTERM", out.status);
+    assert!(!instance(pid).exists(), "its instance is removed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{} was left by an rtick that no longer runs", instance(dead).display())), "{err}");
+
+    // rtick_spikes_total{mechanism, …, phase, cause}, per mechanism.
+    let mut by: std::collections::HashMap<String, (f64, f64, Vec<String>)> = Default::default();
+    for line in metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{")) {
+        let label = |k: &str| line.split(&format!("{k}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
+        let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        let e = by.entry(label("mechanism")).or_default();
+        match (label("phase").as_str(), label("cause").as_str()) {
+            ("unknown", "did_not_sleep") => e.1 += n,
+            ("unknown", cause) => e.2.push(format!("{cause} {n}")),
+            (phase, _) => {
+                assert!(["irq_delay", "wakeup_path", "scheduling", "return_to_user"].contains(&phase), "{line}");
+                e.0 += n;
+            }
+        }
+    }
+    assert!(by.len() >= 10, "mechanisms with spikes: {:?}", by.keys());
+    for (m, (explained, did_not_sleep, other)) in &by {
+        let others: f64 = other.iter().map(|o| o.rsplit(' ').next().unwrap().parse::<f64>().unwrap()).sum();
+        assert!(*explained >= 300.0, "{m}: {explained} explained, {did_not_sleep} did not sleep, {other:?}");
+        assert!(others * 100.0 <= *explained, "{m}: {explained} explained, not: {other:?}");
+    }
+    // The log: each spike with its breakdown (phases adding up to its
+    // latency, the cycle its own) or the reason it has none.
+    let v: serde_json::Value = serde_json::from_str(&spikes).unwrap();
+    let list = v["spikes"].as_array().unwrap();
+    assert_eq!(list.len(), 256);
+    let mut explained = 0;
+    for s in list {
+        match (s.get("explain"), s.get("unexplained")) {
+            (Some(e), None) => {
+                let sum: i64 = e["phases_ns"].as_array().unwrap().iter().map(|p| p[1].as_i64().unwrap()).sum();
+                assert_eq!(sum, s["latency_ns"].as_i64().unwrap(), "{s}");
+                assert_eq!((&e["cycle"], &e["latency_ns"]), (&s["cycle"], &s["latency_ns"]), "{s}");
+                assert!(!e["cause"].as_str().unwrap().is_empty() && e["line"].as_str().unwrap().starts_with("cycle "));
+                explained += 1;
+            }
+            (None, Some(why)) => assert!(!why.as_str().unwrap().is_empty(), "{s}"),
+            _ => panic!("a spike has a breakdown or the reason it has none: {s}"),
+        }
+    }
+    assert!(explained >= 200, "{explained} of the last 256 spikes explained");
+}

@@ -9,11 +9,12 @@ mod skip;
 #[path = "support/tracefs.rs"]
 mod support;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rtick::explain::{explain_run, Cause, CpuTrace, Explained, SpikeChoice, Task};
+use rtick::explain::{explain_run, Cause, CpuTrace, Explained, Live, Recorded, SpikeChoice, Task, Unexplained};
 use rtick::ktrace::{Options, Session};
 use rtick::measure::{self, MeasureConfig, MeasureReport, TraceRow};
 use rtick::rt::{Policy, ThreadSetup};
@@ -169,4 +170,80 @@ fn hog_body(busy: &Mutex<Vec<(Time, Time)>>, tid: &std::sync::atomic::AtomicI32,
 /// This thread's id, from /proc/thread-self.
 fn thread_id() -> i32 {
     std::fs::read_link("/proc/thread-self").unwrap().file_name().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// `rtick monitor --explain`'s way: the trace read ten times a second while
+/// the loop runs, each wake-up explained from the window as soon as its row
+/// is taken. Every timer-woken mechanism, one after the other: every
+/// wake-up that slept is explained, none is missing its events, and each
+/// breakdown adds up to the latency the thread measured. (The two whose
+/// signal goes to the process, which a test harness's other threads do not
+/// block, are the CLI's tests': `tests/monitor.rs` in rtick-cli.)
+#[test]
+fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
+    let Some(root) = tracefs() else { return };
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mechanisms: Vec<Mechanism> = rtick::wait::KINDS
+        .iter()
+        .filter(|k| !k.hidden && !k.burns_cpu && !k.per_process)
+        .map(|k| k.mechanism)
+        .collect();
+    // The thread-directed timer signals, blocked in this thread and so in the
+    // measuring thread it starts.
+    rtick::wait::block_timer_signals().unwrap();
+    let cfg = MeasureConfig {
+        mechanisms: mechanisms.clone(),
+        interval: Nanos::from_ms(1),
+        loops: Some(300),
+        duration: None,
+        threads: vec![ThreadSetup {
+            policy: Policy::Fifo,
+            priority: 80,
+            cpus: vec![cpu()],
+            timer_slack: Some(Nanos(1)),
+        }],
+        ..Default::default()
+    };
+    let mut live = Live::start(&root, &[cpu()], Nanos::from_secs(2), 1 << 18).unwrap();
+    let dir = live.stream().instance_dir().to_path_buf();
+    assert!(dir.exists());
+    let (mut producers, mut consumers) = measure::trace_rings(1, 1 << 16);
+    // Per mechanism: explained, did not sleep, and every other outcome.
+    let mut outcomes: HashMap<Mechanism, (usize, usize, Vec<Unexplained>)> = HashMap::new();
+    let mut prev: Option<Recorded> = None;
+    let mut take = |live: &mut Live, tid: i32, consumers: &mut Vec<measure::TraceConsumer>| {
+        live.read().unwrap();
+        while let Ok(r) = consumers[0].pop() {
+            let wake = Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
+            let o = outcomes.entry(r.mechanism).or_default();
+            match live.recent().explain(wake, prev, cfg.interval) {
+                Ok(s) => {
+                    o.0 += 1;
+                    assert_eq!(s.phases.total(), r.actual - r.planned, "{}: the phases add up", r.mechanism);
+                    for (name, d) in s.phases.named() {
+                        assert!(d >= Nanos::from_us(-2), "{}: {name} {d} in {:?}", r.mechanism, s.phases);
+                    }
+                }
+                Err(Unexplained::Unmatched(rtick::explain::Unmatched::DidNotSleep)) => o.1 += 1,
+                Err(u) => o.2.push(u),
+            }
+            prev = Some(wake);
+        }
+    };
+    let report = measure::run(&cfg, &AtomicBool::new(false), Some(&mut producers), |p| {
+        take(&mut live, p.threads[0].tid, &mut consumers);
+    })
+    .unwrap();
+    take(&mut live, report.results[0].tid, &mut consumers);
+    assert_eq!(live.lost().count(), 0, "events lost: {:?}", live.lost());
+    let measured: Vec<Mechanism> = report.results.iter().map(|r| r.mechanism).collect();
+    assert!(measured.len() >= 10, "measured {measured:?}, unavailable {:?}", report.unavailable);
+    for m in measured {
+        let (explained, did_not_sleep, other) = &outcomes[&m];
+        assert_eq!(explained + did_not_sleep + other.len(), 300, "{m}: every wake-up taken");
+        assert!(other.len() * 100 <= explained + other.len(), "{m}: {explained} explained, not: {other:?}");
+        assert!(*explained >= 150, "{m}: {explained} explained, {did_not_sleep} did not sleep");
+    }
+    drop(live);
+    assert!(!dir.exists(), "the instance goes with the trace");
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rtick::explain::{explain_run_where, CpuTrace, Explained, SpikeChoice, StealSample};
+use rtick::explain::{explain_run_where, CpuTrace, Explained, Spike, SpikeChoice, StealSample};
 use rtick::ktrace::{LostEvents, Options, Session};
 use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
 use rtick::system::cpustat;
@@ -18,7 +18,20 @@ use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
 
 /// Where tracefs is when `--tracefs` does not say.
-const TRACEFS: &str = "/sys/kernel/tracing";
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Warns of instances left by an rtick that was killed: they still trace,
+/// and so slow every wake-up measured now. Not removed: in a container
+/// sharing tracefs, another pid namespace's live rtick would look dead.
+pub fn warn_stale(tracefs: &Path) {
+    for dir in rtick::ktrace::stale(tracefs).unwrap_or_default() {
+        eprintln!(
+            "warning: {} was left by an rtick that no longer runs, and still traces (slowing what is measured): rmdir {}",
+            dir.display(),
+            dir.display()
+        );
+    }
+}
 
 /// A tracing session for the run, and the steal time sampled beside it.
 pub struct Explaining {
@@ -42,6 +55,7 @@ impl Explaining {
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
         let root = tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf);
+        warn_stale(&root);
         let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
         let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));
         let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice, ab };
@@ -146,23 +160,7 @@ impl Explanation {
                             max: max.as_ns(),
                         })
                         .collect(),
-                    spikes: e
-                        .spikes
-                        .iter()
-                        .map(|s| SpikeJson {
-                            cycle: s.wake.cycle,
-                            cpu: s.matched.cpu,
-                            latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
-                            phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
-                            cause: s.cause.to_string(),
-                            culprits: s
-                                .culprits
-                                .iter()
-                                .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
-                                .collect(),
-                            line: s.line(),
-                        })
-                        .collect(),
+                    spikes: e.spikes.iter().map(SpikeJson::from).collect(),
                 })
                 .collect(),
             ab: self.ab.as_ref().map(AbReport::json),
@@ -210,7 +208,8 @@ pub struct PhaseJson {
     pub max: i64,
 }
 
-/// One spike explained.
+/// One spike explained (in `explain.results[].spikes` of a run file, and
+/// as `explain` of a spike at `rtick monitor`'s /spikes).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SpikeJson {
     pub cycle: u64,
@@ -223,4 +222,22 @@ pub struct SpikeJson {
     pub culprits: Vec<Vec<(String, i64)>>,
     /// The terminal line.
     pub line: String,
+}
+
+impl From<&Spike> for SpikeJson {
+    fn from(s: &Spike) -> Self {
+        SpikeJson {
+            cycle: s.wake.cycle,
+            cpu: s.matched.cpu,
+            latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
+            phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
+            cause: s.cause.to_string(),
+            culprits: s
+                .culprits
+                .iter()
+                .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
+                .collect(),
+            line: s.line(),
+        }
+    }
 }

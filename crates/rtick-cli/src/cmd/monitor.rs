@@ -86,7 +86,9 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let stop = crate::stop_flag()?;
     let rows = ring_rows(cfg.interval, cfg.threads.len());
     let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
-    let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, consumers);
+    let live = a.explain.then(|| start_trace(a, &cfg)).transpose()?;
+    let trace_line = live.as_ref().map(|(_, line)| line.clone());
+    let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live.map(|(l, _)| l), consumers);
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
@@ -105,6 +107,9 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
         println!("  serving       {}", serving(a.listen, paths));
         println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));
+        if let Some(line) = &trace_line {
+            println!("  explain       {line}");
+        }
         if let Some(cpus) = &beside {
             println!(
                 "  beside        collector and endpoint on CPU {}, off the measured CPUs",
@@ -125,7 +130,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             report
                 .results
                 .iter()
-                .map(|r| (r.thread, r.mechanism, [r.latency.count(), r.overruns, r.missed, r.trace_dropped])),
+                .map(|r| (r.thread, r.mechanism, r.tid, [r.latency.count(), r.overruns, r.missed, r.trace_dropped])),
         );
         if first {
             for u in &report.unavailable {
@@ -139,6 +144,33 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     }
     drop(held);
     Ok(())
+}
+
+/// The kernel events `--explain` keeps, in all: 64 MiB (at 20 kHz about
+/// 2 s of one CPU's; at 1 kHz the window's seconds take a few MiB).
+const EVENTS_BYTES: usize = 64 << 20;
+
+/// How long the window of kernel events lasts: the collector's lag (it
+/// drains ten times a second; a loaded machine holds it off longer), and
+/// the periods before a spike that its explanation reads.
+fn keep(interval: Nanos) -> Nanos {
+    Nanos::from_secs(2) + interval * 3
+}
+
+/// Starts tracing the measured CPUs for `--explain`; with the header's line
+/// saying what is kept.
+fn start_trace(a: &MonitorArgs, cfg: &MeasureConfig) -> Result<(rtick::explain::Live, String)> {
+    let cpus = cfg.measured_cpus()?;
+    let root = a.tracefs.clone().unwrap_or_else(|| super::explain::TRACEFS.into());
+    let cap = EVENTS_BYTES / std::mem::size_of::<rtick::ktrace::Event>() / cpus.len().max(1);
+    let keep = keep(cfg.interval);
+    super::explain::warn_stale(&root);
+    let live = rtick::explain::Live::start(&root, &cpus, keep, cap).context("--explain")?;
+    let line = format!(
+        "kernel trace of CPU {} (the last {keep} of events kept, at most {cap} a CPU): every spike explained; tracing adds to every latency",
+        rtick::system::format_cpu_list(&cpus)
+    );
+    Ok((live, line))
 }
 
 /// Where to scrape: the URL, or for a wildcard address the port on every

@@ -24,6 +24,7 @@
 
 pub mod ab;
 pub mod input;
+pub mod live;
 mod phases;
 mod run;
 #[cfg(test)]
@@ -33,8 +34,9 @@ mod timeline;
 use std::collections::HashMap;
 
 pub use input::{CpuTrace, Recorded, Task};
+pub use live::{Live, Recent, Unexplained};
 pub use phases::{match_all, Matched, Phases, Unmatched};
-pub use run::{explain_run, explain_run_where, Explained, SpikeChoice};
+pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
 
 use crate::time::{Nanos, Time};
@@ -99,6 +101,24 @@ impl std::fmt::Display for Cause {
     }
 }
 
+impl Cause {
+    /// What kind of cause, as a token without the task or handler it
+    /// names: a metric's label (`rtick monitor`), of a handful of values.
+    pub fn token(&self) -> &'static str {
+        match self {
+            Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => "host",
+            Cause::HostWhile { .. } => "host",
+            Cause::IdleExit { .. } => "idle_exit",
+            Cause::IrqsOffIn(_) => "irqs_off",
+            Cause::PreemptedBy(_) => "preempted",
+            Cause::WaitedFor(_) => "held_up",
+            Cause::InterruptWork(_) => "interrupt",
+            Cause::Throttled => "rt_throttled",
+            Cause::KernelPath(_) => "kernel_path",
+        }
+    }
+}
+
 /// One spike explained.
 #[derive(Clone, Debug)]
 pub struct Spike {
@@ -137,6 +157,11 @@ impl Spike {
             }
         }
         s
+    }
+
+    /// The name of its largest phase ([`Phases::NAMES`]).
+    pub fn largest_phase(&self) -> &'static str {
+        Phases::NAMES[self.largest().0]
     }
 
     fn largest(&self) -> (usize, Nanos) {

@@ -99,6 +99,12 @@ pub fn explain_run_where(
         .collect()
 }
 
+/// Why wake-ups of `mechanism` have no phases, if they have none: those
+/// that end their waits by spinning are not woken by a timer.
+pub fn not_timer_woken(mechanism: Mechanism) -> Option<&'static str> {
+    mechanism.info().burns_cpu.then_some("it ends its waits by spinning on the clock, not woken by a timer")
+}
+
 /// Explains the wake-ups `mine` (indices into `all`, matched by `analysis`) of one slot.
 fn explain_slot(
     r: &ThreadResult,
@@ -119,8 +125,8 @@ fn explain_slot(
         not_timer_woken: None,
         by_cycle: HashMap::new(),
     };
-    if r.mechanism.info().burns_cpu {
-        out.not_timer_woken = Some("it ends its waits by spinning on the clock, not woken by a timer");
+    out.not_timer_woken = not_timer_woken(r.mechanism);
+    if out.not_timer_woken.is_some() {
         return out;
     }
     let mut unmatched: HashMap<Unmatched, usize> = HashMap::new();

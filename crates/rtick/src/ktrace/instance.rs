@@ -155,29 +155,35 @@ impl Drop for Instance {
     }
 }
 
-/// Removes the instances named `rtick-<pid>` whose process no longer exists
-/// (left by an rtick killed with SIGKILL); returns their paths. Pids are
-/// looked up in this process's pid namespace: an rtick in another one (a
-/// container sharing this tracefs) would look dead, so do not call this
-/// where tracefs is shared across pid namespaces.
-pub fn remove_stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
+/// The instances named `rtick-<pid>` whose process no longer exists (left
+/// by an rtick killed with SIGKILL: they go on recording, which costs every
+/// later measurement). Pids are looked up in this process's pid namespace:
+/// an rtick in another one (a container sharing this tracefs) looks dead.
+pub fn stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
     check_tracefs(tracefs)?;
     let dir = tracefs.join("instances");
     let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("rtick-")).and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        let mut stale = Instance { dir: entry.path(), removed: false };
-        stale.remove()?;
-        removed.push(stale.dir.clone());
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix("rtick-")).and_then(|p| p.parse::<u32>().ok());
+            pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Removes the [`stale`] instances; returns their paths. Do not call this
+/// where tracefs is shared across pid namespaces (see [`stale`]).
+pub fn remove_stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
+    let found = stale(tracefs)?;
+    for dir in &found {
+        Instance { dir: dir.clone(), removed: false }.remove()?;
     }
-    Ok(removed)
+    Ok(found)
 }
 
 /// A tracefs root: it exists, it is mounted (has `instances`), we may use it.

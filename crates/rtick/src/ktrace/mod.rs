@@ -14,7 +14,9 @@
 //! - [`events`]: the typed events the analysis reads;
 //! - [`instance`]: `instances/rtick-<pid>`, never the global trace;
 //! - [`reader`]: the thread that drains the buffers during the run;
-//! - [`Session`]: all of it from start to [`Capture`].
+//! - [`Session`]: all of it from start to [`Capture`];
+//! - [`Stream`]: the same instance read by its owner as it goes, for a
+//!   monitor that runs for months.
 //!
 //! ```no_run
 //! use rtick::ktrace::{Options, Session};
@@ -42,11 +44,13 @@ pub mod instance;
 pub mod page;
 pub mod reader;
 mod session;
+mod stream;
 
 pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
-pub use instance::{remove_stale, BufferStats};
+pub use instance::{remove_stale, stale, BufferStats};
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
+pub use stream::Stream;
 
 /// Why kernel tracing cannot run: each message one line, with its fix.
 #[derive(Debug, thiserror::Error)]

@@ -99,24 +99,35 @@ impl Reader {
     }
 }
 
-struct Cpu {
-    cpu: usize,
+/// One CPU's `trace_pipe_raw` and what was read from it: the reader
+/// thread's and [`super::Stream`]'s.
+#[derive(Debug)]
+pub(super) struct Pipe {
+    pub(super) cpu: usize,
     file: File,
+    pub(super) counts: ReadCounts,
+}
+
+impl Pipe {
+    pub(super) fn new(cpu: usize, file: File) -> Pipe {
+        Pipe { cpu, file, counts: ReadCounts::default() }
+    }
+}
+
+struct Cpu {
+    pipe: Pipe,
     events: Vec<Event>,
-    counts: ReadCounts,
 }
 
 fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> Result<Vec<CpuRead>> {
     keep_off(&setup.avoid_cpus);
-    let mut cpus: Vec<Cpu> = files
-        .into_iter()
-        .map(|(cpu, file)| Cpu { cpu, file, events: Vec::new(), counts: ReadCounts::default() })
-        .collect();
+    let mut cpus: Vec<Cpu> =
+        files.into_iter().map(|(cpu, file)| Cpu { pipe: Pipe::new(cpu, file), events: Vec::new() }).collect();
     let mut page = vec![0u8; setup.page.page_size];
     let mut ready = Vec::new();
     loop {
         let stop = {
-            let mut fds: Vec<_> = cpus.iter().map(|c| c.file.as_fd()).collect();
+            let mut fds: Vec<_> = cpus.iter().map(|c| c.pipe.file.as_fd()).collect();
             fds.push(wake.as_fd());
             crate::sys::poll_fd::wait_readable(&fds, setup.interval, &mut ready)
                 .map_err(|e| Error::io("poll on trace_pipe_raw", e))?;
@@ -126,7 +137,8 @@ fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> R
         // says a buffer passed `buffer_percent`, and the interval bounds how
         // long any event waits.
         for c in &mut cpus {
-            drain(c, &mut page, &mut setup)?;
+            let events = &mut c.events;
+            drain(&mut c.pipe, &mut page, &mut setup, &mut |e| events.push(e))?;
         }
         if stop {
             break;
@@ -137,13 +149,14 @@ fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> R
         .map(|mut c| {
             // Stable: events of equal time keep the ring buffer's order.
             c.events.sort_by_key(|e| e.ts);
-            CpuRead { cpu: c.cpu, events: c.events, counts: c.counts }
+            CpuRead { cpu: c.pipe.cpu, events: c.events, counts: c.pipe.counts }
         })
         .collect())
 }
 
-/// Reads `c`'s buffer page by page until it is empty.
-fn drain(c: &mut Cpu, page: &mut [u8], setup: &mut ReaderSetup) -> Result<()> {
+/// Reads `c`'s buffer page by page until it is empty, handing each event
+/// to `sink` in the ring buffer's order.
+pub(super) fn drain(c: &mut Pipe, page: &mut [u8], setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) -> Result<()> {
     loop {
         let n = match c.file.read(page) {
             Ok(0) => return Ok(()),
@@ -152,31 +165,31 @@ fn drain(c: &mut Cpu, page: &mut [u8], setup: &mut ReaderSetup) -> Result<()> {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(format!("reading per_cpu/cpu{}/trace_pipe_raw", c.cpu), e)),
         };
-        decode_page(&page[..n], c, setup);
+        decode_page(&page[..n], &mut c.counts, setup, sink);
     }
 }
 
-fn decode_page(bytes: &[u8], c: &mut Cpu, setup: &mut ReaderSetup) {
-    c.counts.pages += 1;
+fn decode_page(bytes: &[u8], counts: &mut ReadCounts, setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) {
+    counts.pages += 1;
     let Ok(p) = Page::parse(&setup.page, &setup.header, bytes) else {
-        c.counts.corrupt_pages += 1;
+        counts.corrupt_pages += 1;
         return;
     };
     match p.missed {
         Missed::None => {}
-        Missed::Count(n) => c.counts.missed += n,
-        Missed::Unknown => c.counts.missed_uncounted_pages += 1,
+        Missed::Count(n) => counts.missed += n,
+        Missed::Unknown => counts.missed_uncounted_pages += 1,
     }
     for rec in p.records() {
         let Ok(rec) = rec else {
-            c.counts.corrupt_pages += 1;
+            counts.corrupt_pages += 1;
             return;
         };
-        c.counts.records += 1;
+        counts.records += 1;
         match setup.decoder.decode(&rec) {
-            Decoded::Event(e) => c.events.push(e),
-            Decoded::Unknown(_) => c.counts.unknown += 1,
-            Decoded::Malformed(_) => c.counts.malformed += 1,
+            Decoded::Event(e) => sink(e),
+            Decoded::Unknown(_) => counts.unknown += 1,
+            Decoded::Malformed(_) => counts.malformed += 1,
         }
     }
 }

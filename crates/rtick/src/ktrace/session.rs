@@ -135,36 +135,10 @@ impl Session {
     /// Creates `instances/rtick-<pid>` under `tracefs` and starts recording
     /// [`Tracepoint::ALL`] on `cpus`.
     pub fn start(tracefs: &Path, cpus: &[usize], opts: &Options) -> Result<Session> {
-        let mut cpus = cpus.to_vec();
-        cpus.sort_unstable();
-        cpus.dedup();
-        if cpus.is_empty() {
-            return Err(Error::Invalid("no CPU to trace".into()));
-        }
-        if opts.buffer_kb == 0 {
-            return Err(Error::Invalid("the trace buffer size must be at least 1 KiB".into()));
-        }
-        let instance = Instance::create(tracefs, &format!("rtick-{}", std::process::id()))?;
-        // Nothing records until everything is set.
-        instance.write("tracing_on", "0")?;
-        // CLOCK_MONOTONIC, the clock of rtick's deadlines.
-        instance.set_clock("mono")?;
-        if let Some(&c) = cpus.iter().find(|&&c| !instance.has(&format!("per_cpu/cpu{c}"))) {
-            return Err(Error::Invalid(format!("CPU {c} has no trace buffer: it does not exist on this system")));
-        }
-        instance.set_cpumask(&cpus)?;
-        size_buffers(&instance, &cpus, opts.buffer_kb)?;
-        // The reader's poll wakes when a buffer is a quarter full (the
-        // kernel's default is half), long before it could overflow.
-        if instance.has("buffer_percent") {
-            instance.write("buffer_percent", "25")?;
-        }
-        let (decoder, missing) = enable_events(&instance, &cpus)?;
-        let (page, header) = load_headers(&instance.events_dir())?;
-        let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
-        let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
-        let reader = Reader::spawn(files, setup)?;
-        let session = Session { instance, reader: Some(reader), cpus, missing, paused: false };
+        let p = Prepared::new(tracefs, cpus, opts)?;
+        let reader = Reader::spawn(p.files, p.setup)?;
+        let session =
+            Session { instance: p.instance, reader: Some(reader), cpus: p.cpus, missing: p.missing, paused: false };
         session.instance.write("tracing_on", "1")?;
         Ok(session)
     }
@@ -253,6 +227,51 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.remove();
+    }
+}
+
+/// An instance set up for `cpus`, not yet recording, with its pipes open
+/// and the decoder for its events: what a [`Session`] and a
+/// [`Stream`](super::Stream) start from.
+pub(super) struct Prepared {
+    pub(super) instance: Instance,
+    pub(super) files: Vec<(usize, File)>,
+    pub(super) setup: ReaderSetup,
+    pub(super) cpus: Vec<usize>,
+    pub(super) missing: Vec<&'static str>,
+}
+
+impl Prepared {
+    pub(super) fn new(tracefs: &Path, cpus: &[usize], opts: &Options) -> Result<Prepared> {
+        let mut cpus = cpus.to_vec();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.is_empty() {
+            return Err(Error::Invalid("no CPU to trace".into()));
+        }
+        if opts.buffer_kb == 0 {
+            return Err(Error::Invalid("the trace buffer size must be at least 1 KiB".into()));
+        }
+        let instance = Instance::create(tracefs, &format!("rtick-{}", std::process::id()))?;
+        // Nothing records until everything is set.
+        instance.write("tracing_on", "0")?;
+        // CLOCK_MONOTONIC, the clock of rtick's deadlines.
+        instance.set_clock("mono")?;
+        if let Some(&c) = cpus.iter().find(|&&c| !instance.has(&format!("per_cpu/cpu{c}"))) {
+            return Err(Error::Invalid(format!("CPU {c} has no trace buffer: it does not exist on this system")));
+        }
+        instance.set_cpumask(&cpus)?;
+        size_buffers(&instance, &cpus, opts.buffer_kb)?;
+        // The reader's poll wakes when a buffer is a quarter full (the
+        // kernel's default is half), long before it could overflow.
+        if instance.has("buffer_percent") {
+            instance.write("buffer_percent", "25")?;
+        }
+        let (decoder, missing) = enable_events(&instance, &cpus)?;
+        let (page, header) = load_headers(&instance.events_dir())?;
+        let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
+        let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
+        Ok(Prepared { instance, files, setup, cpus, missing })
     }
 }
 

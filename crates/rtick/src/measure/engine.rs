@@ -209,6 +209,7 @@ impl Slot {
 /// thread's failure aborted the start.
 pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>> {
     let cfg = ctx.cfg;
+    ctx.progress.set_tid(timer::gettid());
     let prepared = ctx.setup.apply().and_then(|_| build_slots(cfg));
     prefault_stack(cfg.stack_prefault);
     if prepared.is_err() {

@@ -3,7 +3,7 @@
 //! counter, odd while the writer is storing) lets the reader take figures
 //! that all belong to one store, and so to one mechanism.
 
-use std::sync::atomic::{fence, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::sys::sched;
 use crate::time::Nanos;
@@ -30,6 +30,8 @@ pub(crate) struct ThreadProgress {
     overruns: AtomicU64,
     missed: AtomicU64,
     dropped: AtomicU64,
+    /// The thread's id, stored once before its first wake-up (0 until then).
+    tid: AtomicI32,
 }
 
 impl ThreadProgress {
@@ -45,7 +47,15 @@ impl ThreadProgress {
             overruns: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            tid: AtomicI32::new(0),
         }
+    }
+
+    /// Records the measuring thread's id (once, before its first wake-up):
+    /// `rtick monitor --explain` finds the thread's events in the kernel
+    /// trace by it while the run goes on.
+    pub(crate) fn set_tid(&self, tid: i32) {
+        self.tid.store(tid, Release);
     }
 
     /// Publishes the thread's figures and its losses so far (overruns,
@@ -142,6 +152,7 @@ impl ThreadProgress {
             max: Nanos(if count > 0 { self.max.load(Relaxed) } else { 0 }),
             avg: Nanos(if count > 0 { sum / count as i64 } else { 0 }),
             last: Nanos(self.last.load(Relaxed)),
+            tid: self.tid.load(Acquire),
         }
     }
 }
@@ -168,6 +179,8 @@ pub struct ThreadSnapshot {
     pub missed: u64,
     /// Trace rows dropped because the ring was full.
     pub dropped: u64,
+    /// The measuring thread's id (0 before it started).
+    pub tid: i32,
 }
 
 /// What the progress callback sees.

@@ -13,6 +13,11 @@
 //! the spike log, and copies their counters (wake-ups, overruns, missed
 //! periods, dropped rows) from the progress atomics. The measuring threads
 //! themselves only push rows and store atomics: no lock, no allocation.
+//!
+//! With `--explain` the collector also reads the kernel trace of the
+//! measured CPUs after each drain of the rings ([`rtick::explain::Live`]):
+//! every event of the wake-ups just drained is in it then, and each spike
+//! is explained from the last seconds of events before it is logged.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -25,11 +30,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
+use rtick::explain::{not_timer_woken, Live, Recorded};
+use rtick::measure::{MeasureConfig, Progress, TraceConsumer, TraceRow};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
 
-use super::spikes::{Spike, SpikeLog};
+use super::spikes::{Spike, SpikeLog, CAPACITY};
 use super::window::{WindowMax, WINDOW_SECS};
 
 /// Upper bounds of the latency histogram's buckets, in seconds: 1, 2, 5 per
@@ -44,7 +50,24 @@ pub struct SeriesLabels {
     pub thread: String,
 }
 
+/// The labels of `rtick_spikes_total`: the series', and what the spike
+/// was blamed on (with `--explain`; `unknown` and `untraced` without).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpikeLabels {
+    pub mechanism: String,
+    pub cpu: String,
+    pub thread: String,
+    /// The spike's largest phase (`irq_delay`, `wakeup_path`, `scheduling`,
+    /// `return_to_user`), or `unknown`.
+    pub phase: String,
+    /// The kind of its cause (`Cause::token`), or why it has none.
+    pub cause: String,
+}
+
 type Float = Gauge<f64, AtomicU64>;
+
+/// Why a spike has no breakdown: (label token, reason for /spikes).
+type NoBreakdown = (&'static str, &'static str);
 
 /// What the HTTP workers read: the registry and the spike log.
 pub struct Exporter {
@@ -55,7 +78,8 @@ pub struct Exporter {
 /// One (thread, mechanism) pair's metrics, and what the collector last
 /// copied from its counters.
 struct Series {
-    mechanism: &'static str,
+    labels: SeriesLabels,
+    mechanism: rtick::Mechanism,
     cpu: Option<usize>,
     latency: Histogram,
     wakeups: Counter,
@@ -88,12 +112,32 @@ pub struct Collector {
     mechanisms: Vec<rtick::Mechanism>,
     consumers: Vec<TraceConsumer>,
     clock: ClockId,
+    interval: Nanos,
     started: Instant,
+    /// `--spike`: wake-ups later than this are spikes.
+    threshold: Option<Nanos>,
+    spikes_total: Family<SpikeLabels, Counter>,
+    /// `--explain`: the kernel trace; `None` without, or once it failed.
+    live: Option<Live>,
+    explaining: bool,
+    trace_lost: Counter,
+    trace_lost_copied: u64,
+    /// Each thread's id in the current run (0: not known yet).
+    tids: Vec<i32>,
+    /// Each thread's latest row of the current run: its previous wake-up
+    /// bounds the search for the next one's events.
+    prev: Vec<Option<TraceRow>>,
 }
 
 impl Collector {
     /// Registers every metric and creates every series, before the run.
-    pub fn new(cfg: &MeasureConfig, sys: &SystemInfo, spike: Option<Nanos>, consumers: Vec<TraceConsumer>) -> Self {
+    pub fn new(
+        cfg: &MeasureConfig,
+        sys: &SystemInfo,
+        spike: Option<Nanos>,
+        live: Option<Live>,
+        consumers: Vec<TraceConsumer>,
+    ) -> Self {
         let mut registry = Registry::default();
         let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(|| Histogram::new(BUCKETS));
         registry.register_with_unit(
@@ -128,7 +172,27 @@ impl Collector {
         interval.set(cfg.interval.as_secs_f64());
         registry.register_with_unit("rtick_interval", "The period between wake-ups", Unit::Seconds, interval);
         registry.register("rtick_build", "rtick's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
-        registry.register("rtick_system", "What the figures depend on", Info::new(system_labels(cfg, sys)));
+        registry.register(
+            "rtick_system",
+            "What the figures depend on",
+            Info::new(system_labels(cfg, sys, live.is_some())),
+        );
+        let spikes_total = Family::<SpikeLabels, Counter>::default();
+        if spike.is_some() {
+            registry.register(
+                "rtick_spikes",
+                "Wake-ups later than --spike; with --explain by their largest phase and the kind of their cause (without: phase=\"unknown\", cause=\"untraced\")",
+                spikes_total.clone(),
+            );
+        }
+        let trace_lost = Counter::default();
+        if live.is_some() {
+            registry.register(
+                "rtick_trace_events_lost",
+                "Kernel trace events --explain lost (a trace buffer overflowed): spikes around them are not explained",
+                trace_lost.clone(),
+            );
+        }
 
         let mut series = Vec::new();
         for (t, setup) in cfg.threads.iter().enumerate() {
@@ -143,7 +207,8 @@ impl Collector {
                     thread: t.to_string(),
                 };
                 series.push(Series {
-                    mechanism: m.name(),
+                    labels: labels.clone(),
+                    mechanism: *m,
                     cpu,
                     latency: latency.get_or_create(&labels).clone(),
                     wakeups: wakeups.get_or_create(&labels).clone(),
@@ -161,9 +226,18 @@ impl Collector {
             exporter: Arc::new(Exporter { registry, spikes }),
             series,
             mechanisms: cfg.mechanisms.clone(),
-            consumers,
             clock: cfg.clock,
+            interval: cfg.interval,
             started: Instant::now(),
+            threshold: spike,
+            spikes_total,
+            explaining: live.is_some(),
+            live,
+            trace_lost,
+            trace_lost_copied: 0,
+            tids: vec![0; consumers.len()],
+            prev: vec![None; consumers.len()],
+            consumers,
         }
     }
 
@@ -171,9 +245,11 @@ impl Collector {
         Arc::clone(&self.exporter)
     }
 
-    /// A new run starts: its threads count from zero again.
+    /// A new run starts: its threads count from zero again, and are new threads.
     pub fn new_run(&mut self) {
         self.series.iter_mut().for_each(|s| s.copied = [0; 4]);
+        self.tids.iter_mut().for_each(|t| *t = 0);
+        self.prev.iter_mut().for_each(|p| *p = None);
     }
 
     /// Copies the counters, drains the rings, updates the maxima.
@@ -181,6 +257,9 @@ impl Collector {
         let n = self.mechanisms.len();
         for (t, snap) in p.threads.iter().enumerate() {
             self.series[t * n + snap.mechanism].copy([snap.count, snap.overruns, snap.missed, snap.dropped]);
+            if snap.tid != 0 {
+                self.tids[t] = snap.tid;
+            }
         }
         self.update();
     }
@@ -189,11 +268,14 @@ impl Collector {
     /// progress callback last saw them up to 100 ms before the end, and only
     /// the mechanism each thread was then measuring — so that nothing is
     /// lost when [`Self::new_run`] starts counting from zero again.
-    pub fn finish(&mut self, finals: impl IntoIterator<Item = (usize, rtick::Mechanism, [u64; 4])>) {
+    pub fn finish(&mut self, finals: impl IntoIterator<Item = (usize, rtick::Mechanism, i32, [u64; 4])>) {
         let n = self.mechanisms.len();
-        for (t, mechanism, counts) in finals {
+        for (t, mechanism, tid, counts) in finals {
             if let Some(m) = self.mechanisms.iter().position(|&m| m == mechanism) {
                 self.series[t * n + m].copy(counts);
+            }
+            if let Some(slot) = self.tids.get_mut(t) {
+                *slot = tid;
             }
         }
         self.update();
@@ -208,13 +290,15 @@ impl Collector {
         }
     }
 
-    /// Every row waiting in the rings: histogram, window maximum, spike log.
+    /// Every row waiting in the rings: histogram, window maximum; then the
+    /// kernel trace (`--explain`), and the spikes, explained, into the log.
     fn drain(&mut self, sec: u64) {
         let n = self.mechanisms.len();
         // One reading of the clocks per drain: a spike's wall and monotonic
         // times are its wake-up on the run's clock moved by their offsets.
         let (clock_now, mono_now, wall_now) = (self.clock.now(), ClockId::Monotonic.now(), SystemTime::now());
-        let mut spikes = self.exporter.spikes.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
+        // (series, row, the thread's previous row)
+        let mut found: Vec<(usize, TraceRow, Option<TraceRow>)> = Vec::new();
         for (t, ring) in self.consumers.iter_mut().enumerate() {
             while let Ok(row) = ring.pop() {
                 let Some(m) = self.mechanisms.iter().position(|&m| m == row.mechanism) else { continue };
@@ -222,29 +306,105 @@ impl Collector {
                 let latency = row.actual - row.planned;
                 s.latency.observe(latency.as_secs_f64());
                 s.window.record(sec, latency.as_ns());
-                if let Some(log) = spikes.as_deref_mut() {
-                    if latency > log.threshold() {
-                        let ago = clock_now - row.actual;
-                        log.offer(Spike {
-                            wall: wall_now - ago.max(Nanos::ZERO).to_std(),
-                            monotonic_ns: (mono_now - ago).as_ns(),
-                            mechanism: s.mechanism,
-                            cpu: s.cpu,
-                            thread: row.thread,
-                            cycle: row.cycle,
-                            latency_ns: latency.as_ns(),
-                        });
-                    }
+                if self.threshold.is_some_and(|th| latency > th) {
+                    found.push((t * n + m, row, self.prev[t]));
                 }
+                self.prev[t] = Some(row);
             }
         }
+        // After the rows: every event of their wake-ups was recorded before
+        // this read began, and the read takes all of them.
+        self.read_trace();
+        let Some(log) = self.exporter.spikes.as_ref() else { return };
+        if found.is_empty() {
+            return;
+        }
+        // Only the latest CAPACITY can stay in the log: the others are counted.
+        let crowded = found.len().saturating_sub(CAPACITY);
+        for &(i, ..) in &found[..crowded] {
+            self.count_spike(i, Err(("too_many", "")));
+        }
+        let mut spikes = Vec::with_capacity(found.len() - crowded);
+        for &(i, row, prev) in &found[crowded..] {
+            let s = &self.series[i];
+            let explain = self.explaining.then(|| self.breakdown(s.mechanism, &row, prev));
+            let latency = row.actual - row.planned;
+            let ago = clock_now - row.actual;
+            self.count_spike(
+                i,
+                explain.as_ref().map_or(Err(("untraced", "")), |e| {
+                    e.as_ref().map(|b| (b.largest_phase(), b.cause.token())).map_err(|n| *n)
+                }),
+            );
+            spikes.push(Spike {
+                wall: wall_now - ago.max(Nanos::ZERO).to_std(),
+                monotonic_ns: (mono_now - ago).as_ns(),
+                mechanism: s.mechanism.name(),
+                cpu: s.cpu,
+                thread: row.thread,
+                cycle: row.cycle,
+                latency_ns: latency.as_ns(),
+                explain: explain.map(|e| e.map(|b| Box::new((&b).into())).map_err(|(_, why)| why)),
+            });
+        }
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        log.not_offered(crowded as u64);
+        spikes.into_iter().for_each(|s| log.offer(s));
+    }
+
+    /// Reads the kernel trace into the window (`--explain`). A trace that
+    /// fails (its instance removed by someone, tracefs unmounted) ends the
+    /// explanations, not the monitor: one warning, and the spikes say why.
+    fn read_trace(&mut self) {
+        let Some(live) = self.live.as_mut() else { return };
+        if let Err(e) = live.read() {
+            eprintln!("warning: --explain: reading the kernel trace failed ({e}): spikes are no longer explained");
+            self.live = None;
+            return;
+        }
+        let lost = live.lost().count();
+        self.trace_lost.inc_by(lost.saturating_sub(self.trace_lost_copied));
+        self.trace_lost_copied = lost;
+    }
+
+    /// The kernel-side breakdown of the wake-up of `row` (its thread's
+    /// previous one `prev`), or why there is none.
+    fn breakdown(
+        &self,
+        mechanism: rtick::Mechanism,
+        row: &TraceRow,
+        prev: Option<TraceRow>,
+    ) -> Result<rtick::explain::Spike, NoBreakdown> {
+        if let Some(why) = not_timer_woken(mechanism) {
+            return Err(("not_timer_woken", why));
+        }
+        let live = self.live.as_ref().ok_or(("trace_failed", "the kernel trace failed (see the warning on stderr)"))?;
+        let tid = self.tids.get(row.thread as usize).copied().filter(|&t| t != 0);
+        let tid = tid.ok_or(("thread_unknown", "its thread's id was not published yet (the run's first moment)"))?;
+        let rec = |r: &TraceRow| Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
+        live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval).map_err(|u| (u.token(), u.reason()))
+    }
+
+    /// Counts a spike of series `i`: (phase, cause) when explained, else
+    /// the token of why not.
+    fn count_spike(&self, i: usize, blamed: Result<(&'static str, &'static str), NoBreakdown>) {
+        let (phase, cause) = blamed.unwrap_or_else(|(token, _)| ("unknown", token));
+        let l = &self.series[i].labels;
+        let labels = SpikeLabels {
+            mechanism: l.mechanism.clone(),
+            cpu: l.cpu.clone(),
+            thread: l.thread.clone(),
+            phase: phase.into(),
+            cause: cause.into(),
+        };
+        self.spikes_total.get_or_create(&labels).inc();
     }
 }
 
 /// The info metric's labels: kernel, preemption model, clocksource, policy
 /// and priority (after any fallback), virtualization. Values are tokens, so
 /// that a query can match them (`preempt="rt"`).
-fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<(&'static str, String)> {
+fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo, tracing: bool) -> Vec<(&'static str, String)> {
     let t0 = &cfg.threads[0];
     vec![
         ("kernel", sys.kernel_release.clone()),
@@ -254,6 +414,9 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<(&'static str, St
         ("policy", t0.policy.kernel_name().to_string()),
         ("priority", t0.priority.to_string()),
         ("virtualization", sys.virtualization.token()),
+        // --explain traces the measured CPUs all the time, which adds to
+        // every latency: figures of traced and untraced machines differ.
+        ("tracing", if tracing { "on" } else { "off" }.to_string()),
     ]
 }
 
@@ -277,7 +440,7 @@ mod tests {
     fn a_runs_final_counts_reach_the_counters() {
         let cfg = MeasureConfig { mechanisms: vec![ClockNanosleep, Spin], ..Default::default() };
         let (_, consumers) = rtick::measure::trace_rings(1, 16);
-        let mut c = Collector::new(&cfg, &SystemInfo::read(), None, consumers);
+        let mut c = Collector::new(&cfg, &SystemInfo::read(), None, None, consumers);
         for _ in 0..2 {
             c.new_run();
             let snap = ThreadSnapshot { mechanism: 1, count: 70, ..Default::default() };
@@ -289,7 +452,7 @@ mod tests {
                 threads: &[snap],
             };
             c.collect(&p);
-            c.finish([(0, ClockNanosleep, [100, 1, 2, 0]), (0, Spin, [90, 0, 0, 0])]);
+            c.finish([(0, ClockNanosleep, 10, [100, 1, 2, 0]), (0, Spin, 10, [90, 0, 0, 0])]);
         }
         assert_eq!(wakeups(&c, "clock_nanosleep"), "200");
         assert_eq!(wakeups(&c, "spin"), "180");

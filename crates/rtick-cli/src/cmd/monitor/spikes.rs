@@ -3,13 +3,17 @@
 //!
 //! A bounded log (the last [`CAPACITY`], oldest dropped first) filled by the
 //! collector thread from the trace rows, never by a measuring thread; the
-//! memory it takes is allocated once, at start.
+//! memory it takes is allocated once, at start. With `--explain` each spike
+//! carries its kernel-side breakdown, as `measure --explain` prints it, or
+//! the reason it has none.
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
 use rtick::Nanos;
 use serde::Serialize;
+
+use crate::cmd::explain::SpikeJson as Breakdown;
 
 /// How many spikes the log keeps.
 pub const CAPACITY: usize = 256;
@@ -28,6 +32,8 @@ pub struct Spike {
     /// The grid index of its deadline.
     pub cycle: u64,
     pub latency_ns: i64,
+    /// With `--explain`: its breakdown, or why it has none.
+    pub explain: Option<Result<Box<Breakdown>, &'static str>>,
 }
 
 /// The last [`CAPACITY`] spikes over a threshold.
@@ -44,8 +50,10 @@ impl SpikeLog {
         SpikeLog { threshold, spikes: VecDeque::with_capacity(CAPACITY), seen: 0 }
     }
 
-    pub fn threshold(&self) -> Nanos {
-        self.threshold
+    /// Counts `n` spikes that were not offered (more than [`CAPACITY`]
+    /// came at once: only the latest are).
+    pub fn not_offered(&mut self, n: u64) {
+        self.seen += n;
     }
 
     /// Keeps `s` when it is later than the threshold, dropping the oldest when full.
@@ -91,10 +99,13 @@ struct SpikeJson {
     thread: u32,
     cycle: u64,
     latency_ns: i64,
-    // The kernel-side breakdown of each spike (IRQ delay, wake-up path,
-    // scheduling, return to user: `rtick measure --explain`'s phases) belongs
-    // here once the monitor keeps a kernel trace session of its own; it does
-    // not trace yet, so there is no such field.
+    /// With --explain: the kernel-side breakdown (IRQ delay, wake-up path,
+    /// scheduling, return to user), as in `measure --explain`'s JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain: Option<Breakdown>,
+    /// With --explain, for a spike without a breakdown: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unexplained: Option<&'static str>,
 }
 
 impl From<&Spike> for SpikeJson {
@@ -107,6 +118,8 @@ impl From<&Spike> for SpikeJson {
             thread: s.thread,
             cycle: s.cycle,
             latency_ns: s.latency_ns,
+            explain: s.explain.as_ref().and_then(|e| e.as_ref().ok()).map(|b| Breakdown::clone(b)),
+            unexplained: s.explain.as_ref().and_then(|e| e.as_ref().err()).copied(),
         }
     }
 }
@@ -124,6 +137,7 @@ mod tests {
             thread: 0,
             cycle,
             latency_ns,
+            explain: None,
         }
     }
 
@@ -144,5 +158,32 @@ mod tests {
         assert_eq!(spikes[0]["time"], "2023-11-14T22:13:20.123456789Z");
         assert_eq!(spikes[0]["latency_ns"], 60_000);
         assert_eq!(v["threshold_ns"], 50_000);
+        assert!(spikes[0].get("explain").is_none() && spikes[0].get("unexplained").is_none(), "not without --explain");
+        log.not_offered(5);
+        assert_eq!(log.seen, CAPACITY as u64 + 15);
+    }
+
+    #[test]
+    fn a_spike_carries_its_breakdown_or_why_it_has_none() {
+        let mut log = SpikeLog::new(Nanos::from_us(50));
+        let b = Breakdown {
+            cycle: 7,
+            cpu: 1,
+            latency_ns: 60_000,
+            phases_ns: vec![("irq_delay".into(), 55_000), ("wakeup_path".into(), 5_000)],
+            cause: "CPU idle".into(),
+            culprits: vec![vec![("idle".into(), 55_000)], vec![]],
+            line: "cycle 7 …".into(),
+        };
+        log.offer(Spike { explain: Some(Ok(Box::new(b))), ..spike(60_000, 7) });
+        log.offer(Spike { explain: Some(Err("no reason")), ..spike(70_000, 8) });
+        let v: serde_json::Value = serde_json::from_str(&log.json()).unwrap();
+        let (a, b) = (&v["spikes"][0], &v["spikes"][1]);
+        assert_eq!(
+            (a["explain"]["phases_ns"][0][1].as_i64(), a["explain"]["cause"].as_str()),
+            (Some(55_000), Some("CPU idle"))
+        );
+        assert!(a.get("unexplained").is_none());
+        assert_eq!((b["unexplained"].as_str(), b.get("explain")), (Some("no reason"), None));
     }
 }

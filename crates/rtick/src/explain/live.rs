@@ -1,0 +1,406 @@
+//! Explaining wake-ups while the loop runs, for as long as it runs
+//! (`rtick monitor --explain`).
+//!
+//! `measure --explain` keeps every event of a run and explains it at the
+//! end. A monitor cannot keep months of events; it does not need them
+//! either: a wake-up is explained by the events from its thread's previous
+//! wake-up to its own clock read. [`Recent`] keeps each traced CPU's events
+//! of the last `keep` (bounded by a count, so memory is flat however busy
+//! the CPU) and the CPUs' steal time, and explains one wake-up at a time
+//! with the analysis `measure --explain` uses ([`Analysis`]); [`Live`] fills
+//! it from a [`Stream`] read by the caller's thread.
+//!
+//! The order that makes it exact: the caller takes the measuring threads'
+//! rows first, then [`Live::read`]s the trace. A row exists only after its
+//! wake-up, so every event of that wake-up was recorded before the read
+//! began, and the read takes everything recorded before it began.
+//!
+//! ```text
+//!  window held        ├──────────────── keep ────────────────┤
+//!  one explanation          prev.planned−period ─ … ─ wake.actual
+//! ```
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use super::input::{CpuTrace, Recorded};
+use super::{Analysis, Spike, StealSample, Unmatched};
+use crate::clock::ClockId;
+use crate::ktrace::{self, Event, LostEvents, Options, Stream};
+use crate::system::cpustat;
+use crate::time::{Nanos, Time};
+
+/// Why a wake-up over the threshold has no breakdown.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Unexplained {
+    /// Its events are not among those held: before the trace began, or
+    /// dropped from the window before the caller came to the wake-up.
+    NotHeld,
+    /// The kernel lost events between the thread's previous wake-up and this one.
+    EventsLost,
+    /// Its events were there but did not match ([`Unmatched`]).
+    Unmatched(Unmatched),
+}
+
+impl Unexplained {
+    /// One line for the user.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unexplained::NotHeld => {
+                "its kernel events are not held (before the trace began, or dropped from the window before the collector came to it)"
+            }
+            Unexplained::EventsLost => "the kernel lost trace events around it (a trace buffer overflowed)",
+            Unexplained::Unmatched(u) => u.reason(),
+        }
+    }
+
+    /// A token for a metric's label.
+    pub fn token(self) -> &'static str {
+        match self {
+            Unexplained::NotHeld => "not_held",
+            Unexplained::EventsLost => "events_lost",
+            Unexplained::Unmatched(Unmatched::DidNotSleep) => "did_not_sleep",
+            Unexplained::Unmatched(Unmatched::NoWaking) => "no_waking",
+            Unexplained::Unmatched(Unmatched::NoTimer) => "no_timer",
+        }
+    }
+}
+
+/// Stretches of lost events a CPU's window remembers: each is a loss the
+/// reads saw, and a window of seconds rarely holds more than a few.
+const GAPS: usize = 64;
+
+/// One traced CPU's recent events.
+#[derive(Debug)]
+struct CpuWindow {
+    cpu: usize,
+    /// In the ring buffer's order (time order).
+    events: VecDeque<Event>,
+    /// Every event of this CPU since this time is held (or was lost in a gap).
+    held_from: Time,
+    /// Stretches (after, up to) in which events were lost, oldest first.
+    gaps: VecDeque<(Time, Time)>,
+}
+
+/// The recent events of the traced CPUs and their steal time, bounded.
+#[derive(Debug)]
+pub struct Recent {
+    cpus: Vec<CpuWindow>,
+    steal: Vec<StealSample>,
+    keep: Nanos,
+    cap: usize,
+}
+
+impl Recent {
+    /// Windows for `cpus`, each keeping the events of the last `keep` but
+    /// never more than `cap` of them (the oldest go first); the trace began
+    /// at `began`.
+    pub fn new(cpus: &[usize], keep: Nanos, cap: usize, began: Time) -> Recent {
+        let cap = cap.max(1);
+        let cpus = cpus
+            .iter()
+            .map(|&cpu| CpuWindow {
+                cpu,
+                // Room for a quiet CPU at once; a busier one grows to `cap`.
+                events: VecDeque::with_capacity(cap.min(1 << 14)),
+                held_from: began,
+                gaps: VecDeque::with_capacity(GAPS),
+            })
+            .collect();
+        Recent { cpus, steal: Vec::new(), keep, cap }
+    }
+
+    fn window(&mut self, cpu: usize) -> Option<&mut CpuWindow> {
+        self.cpus.iter_mut().find(|w| w.cpu == cpu)
+    }
+
+    /// Adds an event of `cpu` (in time order); a full window drops its oldest.
+    pub fn push(&mut self, cpu: usize, e: Event) {
+        let cap = self.cap;
+        let Some(w) = self.window(cpu) else { return };
+        if w.events.len() >= cap {
+            if let Some(old) = w.events.pop_front() {
+                w.held_from = w.held_from.max(old.ts);
+            }
+        }
+        w.events.push_back(e);
+    }
+
+    /// Events of `cpu` were lost somewhere between `after` and `upto`.
+    pub fn lost(&mut self, cpu: usize, after: Time, upto: Time) {
+        let Some(w) = self.window(cpu) else { return };
+        if w.gaps.len() == GAPS {
+            w.gaps.pop_front();
+        }
+        w.gaps.push_back((after, upto));
+    }
+
+    /// The latest event of `cpu` held.
+    pub fn last(&self, cpu: usize) -> Option<Time> {
+        self.cpus.iter().find(|w| w.cpu == cpu)?.events.back().map(|e| e.ts)
+    }
+
+    /// Adds a steal-time sample (in time order).
+    pub fn push_steal(&mut self, s: StealSample) {
+        self.steal.push(s);
+    }
+
+    /// Forgets what is older than `keep` before `now`: events, gaps, and
+    /// steal samples (one per CPU is kept before the window: the sample
+    /// before a wake-up's interval).
+    pub fn advance(&mut self, now: Time) {
+        let oldest = now - self.keep;
+        for w in &mut self.cpus {
+            while w.events.front().is_some_and(|e| e.ts < oldest) {
+                if let Some(old) = w.events.pop_front() {
+                    w.held_from = w.held_from.max(old.ts);
+                }
+            }
+            while w.gaps.front().is_some_and(|g| g.1 < oldest) {
+                w.gaps.pop_front();
+            }
+        }
+        // Per CPU, the latest sample before the window stays: the one before
+        // the interval of a wake-up at the window's start.
+        let from: Vec<(u32, Time)> = self
+            .cpus
+            .iter()
+            .map(|w| {
+                let before = self.steal.iter().filter(|s| s.cpu == w.cpu as u32 && s.at < oldest).map(|s| s.at);
+                (w.cpu as u32, before.max().unwrap_or(oldest))
+            })
+            .collect();
+        self.steal.retain(|s| from.iter().any(|&(cpu, t)| cpu == s.cpu && s.at >= t));
+    }
+
+    /// Events held, all CPUs together.
+    pub fn held(&self) -> usize {
+        self.cpus.iter().map(|w| w.events.len()).sum()
+    }
+
+    /// Explains wake-up `wake`, given its thread's previous wake-up `prev`
+    /// (same tid; `None` when it is not known) and the loop's `period`.
+    pub fn explain(&self, wake: Recorded, prev: Option<Recorded>, period: Nanos) -> Result<Spike, Unexplained> {
+        let prev = prev.filter(|p| p.tid == wake.tid && p.actual <= wake.actual);
+        // Its events lie after the previous wake-up (or within the last
+        // periods before its deadline when that is not known) …
+        let needed = prev.map_or(wake.planned - period - period, |p| p.actual.min(wake.planned));
+        // … and the timer it woke by may have been armed during the
+        // previous wake-up: the slice reaches a period before that one.
+        let from = prev.map_or(needed, |p| p.planned.min(needed)) - period;
+        if self.cpus.iter().any(|w| w.held_from > needed) {
+            return Err(Unexplained::NotHeld);
+        }
+        if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < wake.actual && b > needed)) {
+            return Err(Unexplained::EventsLost);
+        }
+        let slices: Vec<(u32, Vec<Event>)> = self
+            .cpus
+            .iter()
+            .map(|w| {
+                let lo = w.events.partition_point(|e| e.ts < from);
+                let hi = w.events.partition_point(|e| e.ts <= wake.actual);
+                (w.cpu as u32, w.events.range(lo..hi.max(lo)).cloned().collect())
+            })
+            .collect();
+        let traces: Vec<CpuTrace<'_>> = slices.iter().map(|(cpu, events)| CpuTrace { cpu: *cpu, events }).collect();
+        let wakes: Vec<Recorded> = prev.into_iter().chain([wake]).collect();
+        let analysis = Analysis::new(&traces, &wakes);
+        let last = wakes.len() - 1;
+        match analysis.matched()[last] {
+            Err(u) => Err(Unexplained::Unmatched(u)),
+            Ok(_) => analysis.spike(&wakes, last, &self.steal).ok_or(Unexplained::NotHeld),
+        }
+    }
+}
+
+/// A trace of the measured CPUs read as the loop runs, and its recent window.
+#[derive(Debug)]
+pub struct Live {
+    stream: Stream,
+    recent: Recent,
+    /// Each CPU's count of losses at the last read.
+    losses: Vec<(usize, u64)>,
+}
+
+impl Live {
+    /// Starts tracing `cpus` (an instance of rtick's own under `tracefs`),
+    /// keeping the events of the last `keep`, at most `cap` per CPU.
+    pub fn start(tracefs: &Path, cpus: &[usize], keep: Nanos, cap: usize) -> ktrace::Result<Live> {
+        let began = ClockId::Monotonic.now();
+        let stream = Stream::start(tracefs, cpus, &Options::default())?;
+        let cpus: Vec<usize> = stream.cpus().collect();
+        let mut live = Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream };
+        live.losses = live.loss_counts();
+        live.sample_steal();
+        Ok(live)
+    }
+
+    /// Reads every event recorded so far into the window, samples steal
+    /// time and forgets what is older than the window. From the caller's
+    /// thread, ten times a second or so: the kernel's buffers
+    /// ([`ktrace::DEFAULT_BUFFER_KB`]) hold about a second of a 20 kHz loop.
+    pub fn read(&mut self) -> ktrace::Result<()> {
+        let began = ClockId::Monotonic.now();
+        let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.recent.last(cpu)).collect();
+        let recent = &mut self.recent;
+        self.stream.read(&mut |cpu, e| recent.push(cpu, e))?;
+        let now = self.loss_counts();
+        for (((cpu, was), (_, is)), after) in self.losses.iter().zip(&now).zip(before) {
+            if is > was {
+                // Somewhere in what this read brought (or just before it).
+                let upto = self.recent.last(*cpu).unwrap_or(began).max(began);
+                self.recent.lost(*cpu, after.unwrap_or(Time(i64::MIN)), upto);
+            }
+        }
+        self.losses = now;
+        self.sample_steal();
+        self.recent.advance(began);
+        Ok(())
+    }
+
+    /// What a read ever lost, per CPU: counted losses, unknown gaps, corrupt
+    /// pages, malformed records.
+    fn loss_counts(&self) -> Vec<(usize, u64)> {
+        self.stream
+            .cpus()
+            .map(|cpu| {
+                let c = self.stream.counts(cpu).unwrap_or_default();
+                (cpu, c.missed + c.missed_uncounted_pages + c.corrupt_pages + c.malformed)
+            })
+            .collect()
+    }
+
+    fn sample_steal(&mut self) {
+        let at = ClockId::Monotonic.now();
+        if let Ok(times) = cpustat::read() {
+            let traced: Vec<usize> = self.stream.cpus().collect();
+            for c in times.into_iter().filter(|c| traced.contains(&(c.cpu as usize))) {
+                self.recent.push_steal(StealSample { at, cpu: c.cpu, steal: c.steal });
+            }
+        }
+    }
+
+    /// The window, to explain wake-ups with.
+    pub fn recent(&self) -> &Recent {
+        &self.recent
+    }
+
+    /// Events lost so far.
+    pub fn lost(&self) -> LostEvents {
+        self.stream.lost()
+    }
+
+    /// The trace's own stream (its instance, the events this kernel lacks).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::testing::{cycle, ev, ME};
+    use crate::ktrace::EventKind as K;
+
+    /// Four clock_nanosleep cycles of [`ME`] on CPU 1, period 1000: the
+    /// third one late by an IRQ handler on the CPU (its timer at 3400).
+    fn four_cycles() -> (Vec<Event>, Vec<Recorded>) {
+        let mut evs = cycle(0, 1000, 1002, 1003, 1010);
+        evs.extend(cycle(1020, 2000, 2002, 2003, 2010));
+        evs.extend(cycle(2020, 3000, 3400, 3401, 3410));
+        evs.push(ev(3010, 0, K::IrqHandlerEntry { irq: 11, name: "virtio0".into() }));
+        evs.push(ev(3390, 0, K::IrqHandlerExit { irq: 11, ret: 1 }));
+        evs.extend(cycle(3420, 4000, 4002, 4003, 4010));
+        evs.sort_by_key(|e| e.ts);
+        let rec = |cycle: u64, planned: i64, actual: i64| Recorded {
+            tid: ME,
+            cycle,
+            planned: Time(planned),
+            actual: Time(actual),
+        };
+        (evs, vec![rec(1, 1000, 1015), rec(2, 2000, 2015), rec(3, 3000, 3415), rec(4, 4000, 4015)])
+    }
+
+    fn filled(evs: &[Event], keep: Nanos, cap: usize) -> Recent {
+        let mut r = Recent::new(&[1], keep, cap, Time(0));
+        evs.iter().for_each(|e| r.push(1, e.clone()));
+        r
+    }
+
+    /// From the window, a wake-up gets the breakdown the whole run's
+    /// analysis (measure --explain's) gives it.
+    #[test]
+    fn a_wake_up_explained_from_the_window_is_explained_as_from_the_whole_run() {
+        let (evs, wakes) = four_cycles();
+        let whole = Analysis::new(&[CpuTrace { cpu: 1, events: &evs }], &wakes);
+        let r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        for i in 1..wakes.len() {
+            let want = whole.spike(&wakes, i, &[]).unwrap();
+            let got = r.explain(wakes[i], Some(wakes[i - 1]), Nanos(1000)).unwrap();
+            assert_eq!((got.phases, got.cause.clone(), got.culprits.clone()), (want.phases, want.cause, want.culprits));
+            assert_eq!(got.phases.total(), wakes[i].actual - wakes[i].planned);
+        }
+        let late = r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap();
+        assert_eq!((late.largest_phase(), late.cause.token()), ("irq_delay", "interrupt"));
+        // Without the previous wake-up: the last periods before the deadline bound it.
+        assert_eq!(r.explain(wakes[2], None, Nanos(1000)).unwrap().phases, late.phases);
+        // Another thread's previous wake-up is no bound for this one.
+        let other = Recorded { tid: ME + 1, ..wakes[1] };
+        assert_eq!(r.explain(wakes[2], Some(other), Nanos(1000)).unwrap().phases, late.phases);
+    }
+
+    #[test]
+    fn events_older_than_the_window_or_beyond_its_count_are_not_held() {
+        let (evs, wakes) = four_cycles();
+        let mut r = filled(&evs, Nanos(1500), 1 << 10);
+        r.advance(Time(4100));
+        // Kept: from 2600 on. Cycle 4 needs 3415…4015: held; cycle 3 needs 2015…: not.
+        assert!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000)).is_ok());
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+        assert!(r.held() < evs.len());
+        // A window of 10 events holds the last 10, whatever their age.
+        let r = filled(&evs, Nanos::from_secs(1), 10);
+        assert_eq!(r.held(), 10);
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+        // Before the trace began.
+        let r = Recent::new(&[1], Nanos::from_secs(1), 1 << 10, Time(2500));
+        assert_eq!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+    }
+
+    #[test]
+    fn a_loss_between_the_previous_wake_up_and_this_one_leaves_it_unexplained() {
+        let (evs, wakes) = four_cycles();
+        let mut r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        r.lost(1, Time(3100), Time(3200));
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::EventsLost);
+        assert!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000)).is_ok(), "the loss was before its previous wake-up");
+        assert!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000)).is_ok(), "the loss was after it");
+    }
+
+    #[test]
+    fn a_wait_that_did_not_sleep_says_so() {
+        let (evs, wakes) = four_cycles();
+        let r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        // A catch-up wake-up right after cycle 3: no switch in between.
+        let back_to_back = Recorded { cycle: 5, planned: Time(3100), actual: Time(3416), ..wakes[2] };
+        assert_eq!(
+            r.explain(back_to_back, Some(wakes[2]), Nanos(1000)).unwrap_err(),
+            Unexplained::Unmatched(Unmatched::DidNotSleep)
+        );
+        assert_eq!(Unexplained::Unmatched(Unmatched::DidNotSleep).token(), "did_not_sleep");
+    }
+
+    #[test]
+    fn steal_samples_before_the_window_keep_one_per_cpu() {
+        let mut r = Recent::new(&[0, 1], Nanos(100), 16, Time(0));
+        for at in [10, 50, 90, 150, 180] {
+            for cpu in [0, 1] {
+                r.push_steal(StealSample { at: Time(at), cpu, steal: Nanos(at) });
+            }
+        }
+        r.advance(Time(200));
+        let kept: Vec<(u32, i64)> = r.steal.iter().map(|s| (s.cpu, s.at.0)).collect();
+        assert_eq!(kept, [(0, 90), (1, 90), (0, 150), (1, 150), (0, 180), (1, 180)]);
+    }
+}

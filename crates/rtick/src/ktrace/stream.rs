@@ -1,0 +1,101 @@
+//! A tracing session read by its owner, for as long as it runs: what
+//! `rtick monitor --explain` keeps its recent window of events from.
+//!
+//! A [`Session`](super::Session) keeps every event of a run until it stops.
+//! A monitor runs for months: its owner reads the buffers at its own pace
+//! (ten times a second) and keeps what it needs. The instance is the same —
+//! `instances/rtick-<pid>`, the `mono` clock, the same events and filters —
+//! and goes away with the stream (drop), as a session's does.
+
+use std::path::Path;
+
+use super::events::Event;
+use super::instance::Instance;
+use super::reader::{drain, Pipe, ReadCounts, ReaderSetup};
+use super::session::{LostEvents, Options, Prepared};
+use super::Result;
+
+/// A running trace of some CPUs, read on demand by [`Stream::read`].
+#[derive(Debug)]
+pub struct Stream {
+    instance: Instance,
+    pipes: Vec<Pipe>,
+    setup: ReaderSetup,
+    page: Vec<u8>,
+    missing: Vec<&'static str>,
+}
+
+impl Stream {
+    /// Creates `instances/rtick-<pid>` under `tracefs` and starts recording
+    /// [`Tracepoint::ALL`](super::Tracepoint::ALL) on `cpus`. Nothing reads
+    /// the buffers but [`Stream::read`]: call it often enough that a buffer
+    /// of `opts.buffer_kb` does not fill in between (its `drain_interval` is
+    /// not used).
+    pub fn start(tracefs: &Path, cpus: &[usize], opts: &Options) -> Result<Stream> {
+        let p = Prepared::new(tracefs, cpus, opts)?;
+        let page = vec![0u8; p.setup.page.page_size];
+        let pipes = p.files.into_iter().map(|(cpu, file)| Pipe::new(cpu, file)).collect();
+        let stream = Stream { instance: p.instance, pipes, setup: p.setup, page, missing: p.missing };
+        stream.instance.write("tracing_on", "1")?;
+        Ok(stream)
+    }
+
+    /// The traced CPUs, in order.
+    pub fn cpus(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pipes.iter().map(|p| p.cpu)
+    }
+
+    /// The instance's directory.
+    pub fn instance_dir(&self) -> &Path {
+        self.instance.dir()
+    }
+
+    /// Events this kernel lacks, by `system:name`.
+    pub fn missing_events(&self) -> &[&'static str] {
+        &self.missing
+    }
+
+    /// Reads everything each CPU's buffer holds now, handing every event to
+    /// `sink` with its CPU, each CPU's in the ring buffer's order. Every
+    /// event recorded before the call is read by it.
+    pub fn read(&mut self, sink: &mut dyn FnMut(usize, Event)) -> Result<()> {
+        let Stream { pipes, setup, page, .. } = self;
+        for pipe in pipes {
+            let cpu = pipe.cpu;
+            drain(pipe, page, setup, &mut |e| sink(cpu, e))?;
+        }
+        Ok(())
+    }
+
+    /// What the reads of `cpu` counted so far.
+    pub fn counts(&self, cpu: usize) -> Option<ReadCounts> {
+        self.pipes.iter().find(|p| p.cpu == cpu).map(|p| p.counts)
+    }
+
+    /// Events lost so far, as the pages read say (the buffers' own
+    /// counters are not read: two views of the same losses).
+    pub fn lost(&self) -> LostEvents {
+        let mut lost = LostEvents::default();
+        for c in self.pipes.iter().map(|p| p.counts) {
+            lost.missed_in_pages += c.missed;
+            lost.uncounted_gaps += c.missed_uncounted_pages;
+            lost.corrupt_pages += c.corrupt_pages;
+            lost.malformed += c.malformed;
+        }
+        lost
+    }
+
+    /// Stops recording and removes the instance. Idempotent; what drop
+    /// does, for callers that want its errors.
+    pub fn remove(&mut self) -> Result<()> {
+        // The pipes must be closed before the rmdir.
+        self.pipes.clear();
+        self.instance.remove()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
