@@ -167,8 +167,9 @@ fn start_trace(a: &MonitorArgs, cfg: &MeasureConfig) -> Result<(rtick::explain::
     super::explain::warn_stale(&root);
     let live = rtick::explain::Live::start(&root, &cpus, keep, cap).context("--explain")?;
     let line = format!(
-        "kernel trace of CPU {} (the last {keep} of events kept, at most {cap} a CPU): every spike explained; tracing adds to every latency",
-        rtick::system::format_cpu_list(&cpus)
+        "kernel trace of CPU {}, its last {keep} kept (at most {} MiB): every spike explained; tracing adds to every latency",
+        rtick::system::format_cpu_list(&cpus),
+        EVENTS_BYTES >> 20
     );
     Ok((live, line))
 }

@@ -86,6 +86,8 @@ struct CpuWindow {
 #[derive(Debug)]
 pub struct Recent {
     cpus: Vec<CpuWindow>,
+    /// The index in `cpus` of each CPU number's window: one lookup per event.
+    index: Vec<Option<usize>>,
     steal: Vec<StealSample>,
     keep: Nanos,
     cap: usize,
@@ -106,12 +108,17 @@ impl Recent {
                 held_from: began,
                 gaps: VecDeque::with_capacity(GAPS),
             })
-            .collect();
-        Recent { cpus, steal: Vec::new(), keep, cap }
+            .collect::<Vec<CpuWindow>>();
+        let mut index = vec![None; cpus.iter().map(|w| w.cpu + 1).max().unwrap_or(0)];
+        for (i, w) in cpus.iter().enumerate() {
+            index[w.cpu] = Some(i);
+        }
+        Recent { cpus, index, steal: Vec::new(), keep, cap }
     }
 
     fn window(&mut self, cpu: usize) -> Option<&mut CpuWindow> {
-        self.cpus.iter_mut().find(|w| w.cpu == cpu)
+        let i = (*self.index.get(cpu)?)?;
+        self.cpus.get_mut(i)
     }
 
     /// Adds an event of `cpu` (in time order); a full window drops its oldest.

@@ -68,7 +68,8 @@ impl SpikeLog {
         self.spikes.push_back(s);
     }
 
-    /// The log as served at `/spikes` (schema in docs/json.md's monitor section).
+    /// The log as served at `/spikes` (schema in docs/json.md's monitor section), compact: with
+    /// --explain a spike takes about 1 KB (`curl … | jq` to read it).
     pub fn json(&self) -> String {
         let doc = SpikesJson {
             threshold_ns: self.threshold.as_ns(),
@@ -76,7 +77,7 @@ impl SpikeLog {
             seen: self.seen,
             spikes: self.spikes.iter().map(SpikeJson::from).collect(),
         };
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
+        serde_json::to_string(&doc).unwrap_or_default()
     }
 }
 
