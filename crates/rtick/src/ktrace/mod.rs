@@ -59,7 +59,7 @@ pub enum Error {
     #[error("tracefs is not mounted at {}: mount -t tracefs nodev {}", .0.display(), .0.display())]
     NotMounted(PathBuf),
     /// tracefs is there but this process may not use it.
-    #[error("no access to tracefs at {} ({os}): run as root, or with CAP_SYS_ADMIN or CAP_PERFMON", .path.display())]
+    #[error("no access to tracefs at {} ({os}): run as root (tracefs files are root's, mode 0640), or give rtick CAP_DAC_OVERRIDE", .path.display())]
     NotPermitted {
         /// The tracefs root.
         path: PathBuf,
@@ -114,7 +114,7 @@ impl From<Error> for crate::Error {
             Error::NotPermitted { path, os } => crate::Error::sys(
                 format!("opening tracefs at {}", path.display()),
                 os,
-                "run as root, or with CAP_SYS_ADMIN or CAP_PERFMON",
+                "run as root (tracefs files are root's, mode 0640), or give rtick CAP_DAC_OVERRIDE",
             ),
             Error::InstanceExists(p) => crate::Error::sys(
                 format!("mkdir {}", p.display()),

@@ -13,6 +13,7 @@ pub mod futex;
 pub mod mem;
 pub mod poll;
 pub mod poll_fd;
+pub mod process;
 pub mod sched;
 pub mod signal;
 pub mod sleep;
