@@ -443,7 +443,8 @@ fn dashboard() -> Value {
 }
 
 /// Series as `rtick monitor` exports them, 30 minutes of them (2 machines ×
-/// 2 CPUs, clock_nanosleep at 1 kHz), for promtool.
+/// 2 CPUs, clock_nanosleep at 1 kHz, spikes explained on one machine and
+/// not on the other), for promtool.
 fn monitor_series() -> Vec<Value> {
     let mut series = Vec::new();
     let buckets =
@@ -463,10 +464,21 @@ fn monitor_series() -> Vec<Value> {
             series.push(json!({"series": format!("rtick_overruns_total{{{l}}}"), "values": "0+1x30"}));
             series.push(json!({"series": format!("rtick_missed_periods_total{{{l}}}"), "values": "0+2x30"}));
             series.push(json!({"series": format!("rtick_wakeup_latency_max_seconds{{{l}}}"), "values": "0.0012x30"}));
+            let blamed: &[(&str, &str)] = if instance == "a:9464" {
+                &[("irq_delay", "host"), ("scheduling", "held_up"), ("scheduling", "rt_throttled")]
+            } else {
+                &[("unknown", "untraced")]
+            };
+            for (phase, cause) in blamed {
+                let s = format!(r#"rtick_spikes_total{{{l},thread="{cpu}",phase="{phase}",cause="{cause}"}}"#);
+                series.push(json!({"series": s, "values": "0+3x30"}));
+            }
         }
         series.push(json!({"series": format!(r#"rtick_build_info{{{job},version="0.1.0"}}"#), "values": "1x30"}));
-        let info =
-            r#"kernel="6.1.0",preempt="full",clocksource="tsc",policy="fifo",priority="90",virtualization="kvm""#;
+        let tracing = if instance == "a:9464" { "on" } else { "off" };
+        let info = format!(
+            r#"kernel="6.1.0",preempt="full",clocksource="tsc",policy="fifo",priority="90",virtualization="kvm",tracing="{tracing}""#
+        );
         series.push(json!({"series": format!("rtick_system_info{{{job},{info}}}"), "values": "1x30"}));
         series.push(json!({"series": format!("up{{{job}}}"), "values": "1x30"}));
     }
@@ -556,6 +568,49 @@ fn dashboard_has_the_views_and_variables_it_needs() {
     assert!(any(&|e| e.starts_with("histogram_quantile(0.999,")), "p99.9");
     assert!(any(&|e| e.contains("rate(rtick_overruns_total")), "overruns");
     assert!(any(&|e| e.contains("rtick_wakeup_latency_max_seconds")), "max");
+
+    // Spikes by cause, per machine and CPU as the other panels, coloured by
+    // where they came from: the host, idle exits, other tasks, interrupts,
+    // RT throttling (each cause token a colour of its own group).
+    let by_title = |t: &str| *panels.iter().find(|p| p["title"] == t).unwrap_or_else(|| panic!("no panel '{t}'"));
+    let spikes = by_title("Spikes by cause");
+    let expr = spikes["targets"][0]["expr"].as_str().unwrap();
+    assert!(expr.starts_with("sum by (instance, cpu, phase, cause) (rate(rtick_spikes_total{"), "{expr}");
+    let colour = |p: &Value, name: &str| -> Option<String> {
+        // Grafana's byRegexp: a pattern without slashes matches the whole
+        // name; a later override wins.
+        let overrides = p["fieldConfig"]["overrides"].as_array().unwrap();
+        overrides.iter().rev().find_map(|o| {
+            let rx = o["matcher"]["options"].as_str()?;
+            let hit = o["matcher"]["id"] == "byRegexp" && regex_full_match(rx, name);
+            hit.then(|| o["properties"][0]["value"]["fixedColor"].as_str().map(str::to_string))?
+        })
+    };
+    let legend = |cause: &str| format!("{cause} in scheduling a:9464 cpu 1");
+    let groups = [
+        (&["host"][..], "purple"),
+        (&["idle_exit"], "blue"),
+        (&["preempted", "held_up"], "orange"),
+        (&["interrupt", "irqs_off"], "yellow"),
+        (&["rt_throttled"], "red"),
+    ];
+    for (causes, want) in groups {
+        for c in causes {
+            assert_eq!(colour(spikes, &legend(c)).as_deref(), Some(want), "{c}");
+        }
+    }
+    let unexplained = colour(spikes, &legend("untraced")).expect("unexplained spikes have a colour");
+    assert!(groups.iter().all(|(_, c)| *c != unexplained), "unexplained spikes look like a cause: {unexplained}");
+    let share = by_title("Spikes by cause, over the time range");
+    assert!(share["targets"][0]["expr"].as_str().unwrap().contains("sum by (cause) (increase(rtick_spikes_total{"));
+    assert_eq!(colour(share, "rt_throttled").as_deref(), Some("red"));
+
+    // The machines table shows whether each machine traces (its latencies
+    // then include tracing's cost), beside the machine's name.
+    let machines = by_title("Machines");
+    let organize = machines["transformations"].as_array().unwrap().iter().find(|t| t["id"] == "organize").unwrap();
+    assert_ne!(organize["options"]["excludeByName"]["tracing"], true);
+    assert_eq!(organize["options"]["indexByName"]["tracing"], 1);
 
     // The heatmap: one per machine (its row repeats over instance) and CPU
     // (the panel repeats over cpu), drawn from the histogram's buckets.
@@ -951,4 +1006,10 @@ fn trace_monitor(log: &Path, extra: &[&str]) -> BTreeSet<String> {
     let status = strace.wait().unwrap();
     assert!(status.success(), "rtick monitor under strace ended with {status:?} after SIGTERM");
     calls_in(log)
+}
+
+/// Whether Grafana's `byRegexp` pattern `rx` (no slashes: the whole name
+/// must match) matches `name`.
+fn regex_full_match(rx: &str, name: &str) -> bool {
+    regex_lite::Regex::new(&format!("^(?:{rx})$")).unwrap_or_else(|e| panic!("{rx}: {e}")).is_match(name)
 }
