@@ -1,12 +1,15 @@
 //! `rtick monitor` end to end: a real Prometheus scraping it for two
-//! minutes (quantile and rate queries, every query of the Grafana dashboard,
-//! flat memory, 100 concurrent scrapes without the wake-up rate changing),
+//! minutes with --explain on (quantile and rate queries, every query of the
+//! Grafana dashboard, spikes explained, flat memory, 100 concurrent scrapes
+//! without the wake-up rate changing),
 //! promtool on its exposition, the HTTP endpoint's answers, the spike log,
 //! and stopping and failing cleanly.
 
 mod common;
 #[path = "common/grafana.rs"]
 mod grafana;
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,6 +55,20 @@ impl Monitor {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// Kernel events recorded so far for its --explain trace: its tracefs
+    /// instance's counters (read, and not yet read), every CPU together.
+    fn trace_events(&self) -> u64 {
+        let per_cpu =
+            std::path::Path::new(support::TRACEFS).join(format!("instances/rtick-{}/per_cpu", self.child.id()));
+        let stats = std::fs::read_dir(&per_cpu).into_iter().flatten().flatten();
+        stats
+            .filter_map(|cpu| {
+                rtick::ktrace::BufferStats::parse(&std::fs::read_to_string(cpu.path().join("stats")).ok()?).ok()
+            })
+            .map(|b| b.read + b.entries)
+            .sum()
+    }
+
     /// Resident memory, in KiB.
     fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("the monitor runs");
@@ -75,7 +92,18 @@ impl Monitor {
 }
 
 impl Drop for Monitor {
+    /// SIGTERM first, as a failed assertion leaves it running: killed, a
+    /// monitor with --explain would leave its tracefs instance tracing the
+    /// CPU for every later run on the machine. SIGKILL if it does not end.
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child's pid is positive");
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(5) && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -194,6 +222,10 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     if !is_root() {
         return skip("needs root for SCHED_FIFO (the rate check needs wake-ups on time)", false);
     }
+    // --explain, as the dashboard's spike panels need it: tracefs mounted.
+    if let Err((why, kernel_lacks_it)) = support::tracefs() {
+        return skip(why, kernel_lacks_it);
+    }
     // clock_nanosleep (no spinning: no RT throttling in the rate); no mlock,
     // so that a leak shows in the resident memory instead of hiding in the
     // prefaulted heap; -D bounds the run if this test dies.
@@ -206,10 +238,17 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     // scrapes' kernel work (loopback TCP, on this preempt=none kernel not
     // preempted by a SCHED_FIFO wake-up) made the loop miss 9 % of its
     // periods under two busy loops.
+    //
+    // With --spike 50 --explain, as a machine watched by the dashboard runs
+    // it (deploy/systemd/rtick-monitor.service.d/explain.conf): every panel
+    // then has data, the spikes by cause included, and the rates and the
+    // memory are those of a monitor that traces its CPU all the time.
     let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
     let pin: &[&str] = if two_cpus { &["-a", "1"] } else { &[] };
-    let m =
-        Monitor::start(&[&["-m", "clock_nanosleep", "-i", "1ms", "--no-mlock", "-q", "-D", "200"][..], pin].concat());
+    let explain = ["--spike", "50", "--explain"];
+    let m = Monitor::start(
+        &[&["-m", "clock_nanosleep", "-i", "1ms", "--no-mlock", "-q", "-D", "200"][..], &explain, pin].concat(),
+    );
     if two_cpus {
         let mut cpu0 = rustix::thread::CpuSet::new();
         cpu0.set(0);
@@ -223,12 +262,12 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
 
     let p = Prometheus::start(&m.target());
     let mut rss = Vec::new();
-    let sample_until = |rss: &mut Vec<(u64, u64)>, until: Duration, load: bool| {
+    let sample_until = |rss: &mut Vec<(u64, u64, u64)>, until: Duration, load: bool| {
         while started.elapsed() < until {
             if load {
                 concurrent_scrapes(&m);
             }
-            rss.push((started.elapsed().as_secs(), m.rss_kib()));
+            rss.push((started.elapsed().as_secs(), m.rss_kib(), m.trace_events()));
             std::thread::sleep(Duration::from_secs(1));
         }
     };
@@ -247,6 +286,11 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     let max = p.wait_value("max(rtick_wakeup_latency_max_seconds)", Duration::from_secs(5));
     assert!(max >= p99, "the window's maximum {max} is below the p99 {p99}");
     assert!(p.value("rtick_system_info").is_some() && p.value("rtick_build_info").is_some());
+    assert_eq!(p.value(r#"count(rtick_system_info{tracing="on"})"#), Some(1.0), "the info metric says it traces");
+    let explained = p.value(r#"sum(rtick_spikes_total{phase!="unknown"})"#);
+    let all = p.value("sum(rtick_spikes_total)");
+    eprintln!("spikes over 50 µs: {all:?}, {explained:?} of them explained");
+    assert!(explained.is_some_and(|n| n > 0.0), "no spike explained in two minutes: {all:?} spikes");
     dashboard_queries_return_data(&p, &m);
 
     // Flat: after a 20 s warm-up, the quiet stretch within 1 MiB; the 100
@@ -254,14 +298,46 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     // their buffers, within 8 MiB; after the burst (from 60 s, 65 s of
     // scrapes once a second) no growth beyond 1 MiB: the peak concurrency
     // served, memory stays where it is however long the monitor runs.
+    //
+    // With --explain the monitor also holds the last 2 s of its CPU's kernel
+    // events, a window as large as the trace is busy. What else runs on
+    // CPU 1 sets that, not the scrapes: on a shared machine, another rtick
+    // tracing it or a build raised it here by 21 MiB (quiet, CPU 1 makes
+    // about 27 000 events a second, and the window takes 1 to 2 MiB). A stretch
+    // in which the trace got busier than ever before (its busiest 4 s up by
+    // more than a quarter) may grow by that window, up to the monitor's cap
+    // on it (64 MiB, EVENTS_BYTES in cmd/monitor.rs): only that is checked
+    // there. A steady trace, as under CI, keeps every check strict.
     let kib = |from: u64, to: u64| -> Vec<u64> {
-        rss.iter().filter(|(s, _)| (from..to).contains(s)).map(|&(_, kib)| kib).collect()
+        rss.iter().filter(|(s, ..)| (from..to).contains(s)).map(|&(_, kib, _)| kib).collect()
+    };
+    // The most events recorded in 4 s, the stretch ending in [from, to).
+    let busiest = |from: u64, to: u64| -> u64 {
+        let at = |t: u64| rss.iter().rev().find(|(s, ..)| *s <= t).map_or(0, |&(.., e)| e);
+        rss.iter()
+            .filter(|(s, ..)| (from..to).contains(s))
+            .map(|&(s, _, e)| e - at(s.saturating_sub(4)))
+            .max()
+            .unwrap_or(0)
+    };
+    let limit = |strict: u64, from: u64, to: u64| -> u64 {
+        let (before, during) = (busiest(5, from), busiest(from, to));
+        if during * 4 > before * 5 {
+            eprintln!(
+                "the trace got busier from {from} s ({before} events in 4 s, then {during}): the event window may grow"
+            );
+            64 * 1024 + strict
+        } else {
+            strict
+        }
     };
     let spread = |v: &[u64]| v.iter().max().unwrap() - v.iter().min().unwrap();
     let (quiet, settled, all) = (kib(20, 30), kib(60, u64::MAX), kib(20, u64::MAX));
-    assert!(spread(&quiet) <= 1024, "RSS moved by {} KiB before the burst: {rss:?}", spread(&quiet));
-    assert!(spread(&all) <= 8 * 1024, "RSS moved by {} KiB after warm-up: {rss:?}", spread(&all));
-    assert!(spread(&settled) <= 1024, "RSS grew by {} KiB after the burst: {rss:?}", spread(&settled));
+    let (quiet_max, settled_max, all_max) =
+        (limit(1024, 20, 30), limit(1024, 60, u64::MAX), limit(8 * 1024, 20, u64::MAX));
+    assert!(spread(&quiet) <= quiet_max, "RSS moved by {} KiB before the burst: {rss:?}", spread(&quiet));
+    assert!(spread(&all) <= all_max, "RSS moved by {} KiB after warm-up: {rss:?}", spread(&all));
+    assert!(spread(&settled) <= settled_max, "RSS grew by {} KiB after the burst: {rss:?}", spread(&settled));
     assert!(started.elapsed() >= Duration::from_secs(120));
 }
 
