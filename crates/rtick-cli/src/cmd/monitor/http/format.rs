@@ -5,8 +5,8 @@
 //! asks for protobuf first when it runs with native histograms enabled
 //! (`--enable-feature=native-histograms`), OpenMetrics first otherwise.
 //!
-//! The choice follows the `Accept` header as Prometheus's Go client does
-//! (`expfmt.Negotiate`): of the media ranges naming one of the three
+//! The choice follows the `Accept` header much as Prometheus's Go client
+//! does (`expfmt.Negotiate`): of the media ranges naming one of the three
 //! formats, the one of highest q-value wins, the first of them on a tie
 //! (Prometheus lists them in its order of preference, older versions
 //! without q-values); q=0 refuses a format. Wildcards and anything else
