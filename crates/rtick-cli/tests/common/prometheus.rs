@@ -31,6 +31,12 @@ impl Prometheus {
     /// Starts Prometheus scraping `target` (host:port) every second, and
     /// waits until it is ready.
     pub fn start(target: &str) -> Prometheus {
+        Prometheus::start_with(target, &[])
+    }
+
+    /// As [`Prometheus::start`], with extra command-line flags (e.g.
+    /// `--enable-feature=native-histograms`).
+    pub fn start_with(target: &str, flags: &[&str]) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -46,6 +52,7 @@ impl Prometheus {
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn")
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(dir.path().join("log")).unwrap()))
             .spawn()

@@ -1,6 +1,7 @@
 //! The monitor's HTTP endpoint: `/metrics` (Prometheus text format, or
-//! OpenMetrics when the Accept header asks for it), `/spikes` (JSON), and
-//! nothing else; GET and HEAD only, every answer bounded.
+//! OpenMetrics or Prometheus protobuf when the Accept header asks for it:
+//! [`format`]), `/spikes` (JSON), and nothing else; GET and HEAD only,
+//! every answer bounded.
 //!
 //! hyper (HTTP/1) on a tokio current-thread runtime, in one thread of normal
 //! priority started after setup: connections are tasks on the heap, not
@@ -10,6 +11,8 @@
 //! ([`CONN_DEADLINE`] in all, keep-alive included), and the connections
 //! together ([`MAX_CONNS`]: a new one beyond them closes the oldest, so idle
 //! or stuck clients never keep a scrape out).
+
+mod format;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -30,6 +33,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::Notify;
 
 use super::metrics::Exporter;
+use format::Format;
 
 /// The largest request head read (hyper's smallest buffer); a longer one is
 /// answered 431.
@@ -46,8 +50,6 @@ const CONN_DEADLINE: Duration = Duration::from_secs(10);
 const MAX_CONNS: usize = 128;
 /// Stack of the HTTP thread: the connections are on the heap.
 const STACK: usize = 256 << 10;
-
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Binds the endpoint's address: before any setting changes, so that a second
 /// instance fails at once naming the port.
@@ -146,8 +148,10 @@ async fn connection(stream: tokio::net::TcpStream, exporter: Arc<Exporter>) {
         return;
     }
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-        let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
-        let reply = route(req.method().as_str(), req.uri().path(), accept, &exporter);
+        // Several Accept headers are one list (RFC 9110 §5.3).
+        let accept: Vec<&str> = req.headers().get_all(ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect();
+        let accept = (!accept.is_empty()).then(|| accept.join(","));
+        let reply = route(req.method().as_str(), req.uri().path(), accept.as_deref(), &exporter);
         std::future::ready(Ok::<_, Infallible>(reply.response()))
     });
     // A client that goes away mid-answer is its own business.
@@ -166,7 +170,7 @@ pub struct Reply {
     pub content_type: &'static str,
     /// The Allow header (of a 405).
     pub allow: Option<&'static str>,
-    pub body: String,
+    pub body: Vec<u8>,
 }
 
 impl Reply {
@@ -198,7 +202,7 @@ pub fn route(method: &str, path: &str, accept: Option<&str>, exporter: &Exporter
         "/spikes" => match &exporter.spikes {
             Some(log) => {
                 let json = log.lock().unwrap_or_else(|e| e.into_inner()).json();
-                Reply { status: 200, content_type: "application/json", allow: None, body: json + "\n" }
+                Reply { status: 200, content_type: "application/json", allow: None, body: (json + "\n").into_bytes() }
             }
             None => Reply::text(404, "no spike log: start rtick monitor with --spike US\n"),
         },
@@ -207,18 +211,11 @@ pub fn route(method: &str, path: &str, accept: Option<&str>, exporter: &Exporter
     }
 }
 
-/// The exposition, in the format the scraper accepts.
+/// The exposition, in the format the scraper prefers.
 fn metrics(accept: Option<&str>, exporter: &Exporter) -> Reply {
-    use prometheus_client::encoding::{prometheus_text, text};
-    let mut body = String::new();
-    let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
-    let (encoded, content_type) = if openmetrics {
-        (text::encode(&mut body, &exporter.registry), OPENMETRICS)
-    } else {
-        (prometheus_text::encode(&mut body, &exporter.registry), prometheus_text::CONTENT_TYPE)
-    };
-    match encoded {
-        Ok(()) => Reply { status: 200, content_type, allow: None, body },
+    let format = Format::negotiate(accept);
+    match format.encode(&exporter.registry) {
+        Ok(body) => Reply { status: 200, content_type: format.content_type(), allow: None, body },
         Err(_) => Reply::text(500, "encoding the metrics failed\n"),
     }
 }

@@ -38,9 +38,7 @@ use rtick::{ClockId, Nanos};
 use super::spikes::{Spike, SpikeLog, CAPACITY};
 use super::window::{WindowMax, WINDOW_SECS};
 
-/// Upper bounds of the latency histogram's buckets, in seconds: 1, 2, 5 per
-/// decade from 1 µs to 10 ms (early wake-ups, negative, fall in the first).
-pub const BUCKETS: [f64; 13] = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2];
+pub mod latency;
 
 /// The labels of every series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -139,7 +137,7 @@ impl Collector {
         consumers: Vec<TraceConsumer>,
     ) -> Self {
         let mut registry = Registry::default();
-        let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(|| Histogram::new(BUCKETS));
+        let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(latency::histogram);
         registry.register_with_unit(
             "rtick_wakeup_latency",
             "Wake-up latency: actual wake-up time minus its deadline",
