@@ -33,18 +33,10 @@ fn cpu() -> usize {
     *rtick::info::allowed_cpus().unwrap().last().unwrap()
 }
 
-/// Measures `mechanisms` one after the other on `cpu` under SCHED_FIFO 80
-/// while tracing it, while `beside` runs; returns the run, its rows and its
-/// explanation.
-fn traced(
-    mechanisms: &[Mechanism],
-    loops: u64,
-    choice: SpikeChoice,
-    beside: impl FnOnce(&AtomicBool) + Send,
-) -> (MeasureReport, Vec<TraceRow>, Vec<Explained>, u64) {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let root = tracefs().expect("checked by the caller");
-    let cfg = MeasureConfig {
+/// `loops` wake-ups of each of `mechanisms`, one after the other, every
+/// 1 ms on [`cpu`] under SCHED_FIFO 80.
+fn config(mechanisms: &[Mechanism], loops: u64) -> MeasureConfig {
+    MeasureConfig {
         mechanisms: mechanisms.to_vec(),
         interval: Nanos::from_ms(1),
         loops: Some(loops),
@@ -56,7 +48,21 @@ fn traced(
             timer_slack: Some(Nanos(1)),
         }],
         ..Default::default()
-    };
+    }
+}
+
+/// Measures `mechanisms` one after the other on `cpu` under SCHED_FIFO 80
+/// while tracing it, while `beside` runs; returns the run, its rows and its
+/// explanation.
+fn traced(
+    mechanisms: &[Mechanism],
+    loops: u64,
+    choice: SpikeChoice,
+    beside: impl FnOnce(&AtomicBool) + Send,
+) -> (MeasureReport, Vec<TraceRow>, Vec<Explained>, u64) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tracefs().expect("checked by the caller");
+    let cfg = config(mechanisms, loops);
     let session = Session::start(&root, &[cpu()], &Options::default()).unwrap();
     let (mut producers, mut consumers) = measure::trace_rings(1, 1 << 16);
     let done = AtomicBool::new(false);
@@ -191,19 +197,7 @@ fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
     // The thread-directed timer signals, blocked in this thread and so in the
     // measuring thread it starts.
     rtick::wait::block_timer_signals().unwrap();
-    let cfg = MeasureConfig {
-        mechanisms: mechanisms.clone(),
-        interval: Nanos::from_ms(1),
-        loops: Some(300),
-        duration: None,
-        threads: vec![ThreadSetup {
-            policy: Policy::Fifo,
-            priority: 80,
-            cpus: vec![cpu()],
-            timer_slack: Some(Nanos(1)),
-        }],
-        ..Default::default()
-    };
+    let cfg = config(&mechanisms, 300);
     let mut live = Live::start(&root, &[cpu()], Nanos::from_secs(2), 1 << 18).unwrap();
     let dir = live.stream().instance_dir().to_path_buf();
     assert!(dir.exists());
