@@ -140,9 +140,17 @@ fn a_higher_priority_thread_is_named_as_the_cause_of_its_spikes() {
     let busy = busy.lock().unwrap().clone();
     let e = &explained[0];
     // Spikes during the hog's busy stretches are its: preempted by it, named
-    // by comm and pid, most of their latency in the scheduling phase.
-    let during: Vec<_> =
-        e.spikes.iter().filter(|s| busy.iter().any(|&(a, b)| s.wake.planned >= a && s.wake.planned < b)).collect();
+    // by comm and pid, most of their latency in the scheduling phase. Not
+    // those whose timer interrupt itself came late (most of the latency
+    // before the callback): the host stalled the vCPU then (2 ms seen under
+    // load), whoever ran.
+    let late_irq = |s: &&rtick::explain::Spike| s.phases.irq_delay * 2 > s.wake.actual - s.wake.planned;
+    let during: Vec<_> = e
+        .spikes
+        .iter()
+        .filter(|s| busy.iter().any(|&(a, b)| s.wake.planned >= a && s.wake.planned < b))
+        .filter(|s| !late_irq(s))
+        .collect();
     assert!(
         during.len() >= 5,
         "spikes during the hog's stretches: {} (of {} busy stretches)",

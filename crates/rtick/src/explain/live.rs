@@ -212,7 +212,7 @@ impl Recent {
             .collect();
         let traces: Vec<CpuTrace<'_>> = slices.iter().map(|(cpu, events)| CpuTrace { cpu: *cpu, events }).collect();
         let wakes: Vec<Recorded> = prev.into_iter().chain([wake]).collect();
-        let analysis = Analysis::new(&traces, &wakes);
+        let analysis = Analysis::every(&traces, &wakes, Some(period));
         let last = wakes.len() - 1;
         match analysis.matched()[last] {
             Err(u) => Err(Unexplained::Unmatched(u)),

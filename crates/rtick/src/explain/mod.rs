@@ -35,7 +35,7 @@ use std::collections::HashMap;
 
 pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
-pub use phases::{match_all, Matched, Phases, Unmatched};
+pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
 pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
 
@@ -202,9 +202,15 @@ pub struct Analysis {
 impl Analysis {
     /// Matches `wakes` to the events of `cpus` and builds each CPU's timeline.
     pub fn new(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Analysis {
+        Analysis::every(cpus, wakes, None)
+    }
+
+    /// [`Analysis::new`] for a loop of `period`, when the caller knows it
+    /// (with few wake-ups it cannot be read from their deadlines).
+    pub fn every(cpus: &[CpuTrace<'_>], wakes: &[Recorded], period: Option<Nanos>) -> Analysis {
         let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
         let timelines = cpus.iter().map(|c| (c.cpu, Timeline::build(c.events, end))).collect();
-        Analysis { timelines, matched: match_all(cpus, wakes) }
+        Analysis { timelines, matched: match_all_every(cpus, wakes, period) }
     }
 
     /// Each wake-up's match, in the order given to [`Analysis::new`].

@@ -110,6 +110,9 @@ impl Unmatched {
 #[derive(Debug, Default)]
 struct ThreadEvents {
     switched_in: Vec<(Time, u32, i32)>,
+    /// When it was switched out, and whether it went to sleep then (not
+    /// preempted while runnable).
+    switched_out: Vec<(Time, bool)>,
     waking: Vec<(Time, u32, i32)>,
     wakeup: Vec<(Time, u32, i32)>,
     timers: HashSet<u64>,
@@ -118,6 +121,16 @@ struct ThreadEvents {
 /// Matches every wake-up of `wakes` (any order) to the events of the CPUs
 /// of `cpus`; returns one result per wake-up, in the order given.
 pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matched, Unmatched>> {
+    match_all_every(cpus, wakes, None)
+}
+
+/// [`match_all`], with the loop's period when the caller knows it (with
+/// few wake-ups it cannot be read from their deadlines).
+pub fn match_all_every(
+    cpus: &[CpuTrace<'_>],
+    wakes: &[Recorded],
+    period: Option<Nanos>,
+) -> Vec<Result<Matched, Unmatched>> {
     let tids: HashSet<i32> = wakes.iter().map(|w| w.tid).collect();
     let mut by_tid: HashMap<i32, ThreadEvents> = tids.iter().map(|&t| (t, ThreadEvents::default())).collect();
     // Expiries of every timer, by address.
@@ -145,6 +158,9 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
                     if let Some(t) = by_tid.get_mut(&sw.next_pid) {
                         t.switched_in.push((e.ts, c.cpu, sw.next_prio));
                     }
+                    if let Some(t) = by_tid.get_mut(&sw.prev_pid) {
+                        t.switched_out.push((e.ts, slept(sw.prev_state)));
+                    }
                 }
                 _ => {}
             }
@@ -153,6 +169,7 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
     // Several CPUs' events interleave: time order within each list.
     for t in by_tid.values_mut() {
         t.switched_in.sort_unstable();
+        t.switched_out.sort_unstable();
         t.waking.sort_unstable();
         t.wakeup.sort_unstable();
     }
@@ -165,7 +182,7 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
     // measures several mechanisms in turn).
     let mut order: Vec<usize> = (0..wakes.len()).collect();
     order.sort_by_key(|&i| (wakes[i].tid, wakes[i].actual));
-    let span = typical_period(wakes, &order);
+    let span = period.filter(|p| *p > Nanos::ZERO).unwrap_or_else(|| typical_period(wakes, &order));
     let mut out = vec![Err(Unmatched::NoTimer); wakes.len()];
     let mut prev: Option<(i32, Time)> = None;
     for i in order {
@@ -176,7 +193,7 @@ pub fn match_all(cpus: &[CpuTrace<'_>], wakes: &[Recorded]) -> Vec<Result<Matche
         };
         let after = after.max(w.planned - span - span);
         prev = Some((w.tid, w.actual));
-        out[i] = match_one(&by_tid[&w.tid], &expiries, w, after);
+        out[i] = match_one(&by_tid[&w.tid], &expiries, w, after, span);
     }
     out
 }
@@ -195,6 +212,25 @@ fn typical_period(wakes: &[Recorded], order: &[usize]) -> Nanos {
     Nanos(crate::stats::percentile::of_sorted(&gaps, 0.5).unwrap_or(1_000_000_000))
 }
 
+/// Whether a task switched out in `prev_state` went to sleep: any state but
+/// running. A preempted task shows as running (0), on newer kernels with
+/// TASK_REPORT_MAX (0x100, the "+" of "R+") set.
+fn slept(prev_state: i64) -> bool {
+    prev_state & 0xff != 0
+}
+
+/// The thread's last switch in within `(after, upto]` that ended a sleep:
+/// a switch back in after a preemption is not its wake-up (a wait that
+/// returned without sleeping, then preempted, has only such a switch). A
+/// switch in whose switch out was not recorded counts as ending a sleep.
+fn last_wake_switch(t: &ThreadEvents, after: Time, upto: Time) -> Option<(Time, u32, i32)> {
+    let end = t.switched_in.partition_point(|s| s.0 <= upto);
+    t.switched_in[..end].iter().rev().take_while(|s| s.0 > after).copied().find(|&(at, ..)| {
+        let out = t.switched_out.partition_point(|o| o.0 < at);
+        t.switched_out[..out].last().is_none_or(|&(_, slept)| slept)
+    })
+}
+
 /// The last element of `v` (sorted by `key`) with `after < key ≤ upto`.
 fn last_in<T: Copy>(v: &[T], key: impl Fn(&T) -> Time, after: Time, upto: Time) -> Option<T> {
     let i = v.partition_point(|x| key(x) <= upto);
@@ -206,8 +242,9 @@ fn match_one(
     expiries: &HashMap<u64, Vec<Time>>,
     w: &Recorded,
     after: Time,
+    period: Nanos,
 ) -> Result<Matched, Unmatched> {
-    let switch = last_in(&t.switched_in, |s| s.0, after, w.actual);
+    let switch = last_wake_switch(t, after, w.actual);
     let (waking, switched_in, cpu, prio) = match switch {
         Some((at, cpu, prio)) => (last_in(&t.waking, |x| x.0, after, at).ok_or(Unmatched::NoWaking)?.0, at, cpu, prio),
         // No switch in recorded: it was woken before it was switched out
@@ -232,6 +269,13 @@ fn match_one(
         .filter_map(|h| Some((*h, last_in(expiries.get(h)?, |&x| x, after, waking)?)))
         .max_by_key(|&(_, ts)| ts)
         .ok_or(Unmatched::NoTimer)?;
+    // A timer does not fire before its deadline: an expiry half a period
+    // or more before it is the previous cycle's, whose events are all this
+    // wait found — it returned without sleeping (seen on a run's first
+    // wake-up, which has no previous one to bound the search).
+    if expired < w.planned - Nanos(period.as_ns() / 2) {
+        return Err(Unmatched::DidNotSleep);
+    }
     Ok(Matched { cpu, hrtimer, expired, waking, switched_in, prio })
 }
 
@@ -311,5 +355,38 @@ mod tests {
         // A thread whose timer was never seen armed.
         let lone: Vec<_> = cycle(0, 1000, 1001, 1002, 1003).into_iter().skip(1).collect();
         assert_eq!(match_all(&on_cpu1(&lone), &wakes[..1]), [Err(Unmatched::NoTimer)]);
+        // A first wake-up (nothing before it bounds the search) that did not
+        // sleep: the events found are the cycle before it, a period early.
+        let evs = cycle(0, 1000, 1001, 1002, 1003);
+        let late = [rec(2, 2000, 2010)];
+        assert_eq!(match_all_every(&on_cpu1(&evs), &late, Some(Nanos(1000))), [Err(Unmatched::DidNotSleep)]);
+        assert!(match_all_every(&on_cpu1(&evs), &[rec(1, 1000, 1010)], Some(Nanos(1000)))[0].is_ok());
+    }
+
+    #[test]
+    fn a_switch_back_in_after_a_preemption_is_not_a_wake_up() {
+        use crate::explain::testing::{switch, MEE};
+        // Cycle 1 at 1000; cycle 2 (deadline 2000) returns without sleeping
+        // at 2005, is preempted by a FIFO 95 task 2006–2050, reads its clock
+        // at 2060: not a wake-up of 2050's switch (no waking for it).
+        let mut evs = cycle(0, 1000, 1001, 1002, 1003);
+        evs.push(ev(2006, ME, switch(MEE, ("hog", 42, 4))));
+        let mut back = switch(("hog", 42, 4), MEE);
+        if let K::SchedSwitch(sw) = &mut back {
+            sw.prev_state = 1;
+        }
+        evs.push(ev(2050, 42, back));
+        if let K::SchedSwitch(sw) = &mut evs.iter_mut().find(|e| e.ts == Time(2006)).unwrap().kind {
+            sw.prev_state = 0x100; // R+: preempted
+        }
+        let wakes = [rec(1, 1000, 1010), rec(2, 2000, 2060)];
+        let m = match_all(&on_cpu1(&evs), &wakes);
+        assert!(m[0].is_ok());
+        assert_eq!(m[1], Err(Unmatched::DidNotSleep));
+        // Had it gone to sleep at 2006 (prev_state S), 2050 would end that sleep.
+        if let K::SchedSwitch(sw) = &mut evs.iter_mut().find(|e| e.ts == Time(2006)).unwrap().kind {
+            sw.prev_state = 1;
+        }
+        assert_eq!(match_all(&on_cpu1(&evs), &wakes)[1], Err(Unmatched::NoWaking));
     }
 }
