@@ -1,13 +1,15 @@
 //! `rtick monitor` end to end: a real Prometheus scraping it for two
 //! minutes with --explain on (quantile and rate queries, every query of the
-//! Grafana dashboard, spikes explained, flat memory, 100 concurrent scrapes
-//! without the wake-up rate changing),
+//! Grafana dashboard and every alerting rule, spikes explained, flat memory,
+//! 100 concurrent scrapes without the wake-up rate changing),
 //! promtool on its exposition, the HTTP endpoint's answers, the spike log,
 //! and stopping and failing cleanly.
 
 mod common;
 #[path = "common/grafana.rs"]
 mod grafana;
+#[path = "common/shipped.rs"]
+mod shipped;
 #[path = "../../rtick/tests/support/tracefs.rs"]
 mod support;
 
@@ -151,53 +153,6 @@ fn assert_rate(p: &Prometheus, when: &str) -> f64 {
     wakeups
 }
 
-/// Every query of the Grafana dashboard (deploy/grafana), sent to the live
-/// Prometheus as Grafana sends it: the variables' queries first, in order,
-/// each giving the values that "All" selects; then every panel's query with
-/// them, `$__rate_interval` as Grafana computes it for a data source of the
-/// default 15 s scrape interval (4 × 15 s). Each must run without error and,
-/// with a monitor scraped for two minutes, return numbers: every panel here
-/// has data to show.
-fn dashboard_queries_return_data(p: &Prometheus, m: &Monitor) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana/rtick-dashboard.json");
-    let dashboard: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut queries = grafana::dashboard_queries(&dashboard);
-    // The variables' queries first (a stable sort keeps their order).
-    queries.sort_by_key(|q| q.variable.is_none());
-    let mut values: Vec<(String, String)> = Vec::new();
-    let mut panels = 0;
-    for q in &queries {
-        let vars: Vec<(&str, &str)> = values.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        let expr = grafana::substitute(&q.expr, "1m", &vars);
-        let result = p.query(&expr);
-        assert!(!result.is_empty(), "{}: no data for {expr}", q.place);
-        if let Some(name) = &q.variable {
-            // `group by (LABEL) (…)`: each series' only label is a value.
-            let found: Vec<String> = result
-                .iter()
-                .map(|r| r["metric"].as_object().and_then(|o| o.values().next()?.as_str().map(str::to_string)))
-                .map(|v| v.unwrap_or_else(|| panic!("{}: a series without its label: {result:?}", q.place)))
-                .collect();
-            if name == "instance" {
-                assert_eq!(found, [m.target()], "{}", q.place);
-            }
-            values.push((name.clone(), grafana::all_of(&found)));
-            continue;
-        }
-        panels += 1;
-        for r in &result {
-            let v: f64 = r["value"][1].as_str().and_then(|v| v.parse().ok()).expect("a sample");
-            assert!(v.is_finite() && v >= 0.0, "{}: {v} in {r} for {expr}", q.place);
-            assert_eq!(r["metric"]["instance"].as_str().unwrap_or(&m.target()), m.target(), "{}", q.place);
-            if expr.starts_with("histogram_quantile(") || expr.contains("rate(rtick_wakeups_total") {
-                assert!(v > 0.0, "{}: {v} for {expr}", q.place);
-            }
-        }
-    }
-    assert_eq!(values.len(), 3, "the instance, cpu and mechanism variables: {values:?}");
-    assert!(panels >= 9, "{panels} panel queries");
-}
-
 /// 100 scrapes at once: every one answered in full.
 fn concurrent_scrapes(m: &Monitor) {
     let url = m.url("/metrics");
@@ -260,7 +215,8 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     let (_, exposition) = get(&m.url("/metrics")).unwrap();
     prometheus::promtool_check_metrics(&exposition, dir.path()).expect("promtool check metrics passes");
 
-    let p = Prometheus::start(&m.target());
+    let rules = shipped::rules_with_p999_at_zero(dir.path());
+    let p = Prometheus::start_with_rules(&m.target(), &[], &[&rules]);
     let mut rss = Vec::new();
     let sample_until = |rss: &mut Vec<(u64, u64, u64)>, until: Duration, load: bool| {
         while started.elapsed() < until {
@@ -291,7 +247,10 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
     let all = p.value("sum(rtick_spikes_total)");
     eprintln!("spikes over 50 µs: {all:?}, {explained:?} of them explained");
     assert!(explained.is_some_and(|n| n > 0.0), "no spike explained in two minutes: {all:?} spikes");
-    dashboard_queries_return_data(&p, &m);
+    // Every query of the dashboard and every alerting rule, on the classic
+    // buckets (a Prometheus without native histograms answers in floats).
+    assert_eq!(shipped::dashboard_queries_return_data(&p, &m.target()), 0);
+    shipped::alert_rules_evaluate(&p, &m.target());
 
     // Flat: after a 20 s warm-up, the quiet stretch within 1 MiB; the 100
     // concurrent connections of the burst (from 30 s) may raise it once, by

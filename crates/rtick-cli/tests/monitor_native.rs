@@ -2,12 +2,18 @@
 //! with native histograms enabled asks for the protobuf format, gets
 //! `rtick_wakeup_latency_seconds` with its native buckets, and answers
 //! PromQL on the native form. What such a Prometheus does with the classic
-//! buckets of the same histogram is pinned too: it drops them, so the
-//! `_bucket` queries of the shipped alert rules and dashboard find nothing
-//! there (the default Prometheus, which gets the text formats, keeps them:
-//! tests/monitor.rs).
+//! buckets of the same histogram is pinned too: it drops them, so a
+//! `_bucket` query finds nothing there (the default Prometheus, which gets
+//! the text formats, keeps them: tests/monitor.rs). The shipped alert rules
+//! and dashboard fall back to the native form: every dashboard query returns
+//! data there, the heatmap's a native histogram, and every alerting rule
+//! evaluates, the p99.9 alert on the native quantile.
 
 mod common;
+#[path = "common/grafana.rs"]
+mod grafana;
+#[path = "common/shipped.rs"]
+mod shipped;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,14 +110,19 @@ fn observed_range(h: &pb::Histogram) -> (f64, f64) {
 }
 
 #[test]
-fn prometheus_with_native_histograms_queries_the_native_buckets_and_loses_the_classic_ones() {
+fn prometheus_with_native_histograms_keeps_only_the_native_buckets_and_the_shipped_rules_and_dashboard_read_them() {
     if !prometheus::installed() {
         return skip("prometheus/promtool not installed (scripts/setup installs them)", false);
     }
     // Unprivileged (SCHED_OTHER): the subject is the exposition, not the
-    // latency; -D bounds the run if this test dies.
-    let m = Monitor::start(&[&PLAIN[..], &["-i", "1ms", "-D", "120"]].concat());
-    let p = Prometheus::start_with(&format!("127.0.0.1:{}", m.port), &["--enable-feature=native-histograms"]);
+    // latency; --spike 50, as the dashboard's spike panels need it (such a
+    // monitor has spikes over 50 µs every second); -D bounds the run if this
+    // test dies.
+    let m = Monitor::start(&[&PLAIN[..], &["-i", "1ms", "--spike", "50", "-D", "120"]].concat());
+    let target = format!("127.0.0.1:{}", m.port);
+    let dir = tempfile::tempdir().unwrap();
+    let rules = shipped::rules_with_p999_at_zero(dir.path());
+    let p = Prometheus::start_with_rules(&target, &["--enable-feature=native-histograms"], &[&rules]);
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(30));
 
@@ -145,19 +156,24 @@ fn prometheus_with_native_histograms_queries_the_native_buckets_and_loses_the_cl
     assert!((per_s - wakeups).abs() <= wakeups * 0.05, "{per_s:.1} observations/s, {wakeups:.1} wake-ups/s");
 
     // Prometheus 2.42 keeps only the native form of a histogram that has
-    // one: no _bucket, _count or _sum series, so every classic query —
-    // the shipped alert rules and dashboard — finds nothing.
+    // one: no _bucket, _count or _sum series, so a classic query finds
+    // nothing …
     for series in ["rtick_wakeup_latency_seconds_bucket", "rtick_wakeup_latency_seconds_count"] {
         assert_eq!(p.query(series), Vec::<serde_json::Value>::new(), "{series} under native histograms");
     }
     assert_eq!(p.value("histogram_quantile(0.99, rate(rtick_wakeup_latency_seconds_bucket[1m]))"), None);
     // … and has no setting to keep both (scrape_classic_histograms came
     // with 2.45): its configuration check refuses it.
-    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("prometheus.yml");
     let yml = "scrape_configs:\n  - job_name: rtick\n    scrape_classic_histograms: true\n    static_configs:\n      - targets: ['127.0.0.1:9464']\n";
     std::fs::write(&config, yml).unwrap();
     let check = Command::new("promtool").arg("check").arg("config").arg(&config).output().expect("promtool runs");
     let said = String::from_utf8_lossy(&check.stderr).into_owned() + &String::from_utf8_lossy(&check.stdout);
     assert!(!check.status.success() && said.contains("scrape_classic_histograms"), "promtool check config: {said}");
+
+    // The shipped alert rules and dashboard fall back to the native form:
+    // every panel has data (the heatmap's query, and only it, answers with
+    // a native histogram), and the p99.9 alert reads the native quantile.
+    assert_eq!(shipped::dashboard_queries_return_data(&p, &target), 1, "the heatmap draws the native buckets");
+    shipped::alert_rules_evaluate(&p, &target);
 }

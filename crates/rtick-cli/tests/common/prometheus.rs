@@ -37,12 +37,20 @@ impl Prometheus {
     /// As [`Prometheus::start`], with extra command-line flags (e.g.
     /// `--enable-feature=native-histograms`).
     pub fn start_with(target: &str, flags: &[&str]) -> Prometheus {
+        Prometheus::start_with_rules(target, flags, &[])
+    }
+
+    /// As [`Prometheus::start_with`], evaluating the rules of the files
+    /// `rules` every second (their state: /api/v1/rules and /api/v1/alerts).
+    pub fn start_with_rules(target: &str, flags: &[&str], rules: &[&Path]) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
+        let rule_files: String = rules.iter().map(|r| format!("  - '{}'\n", r.display())).collect();
+        let rule_files = if rules.is_empty() { String::new() } else { format!("rule_files:\n{rule_files}") };
         std::fs::write(
             &config,
             format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: rtick\n    static_configs:\n      - targets: ['{target}']\n"
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{rule_files}scrape_configs:\n  - job_name: rtick\n    static_configs:\n      - targets: ['{target}']\n"
             ),
         )
         .unwrap();
