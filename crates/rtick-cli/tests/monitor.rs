@@ -275,7 +275,7 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
         let at = |t: u64| rss.iter().rev().find(|(s, ..)| *s <= t).map_or(0, |&(.., e)| e);
         rss.iter()
             .filter(|(s, ..)| (from..to).contains(s))
-            .map(|&(s, _, e)| e - at(s.saturating_sub(4)))
+            .map(|&(s, _, e)| e.saturating_sub(at(s.saturating_sub(4))))
             .max()
             .unwrap_or(0)
     };
