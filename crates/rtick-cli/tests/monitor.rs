@@ -13,102 +13,23 @@ mod shipped;
 #[path = "../../rtick/tests/support/tracefs.rs"]
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::prometheus::{self, free_port, get, Prometheus};
+use common::monitor::Monitor;
+use common::prometheus::{self, get, Prometheus};
 use common::{is_root, skip, PLAIN};
 
-/// A running `rtick monitor`, killed when dropped.
-struct Monitor {
-    child: Child,
-    port: u16,
-}
-
-impl Monitor {
-    /// Starts it on a free port and waits until /metrics answers.
-    fn start(args: &[&str]) -> Monitor {
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_rtick"))
-            .args(["monitor", "--listen", &listen])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("rtick monitor starts");
-        let mut m = Monitor { child, port };
-        let t0 = Instant::now();
-        while get(&m.url("/metrics")).map_or(true, |(s, _)| s != 200) {
-            if let Some(status) = m.child.try_wait().unwrap() {
-                panic!("rtick monitor {args:?} exited: {status:?}");
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "rtick monitor does not answer on {listen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        m
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn target(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Kernel events recorded so far for its --explain trace: its tracefs
-    /// instance's counters (read, and not yet read), every CPU together.
-    fn trace_events(&self) -> u64 {
-        let per_cpu =
-            std::path::Path::new(support::TRACEFS).join(format!("instances/rtick-{}/per_cpu", self.child.id()));
-        let stats = std::fs::read_dir(&per_cpu).into_iter().flatten().flatten();
-        stats
-            .filter_map(|cpu| {
-                rtick::ktrace::BufferStats::parse(&std::fs::read_to_string(cpu.path().join("stats")).ok()?).ok()
-            })
-            .map(|b| b.read + b.entries)
-            .sum()
-    }
-
-    /// Resident memory, in KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("the monitor runs");
-        let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
-        line.trim().trim_end_matches("kB").trim().parse().unwrap()
-    }
-
-    /// Sends SIGTERM; the time until it exited, and its exit status.
-    fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
-        let t0 = Instant::now();
-        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child's pid is positive");
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("the monitor is our child");
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return (t0.elapsed(), status);
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "still running 10 s after SIGTERM");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Monitor {
-    /// SIGTERM first, as a failed assertion leaves it running: killed, a
-    /// monitor with --explain would leave its tracefs instance tracing the
-    /// CPU for every later run on the machine. SIGKILL if it does not end.
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child's pid is positive");
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(5) && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Kernel events recorded so far for its --explain trace: its tracefs
+/// instance's counters (read, and not yet read), every CPU together.
+fn trace_events(m: &Monitor) -> u64 {
+    let per_cpu = std::path::Path::new(support::TRACEFS).join(format!("instances/rtick-{}/per_cpu", m.child.id()));
+    let stats = std::fs::read_dir(&per_cpu).into_iter().flatten().flatten();
+    stats
+        .filter_map(|cpu| {
+            rtick::ktrace::BufferStats::parse(&std::fs::read_to_string(cpu.path().join("stats")).ok()?).ok()
+        })
+        .map(|b| b.read + b.entries)
+        .sum()
 }
 
 /// Rate of wake-ups a run of 1 ms gets, per thread.
@@ -223,7 +144,7 @@ fn prometheus_scrapes_it_for_two_minutes_with_flat_memory_under_concurrent_scrap
             if load {
                 concurrent_scrapes(&m);
             }
-            rss.push((started.elapsed().as_secs(), m.rss_kib(), m.trace_events()));
+            rss.push((started.elapsed().as_secs(), m.rss_kib(), trace_events(&m)));
             std::thread::sleep(Duration::from_secs(1));
         }
     };

@@ -15,10 +15,11 @@ mod grafana;
 #[path = "common/shipped.rs"]
 mod shipped;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::prometheus::{self, free_port, get, Prometheus};
+use common::monitor::Monitor;
+use common::prometheus::{self, Prometheus};
 use common::{skip, PLAIN};
 use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model as pb;
 use prost::Message;
@@ -26,41 +27,17 @@ use prost::Message;
 /// What Prometheus 2.42 sends with native histograms enabled (scrape.go).
 const PROMETHEUS_NATIVE_ACCEPT: &str = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
-/// A running `rtick monitor`, killed when dropped.
-struct Monitor {
-    child: Child,
-    port: u16,
+/// What the native test asks of a monitor.
+trait Native {
+    fn latency_protobuf(&self) -> (String, pb::Histogram);
 }
 
-impl Monitor {
-    /// Starts it on a free port and waits until /metrics answers.
-    fn start(args: &[&str]) -> Monitor {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_rtick"))
-            .args(["monitor", "--listen", &format!("127.0.0.1:{port}")])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("rtick monitor starts");
-        let mut m = Monitor { child, port };
-        let t0 = Instant::now();
-        while get(&m.url()).map_or(true, |(s, _)| s != 200) {
-            assert!(m.child.try_wait().unwrap().is_none(), "rtick monitor {args:?} exited");
-            assert!(t0.elapsed() < Duration::from_secs(20), "rtick monitor does not answer on port {port}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        m
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/metrics", self.port)
-    }
-
+impl Native for Monitor {
     /// Its latency histogram as Prometheus with native histograms gets it:
     /// the Content-Type, and the decoded histogram.
     fn latency_protobuf(&self) -> (String, pb::Histogram) {
-        let mut r = ureq::get(&self.url()).header("Accept", PROMETHEUS_NATIVE_ACCEPT).call().expect("a scrape");
+        let mut r =
+            ureq::get(&self.url("/metrics")).header("Accept", PROMETHEUS_NATIVE_ACCEPT).call().expect("a scrape");
         let content_type = r.headers().get("content-type").unwrap().to_str().unwrap().to_string();
         let body = r.body_mut().read_to_vec().unwrap();
         let mut rest = body.as_slice();
@@ -71,13 +48,6 @@ impl Monitor {
             }
         }
         panic!("no rtick_wakeup_latency_seconds in the protobuf answer");
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
