@@ -357,7 +357,7 @@ pub struct MonitorArgs {
     pub explain: bool,
 
     /// The tracefs directory --explain traces in [default: /sys/kernel/tracing].
-    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS", requires = "explain")]
+    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
     pub tracefs: Option<std::path::PathBuf>,
 
     /// Stop after this long [plain number: s] (default: run until Ctrl-C or SIGTERM).

@@ -299,6 +299,8 @@ fn bad_options_exit_2_in_one_line() {
         &["--spike", "x"],
         &["-D", "0"],
         &["--loops", "5"],
+        &["--explain"],
+        &["--spike", "10", "--explain", "-c", "realtime"],
     ] {
         let o = common::rtick(&[&["monitor"][..], args].concat());
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));

@@ -206,7 +206,8 @@ fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
     // measuring thread it starts.
     rtick::wait::block_timer_signals().unwrap();
     let cfg = config(&mechanisms, 300);
-    let mut live = Live::start(&root, &[cpu()], Nanos::from_secs(2), 1 << 18).unwrap();
+    let mut live =
+        Live::start(&root, &[cpu()], rtick::ktrace::DEFAULT_BUFFER_KB, Nanos::from_secs(2), 1 << 18).unwrap();
     let dir = live.stream().instance_dir().to_path_buf();
     assert!(dir.exists());
     let (mut producers, mut consumers) = measure::trace_rings(1, 1 << 16);
@@ -218,7 +219,7 @@ fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
         while let Ok(r) = consumers[0].pop() {
             let wake = Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
             let o = outcomes.entry(r.mechanism).or_default();
-            match live.recent().explain(wake, prev, cfg.interval) {
+            match live.recent().explain(wake, prev, cfg.interval, Some(cpu())) {
                 Ok(s) => {
                     o.0 += 1;
                     assert_eq!(s.phases.total(), r.actual - r.planned, "{}: the phases add up", r.mechanism);
@@ -237,7 +238,7 @@ fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
     })
     .unwrap();
     take(&mut live, report.results[0].tid, &mut consumers);
-    assert_eq!(live.lost().count(), 0, "events lost: {:?}", live.lost());
+    assert_eq!(live.losses(), 0, "events lost: {:?}", live.lost());
     let measured: Vec<Mechanism> = report.results.iter().map(|r| r.mechanism).collect();
     assert!(measured.len() >= 10, "measured {measured:?}, unavailable {:?}", report.unavailable);
     for m in measured {

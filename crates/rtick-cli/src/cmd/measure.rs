@@ -48,6 +48,9 @@ impl Outputs {
 pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     let cpus = Cpus::detect()?;
     let plan = plan(a, &cpus)?;
+    if a.explain.is_some() {
+        super::explain::check_clock(plan.cfg.clock)?;
+    }
     let runs = Runs::plan(a, &plan.cfg, &cpus)?;
     // Read (and refused) before anything is created or changed.
     let idle_states = a.deepest_idle_state.map(|_| idle_states(a, &plan.cfg)).transpose()?;

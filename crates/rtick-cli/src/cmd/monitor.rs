@@ -75,6 +75,9 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         cfg.duration = Some(ROUND);
     }
     cfg.validate().map_err(|e| Usage(e.to_string()))?;
+    if a.explain {
+        super::explain::check_clock(cfg.clock)?;
+    }
     if a.duration.is_some_and(|d| d <= Nanos::ZERO) {
         return Err(Usage("-D/--duration: must be greater than zero".into()).into());
     }
@@ -86,7 +89,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let stop = crate::stop_flag()?;
     let rows = ring_rows(cfg.interval, cfg.threads.len());
     let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
-    let live = a.explain.then(|| start_trace(a, &cfg)).transpose()?;
+    let live = a.explain.then(|| start_trace(a, &cfg, &mut warnings)).transpose()?;
     let trace_line = live.as_ref().map(|(_, line)| line.clone());
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live.map(|(l, _)| l), consumers);
 
@@ -146,9 +149,14 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     Ok(())
 }
 
-/// The kernel events `--explain` keeps, in all: 64 MiB (at 20 kHz about
-/// 2 s of one CPU's; at 1 kHz the window's seconds take a few MiB).
+/// The kernel events `--explain` keeps in its window, in all: 64 MiB (at
+/// 20 kHz, 180 000 events a second of 80 bytes, about 4 s of one CPU's; at
+/// 1 kHz the window's seconds take 1 to 2 MiB).
 const EVENTS_BYTES: usize = 64 << 20;
+/// The kernel's trace buffers, in all: 64 MiB, at most 8 MiB a CPU (the
+/// default of `measure --explain`; the collector reads them ten times a
+/// second, and 8 MiB hold a second of a 20 kHz loop), at least 1 MiB.
+const BUFFERS_KB: usize = 64 << 10;
 
 /// How long the window of kernel events lasts: the collector's lag (it
 /// drains ten times a second; a loaded machine holds it off longer), and
@@ -157,19 +165,34 @@ fn keep(interval: Nanos) -> Nanos {
     Nanos::from_secs(2) + interval * 3
 }
 
+/// The sizes `--explain` takes for `cpus` traced CPUs: each CPU's kernel
+/// buffer (KiB) and the events its window holds at most.
+fn trace_sizes(cpus: usize) -> (usize, usize) {
+    let cpus = cpus.max(1);
+    let buffer_kb = (BUFFERS_KB / cpus).clamp(1 << 10, rtick::ktrace::DEFAULT_BUFFER_KB);
+    let cap = rtick::explain::Recent::cap(EVENTS_BYTES / std::mem::size_of::<rtick::ktrace::Event>() / cpus);
+    (buffer_kb, cap)
+}
+
 /// Starts tracing the measured CPUs for `--explain`; with the header's line
-/// saying what is kept.
-fn start_trace(a: &MonitorArgs, cfg: &MeasureConfig) -> Result<(rtick::explain::Live, String)> {
+/// saying what is kept. Instances left by a killed rtick are warned of.
+fn start_trace(
+    a: &MonitorArgs,
+    cfg: &MeasureConfig,
+    warnings: &mut Vec<String>,
+) -> Result<(rtick::explain::Live, String)> {
     let cpus = cfg.measured_cpus()?;
     let root = a.tracefs.clone().unwrap_or_else(|| super::explain::TRACEFS.into());
-    let cap = EVENTS_BYTES / std::mem::size_of::<rtick::ktrace::Event>() / cpus.len().max(1);
+    let (buffer_kb, cap) = trace_sizes(cpus.len());
     let keep = keep(cfg.interval);
-    super::explain::warn_stale(&root);
-    let live = rtick::explain::Live::start(&root, &cpus, keep, cap).context("--explain")?;
+    warnings.extend(super::explain::stale_warnings(&root));
+    let live = rtick::explain::Live::start(&root, &cpus, buffer_kb, keep, cap).context("--explain")?;
+    let event = std::mem::size_of::<rtick::ktrace::Event>();
     let line = format!(
-        "kernel trace of CPU {}, its last {keep} kept (at most {} MiB): every spike explained; tracing adds to every latency",
+        "kernel trace of CPU {}, its last {keep} kept (at most {} MiB; kernel buffers {} MiB a CPU): every spike explained; tracing adds to every latency",
         rtick::system::format_cpu_list(&cpus),
-        EVENTS_BYTES >> 20
+        (cap * event * cpus.len()) >> 20,
+        buffer_kb >> 10
     );
     Ok((live, line))
 }
@@ -235,6 +258,21 @@ mod tests {
         assert_eq!(ring_rows(Nanos::from_us(50), 6), 320_000, "16 s at 20 kHz on 6 threads");
         assert_eq!(ring_rows(Nanos::from_us(50), 64), 32_768);
         assert_eq!(lag(32_768, Nanos::from_us(50)), "1.6 s");
+    }
+
+    /// The window of events and the kernel buffers stay within 64 MiB each,
+    /// whatever the number of traced CPUs.
+    #[test]
+    fn the_trace_takes_bounded_memory() {
+        let event = std::mem::size_of::<rtick::ktrace::Event>();
+        for cpus in [1, 2, 7, 8, 9, 64, 1024] {
+            let (kb, cap) = trace_sizes(cpus);
+            assert!(cap * event * cpus <= EVENTS_BYTES, "{cpus} CPUs: {cap} events a CPU");
+            assert!(cap.is_power_of_two(), "{cpus} CPUs: {cap}");
+            assert!((1 << 10..=8 << 10).contains(&kb), "{cpus} CPUs: {kb} KiB");
+            assert!(kb * cpus <= BUFFERS_KB || kb == 1 << 10, "{cpus} CPUs: {kb} KiB a CPU");
+        }
+        assert_eq!(trace_sizes(1).0, 8 << 10);
     }
 
     #[test]

@@ -96,9 +96,11 @@ pub struct Recent {
 impl Recent {
     /// Windows for `cpus`, each keeping the events of the last `keep` but
     /// never more than `cap` of them (the oldest go first); the trace began
-    /// at `began`.
+    /// at `began`. A window's memory grows by doubling from 2^14 events:
+    /// `cap` is rounded down to a power of two, so that it never takes more
+    /// than `cap` events' room.
     pub fn new(cpus: &[usize], keep: Nanos, cap: usize, began: Time) -> Recent {
-        let cap = cap.max(1);
+        let cap = Recent::cap(cap);
         let cpus = cpus
             .iter()
             .map(|&cpu| CpuWindow {
@@ -114,6 +116,12 @@ impl Recent {
             index[w.cpu] = Some(i);
         }
         Recent { cpus, index, steal: Vec::new(), keep, cap }
+    }
+
+    /// The events a window of at most `cap` holds: `cap` rounded down to a
+    /// power of two.
+    pub fn cap(cap: usize) -> usize {
+        1usize << cap.max(1).ilog2()
     }
 
     fn window(&mut self, cpu: usize) -> Option<&mut CpuWindow> {
@@ -186,8 +194,16 @@ impl Recent {
     }
 
     /// Explains wake-up `wake`, given its thread's previous wake-up `prev`
-    /// (same tid; `None` when it is not known) and the loop's `period`.
-    pub fn explain(&self, wake: Recorded, prev: Option<Recorded>, period: Nanos) -> Result<Spike, Unexplained> {
+    /// (same tid; `None` when it is not known), the loop's `period`, and the
+    /// CPU its thread is pinned to (`None`: any traced CPU): only that CPU's
+    /// events are read, and only its losses count.
+    pub fn explain(
+        &self,
+        wake: Recorded,
+        prev: Option<Recorded>,
+        period: Nanos,
+        on: Option<usize>,
+    ) -> Result<Spike, Unexplained> {
         let prev = prev.filter(|p| p.tid == wake.tid && p.actual <= wake.actual);
         // Its events lie after the previous wake-up (or within the last
         // periods before its deadline when that is not known) …
@@ -195,14 +211,14 @@ impl Recent {
         // … and the timer it woke by may have been armed during the
         // previous wake-up: the slice reaches a period before that one.
         let from = prev.map_or(needed, |p| p.planned.min(needed)) - period;
-        if self.cpus.iter().any(|w| w.held_from > needed) {
+        let windows: Vec<&CpuWindow> = self.cpus.iter().filter(|w| on.is_none_or(|c| c == w.cpu)).collect();
+        if windows.iter().any(|w| w.held_from > from) {
             return Err(Unexplained::NotHeld);
         }
-        if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < wake.actual && b > needed)) {
+        if windows.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < wake.actual && b > from)) {
             return Err(Unexplained::EventsLost);
         }
-        let slices: Vec<(u32, Vec<Event>)> = self
-            .cpus
+        let slices: Vec<(u32, Vec<Event>)> = windows
             .iter()
             .map(|w| {
                 let lo = w.events.partition_point(|e| e.ts < from);
@@ -228,25 +244,33 @@ pub struct Live {
     recent: Recent,
     /// Each CPU's count of losses at the last read.
     losses: Vec<(usize, u64)>,
+    /// When the last read began.
+    last_read: Time,
 }
 
 impl Live {
-    /// Starts tracing `cpus` (an instance of rtick's own under `tracefs`),
-    /// keeping the events of the last `keep`, at most `cap` per CPU.
-    pub fn start(tracefs: &Path, cpus: &[usize], keep: Nanos, cap: usize) -> ktrace::Result<Live> {
+    /// Starts tracing `cpus` (an instance of rtick's own under `tracefs`,
+    /// with kernel buffers of `buffer_kb` a CPU), keeping the events of the
+    /// last `keep`, at most [`Recent::cap`]`(cap)` per CPU.
+    pub fn start(tracefs: &Path, cpus: &[usize], buffer_kb: usize, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
         let began = ClockId::Monotonic.now();
-        let stream = Stream::start(tracefs, cpus, &Options::default())?;
+        let opts = Options { buffer_kb, ..Options::default() };
+        let stream = Stream::start(tracefs, cpus, &opts)?;
         let cpus: Vec<usize> = stream.cpus().collect();
-        let mut live = Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream };
+        let mut live =
+            Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream, last_read: began };
         live.losses = live.loss_counts();
         live.sample_steal();
         Ok(live)
     }
 
     /// Reads every event recorded so far into the window, samples steal
-    /// time and forgets what is older than the window. From the caller's
-    /// thread, ten times a second or so: the kernel's buffers
-    /// ([`ktrace::DEFAULT_BUFFER_KB`]) hold about a second of a 20 kHz loop.
+    /// time and forgets what is older than the window before the previous
+    /// read: the wake-ups the caller took since then (their rows waited in
+    /// its rings, for long after a stall) keep their events, within the
+    /// count the window holds. From the caller's thread, ten times a second
+    /// or so: a kernel buffer of [`ktrace::DEFAULT_BUFFER_KB`] holds about a
+    /// second of a 20 kHz loop.
     pub fn read(&mut self) -> ktrace::Result<()> {
         let began = ClockId::Monotonic.now();
         let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.recent.last(cpu)).collect();
@@ -262,20 +286,21 @@ impl Live {
         }
         self.losses = now;
         self.sample_steal();
-        self.recent.advance(began);
+        self.recent.advance(self.last_read);
+        self.last_read = began;
         Ok(())
     }
 
-    /// What a read ever lost, per CPU: counted losses, unknown gaps, corrupt
-    /// pages, malformed records.
+    /// What the reads of each CPU ever lost ([`ktrace::ReadCounts::losses`]).
     fn loss_counts(&self) -> Vec<(usize, u64)> {
-        self.stream
-            .cpus()
-            .map(|cpu| {
-                let c = self.stream.counts(cpu).unwrap_or_default();
-                (cpu, c.missed + c.missed_uncounted_pages + c.corrupt_pages + c.malformed)
-            })
-            .collect()
+        self.stream.cpus().map(|cpu| (cpu, self.stream.counts(cpu).unwrap_or_default().losses())).collect()
+    }
+
+    /// Losses of any kind so far, all CPUs together: events known lost, and
+    /// one for each loss of unknown size. Non-zero means some spikes could
+    /// not be explained ([`Unexplained::EventsLost`]).
+    pub fn losses(&self) -> u64 {
+        self.losses.iter().map(|&(_, n)| n).sum()
     }
 
     fn sample_steal(&mut self) {
@@ -344,45 +369,56 @@ mod tests {
         let r = filled(&evs, Nanos::from_secs(1), 1 << 10);
         for i in 1..wakes.len() {
             let want = whole.spike(&wakes, i, &[]).unwrap();
-            let got = r.explain(wakes[i], Some(wakes[i - 1]), Nanos(1000)).unwrap();
+            let got = r.explain(wakes[i], Some(wakes[i - 1]), Nanos(1000), Some(1)).unwrap();
             assert_eq!((got.phases, got.cause.clone(), got.culprits.clone()), (want.phases, want.cause, want.culprits));
             assert_eq!(got.phases.total(), wakes[i].actual - wakes[i].planned);
         }
-        let late = r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap();
+        let late = r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).unwrap();
         assert_eq!((late.largest_phase(), late.cause.token()), ("irq_delay", "interrupt"));
         // Without the previous wake-up: the last periods before the deadline bound it.
-        assert_eq!(r.explain(wakes[2], None, Nanos(1000)).unwrap().phases, late.phases);
+        assert_eq!(r.explain(wakes[2], None, Nanos(1000), Some(1)).unwrap().phases, late.phases);
         // Another thread's previous wake-up is no bound for this one.
         let other = Recorded { tid: ME + 1, ..wakes[1] };
-        assert_eq!(r.explain(wakes[2], Some(other), Nanos(1000)).unwrap().phases, late.phases);
+        assert_eq!(r.explain(wakes[2], Some(other), Nanos(1000), Some(1)).unwrap().phases, late.phases);
     }
 
     #[test]
     fn events_older_than_the_window_or_beyond_its_count_are_not_held() {
         let (evs, wakes) = four_cycles();
         let mut r = filled(&evs, Nanos(1500), 1 << 10);
-        r.advance(Time(4100));
-        // Kept: from 2600 on. Cycle 4 needs 3415…4015: held; cycle 3 needs 2015…: not.
-        assert!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000)).is_ok());
-        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+        r.advance(Time(3500));
+        // Kept: from 2000 on. Cycle 4 reads from 2000 (a period before cycle
+        // 3's deadline): held; cycle 3 from 1000: not.
+        assert!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000), Some(1)).is_ok());
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).unwrap_err(), Unexplained::NotHeld);
         assert!(r.held() < evs.len());
-        // A window of 10 events holds the last 10, whatever their age.
+        // A window of 10 events holds the last 8 (a power of two), whatever their age.
         let r = filled(&evs, Nanos::from_secs(1), 10);
-        assert_eq!(r.held(), 10);
-        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+        assert_eq!(r.held(), 8);
+        assert_eq!((Recent::cap(1), Recent::cap(1000), Recent::cap(1024), Recent::cap(0)), (1, 512, 1024, 1));
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).unwrap_err(), Unexplained::NotHeld);
         // Before the trace began.
         let r = Recent::new(&[1], Nanos::from_secs(1), 1 << 10, Time(2500));
-        assert_eq!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000)).unwrap_err(), Unexplained::NotHeld);
+        assert_eq!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000), Some(1)).unwrap_err(), Unexplained::NotHeld);
     }
 
     #[test]
     fn a_loss_between_the_previous_wake_up_and_this_one_leaves_it_unexplained() {
         let (evs, wakes) = four_cycles();
         let mut r = filled(&evs, Nanos::from_secs(1), 1 << 10);
-        r.lost(1, Time(3100), Time(3200));
-        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000)).unwrap_err(), Unexplained::EventsLost);
-        assert!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000)).is_ok(), "the loss was before its previous wake-up");
-        assert!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000)).is_ok(), "the loss was after it");
+        r.lost(1, Time(2600), Time(2700));
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).unwrap_err(), Unexplained::EventsLost);
+        // Cycle 4 reads from 2000 (a period before cycle 3's deadline, where
+        // its timer may have been armed): the loss is in what it reads.
+        assert_eq!(r.explain(wakes[3], Some(wakes[2]), Nanos(1000), Some(1)).unwrap_err(), Unexplained::EventsLost);
+        assert!(r.explain(wakes[1], Some(wakes[0]), Nanos(1000), Some(1)).is_ok(), "the loss was after it");
+        // A loss on another CPU is not this pinned thread's; unpinned, it is.
+        let mut r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        r.cpus.push(CpuWindow { cpu: 0, events: VecDeque::new(), held_from: Time(0), gaps: VecDeque::new() });
+        r.index = vec![Some(1), Some(0)];
+        r.lost(0, Time(3100), Time(3200));
+        assert!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).is_ok());
+        assert_eq!(r.explain(wakes[2], Some(wakes[1]), Nanos(1000), None).unwrap_err(), Unexplained::EventsLost);
     }
 
     #[test]
@@ -392,7 +428,7 @@ mod tests {
         // A catch-up wake-up right after cycle 3: no switch in between.
         let back_to_back = Recorded { cycle: 5, planned: Time(3100), actual: Time(3416), ..wakes[2] };
         assert_eq!(
-            r.explain(back_to_back, Some(wakes[2]), Nanos(1000)).unwrap_err(),
+            r.explain(back_to_back, Some(wakes[2]), Nanos(1000), Some(1)).unwrap_err(),
             Unexplained::Unmatched(Unmatched::DidNotSleep)
         );
         assert_eq!(Unexplained::Unmatched(Unmatched::DidNotSleep).token(), "did_not_sleep");

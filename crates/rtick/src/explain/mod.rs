@@ -243,9 +243,7 @@ impl Analysis {
             },
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
             2 => match top(2) {
-                Some(Culprit::Task(t)) if t.prio < m.prio => Cause::PreemptedBy(t),
-                Some(Culprit::Task(t)) => Cause::WaitedFor(t),
-                Some(c) => Cause::InterruptWork(c),
+                Some(c) => ran_instead(c, m.prio),
                 None => match spike.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
                     // Throttling holds a real-time CPU idle for tens of ms; a
                     // short idle stretch is the CPU waking from an idle state.
@@ -254,9 +252,22 @@ impl Analysis {
                     None => Cause::KernelPath("the scheduler's path"),
                 },
             },
-            _ => interrupt(3).map_or(Cause::KernelPath("the return to user space"), Cause::InterruptWork),
+            // A task here preempted the thread after it was switched in
+            // (the switch back in is not its wake-up).
+            _ => top(3).map_or(Cause::KernelPath("the return to user space"), |c| ran_instead(c, m.prio)),
         };
         Some(spike)
+    }
+}
+
+/// The cause when `c` ran while the thread (kernel priority `prio`) was
+/// runnable: a task of higher priority preempted it, another held it up;
+/// or interrupt work.
+fn ran_instead(c: Culprit, prio: i32) -> Cause {
+    match c {
+        Culprit::Task(t) if t.prio < prio => Cause::PreemptedBy(t),
+        Culprit::Task(t) => Cause::WaitedFor(t),
+        c => Cause::InterruptWork(c),
     }
 }
 

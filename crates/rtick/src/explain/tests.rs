@@ -110,3 +110,36 @@ fn interrupt_work_and_throttling_in_the_scheduling_delay() {
     let (evs, w) = scenario(vec![], 10_500, 11_000, 40_000, IDLE);
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
 }
+
+#[test]
+fn a_task_that_preempts_the_thread_after_its_wake_up_is_named() {
+    // Woken and switched in on time (10_020), then preempted by a FIFO 95
+    // task for 800 µs before it read its clock (at 821_020): the switch
+    // back in is not its wake-up, and the preemption is the return to user's.
+    let hog = ("hog", 42, 4);
+    let (mut evs, mut w) = scenario(vec![], 10_005, 10_010, 10_020, IDLE);
+    let mut out = switch(MEE, hog);
+    if let K::SchedSwitch(sw) = &mut out {
+        sw.prev_state = 0x100; // R+: preempted
+    }
+    evs.push(ev(10_100, ME, out));
+    evs.push(ev(810_100, 42, switch(hog, MEE)));
+    w[0].actual = Time(821_020);
+    let s = explain(&evs, &w, &[]);
+    assert_eq!(s.matched.switched_in, Time(10_020));
+    assert_eq!(s.phases.return_to_user, Nanos(811_000));
+    assert_eq!(s.cause, Cause::PreemptedBy(task("hog", 42, 4)));
+    // The same task at a lower priority than the thread held it up instead.
+    let low = ("hog", 42, 120);
+    for e in &mut evs {
+        if let K::SchedSwitch(sw) = &mut e.kind {
+            if sw.next_pid == 42 {
+                sw.next_prio = 120;
+            }
+            if sw.prev_pid == 42 {
+                sw.prev_prio = 120;
+            }
+        }
+    }
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::WaitedFor(task(low.0, low.1, low.2)));
+}

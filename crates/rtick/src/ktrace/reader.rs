@@ -40,6 +40,16 @@ pub struct ReadCounts {
     pub malformed: u64,
 }
 
+impl ReadCounts {
+    /// Losses of any kind the reads saw: events counted lost, pages marked
+    /// as following lost events of unknown number, corrupt pages, malformed
+    /// records. Non-zero means the events have gaps (`count` of
+    /// [`super::LostEvents`] is the events known lost).
+    pub fn losses(&self) -> u64 {
+        self.missed + self.missed_uncounted_pages + self.corrupt_pages + self.malformed
+    }
+}
+
 /// One CPU's events and counts, as the reader leaves them.
 #[derive(Debug)]
 pub struct CpuRead {

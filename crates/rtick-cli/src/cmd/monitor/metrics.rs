@@ -19,6 +19,7 @@
 //! every event of the wake-ups just drained is in it then, and each spike
 //! is explained from the last seconds of events before it is logged.
 
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -125,6 +126,9 @@ pub struct Collector {
     /// Each thread's latest row of the current run: its previous wake-up
     /// bounds the search for the next one's events.
     prev: Vec<Option<TraceRow>>,
+    /// Each thread's spikes of this drain, the latest [`CAPACITY`]: (series,
+    /// row, the thread's previous row). Allocated once.
+    pending: Vec<VecDeque<(usize, TraceRow, Option<TraceRow>)>>,
 }
 
 impl Collector {
@@ -187,7 +191,7 @@ impl Collector {
         if live.is_some() {
             registry.register(
                 "rtick_trace_events_lost",
-                "Kernel trace events --explain lost (a trace buffer overflowed): spikes around them are not explained",
+                "Kernel trace events --explain lost (a trace buffer overflowed), and one for each loss of unknown size: spikes around them are not explained",
                 trace_lost.clone(),
             );
         }
@@ -235,6 +239,7 @@ impl Collector {
             trace_lost_copied: 0,
             tids: vec![0; consumers.len()],
             prev: vec![None; consumers.len()],
+            pending: (0..consumers.len()).map(|_| VecDeque::with_capacity(CAPACITY)).collect(),
             consumers,
         }
     }
@@ -295,8 +300,7 @@ impl Collector {
         // One reading of the clocks per drain: a spike's wall and monotonic
         // times are its wake-up on the run's clock moved by their offsets.
         let (clock_now, mono_now, wall_now) = (self.clock.now(), ClockId::Monotonic.now(), SystemTime::now());
-        // (series, row, the thread's previous row)
-        let mut found: Vec<(usize, TraceRow, Option<TraceRow>)> = Vec::new();
+        let (mut crowded, crowded_as) = (0, self.crowded());
         for (t, ring) in self.consumers.iter_mut().enumerate() {
             while let Ok(row) = ring.pop() {
                 let Some(m) = self.mechanisms.iter().position(|&m| m == row.mechanism) else { continue };
@@ -305,7 +309,14 @@ impl Collector {
                 s.latency.observe(latency.as_secs_f64());
                 s.window.record(sec, latency.as_ns());
                 if self.threshold.is_some_and(|th| latency > th) {
-                    found.push((t * n + m, row, self.prev[t]));
+                    // Each thread's latest CAPACITY: no more can stay in the log.
+                    if self.pending[t].len() == CAPACITY {
+                        if let Some((i, ..)) = self.pending[t].pop_front() {
+                            crowded += 1;
+                            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as);
+                        }
+                    }
+                    self.pending[t].push_back((t * n + m, row, self.prev[t]));
                 }
                 self.prev[t] = Some(row);
             }
@@ -314,26 +325,29 @@ impl Collector {
         // this read began, and the read takes all of them.
         self.read_trace();
         let Some(log) = self.exporter.spikes.as_ref() else { return };
-        if found.is_empty() {
+        // The latest CAPACITY of all threads, oldest first.
+        let mut found: Vec<_> = self.pending.iter_mut().flat_map(|p| p.drain(..)).collect();
+        if found.is_empty() && crowded == 0 {
             return;
         }
-        // Only the latest CAPACITY can stay in the log: the others are counted.
-        let crowded = found.len().saturating_sub(CAPACITY);
-        for &(i, ..) in &found[..crowded] {
-            self.count_spike(i, Err(("too_many", "")));
+        found.sort_by_key(|(_, row, _)| row.actual);
+        let older = found.len().saturating_sub(CAPACITY);
+        for (i, ..) in found.drain(..older) {
+            crowded += 1;
+            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as);
         }
-        let mut spikes = Vec::with_capacity(found.len() - crowded);
-        for &(i, row, prev) in &found[crowded..] {
+        let mut spikes = Vec::with_capacity(found.len());
+        for (i, row, prev) in found {
             let s = &self.series[i];
-            let explain = self.explaining.then(|| self.breakdown(s.mechanism, &row, prev));
+            let explain = self.explaining.then(|| self.breakdown(s, &row, prev));
+            let blamed = match &explain {
+                None => ("unknown", "untraced"),
+                Some(Ok(b)) => (b.largest_phase(), b.cause.token()),
+                Some(Err((token, _))) => ("unknown", *token),
+            };
+            Self::count(&self.spikes_total, &s.labels, blamed);
             let latency = row.actual - row.planned;
             let ago = clock_now - row.actual;
-            self.count_spike(
-                i,
-                explain.as_ref().map_or(Err(("untraced", "")), |e| {
-                    e.as_ref().map(|b| (b.largest_phase(), b.cause.token())).map_err(|n| *n)
-                }),
-            );
             spikes.push(Spike {
                 wall: wall_now - ago.max(Nanos::ZERO).to_std(),
                 monotonic_ns: (mono_now - ago).as_ns(),
@@ -346,8 +360,14 @@ impl Collector {
             });
         }
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        log.not_offered(crowded as u64);
+        log.not_offered(crowded);
         spikes.into_iter().for_each(|s| log.offer(s));
+    }
+
+    /// The (phase, cause) a spike is counted with when more came at once
+    /// than the log keeps: not explained (`too_many`), or not traced at all.
+    fn crowded(&self) -> (&'static str, &'static str) {
+        ("unknown", if self.explaining { "too_many" } else { "untraced" })
     }
 
     /// Reads the kernel trace into the window (`--explain`). A trace that
@@ -360,34 +380,32 @@ impl Collector {
             self.live = None;
             return;
         }
-        let lost = live.lost().count();
+        let lost = live.losses();
         self.trace_lost.inc_by(lost.saturating_sub(self.trace_lost_copied));
         self.trace_lost_copied = lost;
     }
 
-    /// The kernel-side breakdown of the wake-up of `row` (its thread's
-    /// previous one `prev`), or why there is none.
+    /// The kernel-side breakdown of the wake-up of `row` (of series `s`; its
+    /// thread's previous one `prev`), or why there is none.
     fn breakdown(
         &self,
-        mechanism: rtick::Mechanism,
+        s: &Series,
         row: &TraceRow,
         prev: Option<TraceRow>,
     ) -> Result<rtick::explain::Spike, NoBreakdown> {
-        if let Some(why) = not_timer_woken(mechanism) {
+        if let Some(why) = not_timer_woken(s.mechanism) {
             return Err(("not_timer_woken", why));
         }
         let live = self.live.as_ref().ok_or(("trace_failed", "the kernel trace failed (see the warning on stderr)"))?;
         let tid = self.tids.get(row.thread as usize).copied().filter(|&t| t != 0);
         let tid = tid.ok_or(("thread_unknown", "its thread's id was not published yet (the run's first moment)"))?;
         let rec = |r: &TraceRow| Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
-        live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval).map_err(|u| (u.token(), u.reason()))
+        let explained = live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval, s.cpu);
+        explained.map_err(|u| (u.token(), u.reason()))
     }
 
-    /// Counts a spike of series `i`: (phase, cause) when explained, else
-    /// the token of why not.
-    fn count_spike(&self, i: usize, blamed: Result<(&'static str, &'static str), NoBreakdown>) {
-        let (phase, cause) = blamed.unwrap_or_else(|(token, _)| ("unknown", token));
-        let l = &self.series[i].labels;
+    /// Counts a spike of the series labelled `l`, blamed on (phase, cause).
+    fn count(family: &Family<SpikeLabels, Counter>, l: &SeriesLabels, (phase, cause): (&str, &str)) {
         let labels = SpikeLabels {
             mechanism: l.mechanism.clone(),
             cpu: l.cpu.clone(),
@@ -395,7 +413,7 @@ impl Collector {
             phase: phase.into(),
             cause: cause.into(),
         };
-        self.spikes_total.get_or_create(&labels).inc();
+        family.get_or_create(&labels).inc();
     }
 }
 
@@ -454,5 +472,77 @@ mod tests {
         }
         assert_eq!(wakeups(&c, "clock_nanosleep"), "200");
         assert_eq!(wakeups(&c, "spin"), "180");
+    }
+}
+
+#[cfg(test)]
+mod spike_tests {
+    use super::*;
+    use rtick::measure::{Progress, ThreadSnapshot, TraceRow};
+    use rtick::Mechanism::ClockNanosleep;
+    use rtick::Time;
+
+    fn spikes_total(c: &Collector) -> Vec<(String, u64)> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &c.exporter.registry).unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("rtick_spikes_total{"))
+            .map(|l| {
+                let (labels, n) = l.rsplit_once(' ').unwrap();
+                (labels.to_string(), n.parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// Two threads, each with more spikes in one drain than the log keeps,
+    /// interleaved in time: the log keeps the latest of both, oldest first,
+    /// and every spike is counted once (untraced, without --explain).
+    #[test]
+    fn a_crowded_drain_keeps_the_latest_spikes_of_all_threads() {
+        let two = rtick::rt::ThreadSetup::default();
+        let cfg =
+            MeasureConfig { mechanisms: vec![ClockNanosleep], threads: vec![two.clone(), two], ..Default::default() };
+        let (mut producers, consumers) = rtick::measure::trace_rings(2, 4096);
+        let mut c = Collector::new(&cfg, &SystemInfo::read(), Some(Nanos::from_us(10)), None, consumers);
+        c.new_run();
+        // Thread 0 wakes at even µs, thread 1 at odd ones, 20 µs late.
+        for k in 0..1000u64 {
+            for (t, p) in producers.iter_mut().enumerate() {
+                let at = Time((2 * k + t as u64) as i64 * 1000);
+                let row = TraceRow {
+                    thread: t as u32,
+                    mechanism: ClockNanosleep,
+                    cycle: k,
+                    planned: at,
+                    actual: at + Nanos::from_us(20),
+                };
+                p.push(row).unwrap();
+            }
+        }
+        let snaps = [ThreadSnapshot::default(); 2];
+        let p = Progress {
+            mechanism: ClockNanosleep,
+            mechanism_index: 0,
+            mechanisms: 1,
+            elapsed: Nanos::from_secs(1),
+            threads: &snaps,
+        };
+        c.collect(&p);
+        let v: serde_json::Value =
+            serde_json::from_str(&c.exporter.spikes.as_ref().unwrap().lock().unwrap().json()).unwrap();
+        assert_eq!(v["seen"], 2000);
+        let spikes = v["spikes"].as_array().unwrap();
+        assert_eq!(spikes.len(), CAPACITY);
+        let order: Vec<(u64, u64)> =
+            spikes.iter().map(|s| (s["cycle"].as_u64().unwrap(), s["thread"].as_u64().unwrap())).collect();
+        // The last 128 cycles of each thread, in time order: 872/0, 872/1, 873/0 …
+        let want: Vec<(u64, u64)> = (872..1000).flat_map(|k| [(k, 0), (k, 1)]).collect();
+        assert_eq!(order, want);
+        let counted = spikes_total(&c);
+        assert_eq!(counted.len(), 2, "{counted:?}");
+        for (labels, n) in counted {
+            assert!(labels.contains(r#"phase="unknown",cause="untraced""#), "{labels}");
+            assert_eq!(n, 1000, "{labels}");
+        }
     }
 }
