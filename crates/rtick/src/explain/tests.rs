@@ -143,3 +143,22 @@ fn a_task_that_preempts_the_thread_after_its_wake_up_is_named() {
     }
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::WaitedFor(task(low.0, low.1, low.2)));
 }
+
+#[test]
+fn a_short_interrupt_in_a_long_idle_irq_delay_is_not_the_cause() {
+    // 620 µs of IRQ delay on an idle CPU, 46 µs of it another hrtimer's
+    // callback: the CPU was idle (or the host held it), not held by the callback.
+    let other = vec![
+        ev(300_000, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, now: Time(300_000), function: 0xf9 }),
+        ev(346_000, 0, K::HrtimerExpireExit { hrtimer: 0xb0 }),
+    ];
+    let (evs, w) = scenario(other.clone(), 630_000, 631_000, 640_000, IDLE);
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
+    // Where it took most of the delay, it is.
+    let long = vec![
+        ev(30_000, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, now: Time(30_000), function: 0xf9 }),
+        ev(600_000, 0, K::HrtimerExpireExit { hrtimer: 0xb0 }),
+    ];
+    let (evs, w) = scenario(long, 630_000, 631_000, 640_000, IDLE);
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::InterruptWork(Culprit::Hrtimer { hrtimer: 0xb0, function: 0xf9 }));
+}
