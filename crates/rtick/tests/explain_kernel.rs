@@ -238,7 +238,7 @@ fn a_live_window_explains_every_wake_up_that_slept_as_the_run_goes() {
     })
     .unwrap();
     take(&mut live, report.results[0].tid, &mut consumers);
-    assert_eq!(live.losses(), 0, "events lost: {:?}", live.lost());
+    assert_eq!(live.losses(), 0, "events lost");
     let measured: Vec<Mechanism> = report.results.iter().map(|r| r.mechanism).collect();
     assert!(measured.len() >= 10, "measured {measured:?}, unavailable {:?}", report.unavailable);
     for m in measured {

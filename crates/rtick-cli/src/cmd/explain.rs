@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use rtick::explain::{explain_run_where, CpuTrace, Explained, Spike, SpikeChoice, StealSample};
 use rtick::ktrace::{LostEvents, Options, Session};
 use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
-use rtick::system::cpustat;
 use rtick::{ClockId, Nanos};
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +17,12 @@ use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
 
 /// Where tracefs is when `--tracefs` does not say.
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The tracefs root `--explain` traces in: `--tracefs`, or [`TRACEFS`].
+pub fn tracefs_root(tracefs: Option<&Path>) -> PathBuf {
+    tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf)
+}
 
 /// Warnings for the instances left by an rtick that was killed: they still
 /// trace, and so slow every wake-up measured now. Not removed: in a
@@ -71,7 +75,7 @@ impl Explaining {
         ab: Option<Option<Nanos>>,
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
-        let root = tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf);
+        let root = tracefs_root(tracefs);
         stale_warnings(&root).iter().for_each(|w| println!("warning: {w}"));
         let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
         let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));
@@ -96,12 +100,7 @@ impl Explaining {
             return;
         }
         self.last_sample = Some(Instant::now());
-        let at = ClockId::Monotonic.now();
-        if let Ok(times) = cpustat::read() {
-            for c in times.into_iter().filter(|c| self.cpus.contains(&(c.cpu as usize))) {
-                self.steal.push(StealSample { at, cpu: c.cpu, steal: c.steal });
-            }
-        }
+        self.steal.extend(StealSample::sample(&self.cpus));
     }
 
     /// Stops tracing (the instance is removed) and explains the run.

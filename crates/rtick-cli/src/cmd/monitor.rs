@@ -89,9 +89,8 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let stop = crate::stop_flag()?;
     let rows = ring_rows(cfg.interval, cfg.threads.len());
     let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
-    let live = a.explain.then(|| start_trace(a, &cfg, &mut warnings)).transpose()?;
-    let trace_line = live.as_ref().map(|(_, line)| line.clone());
-    let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live.map(|(l, _)| l), consumers);
+    let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg, &mut warnings)).transpose()?.unzip();
+    let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live, consumers);
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
@@ -182,7 +181,7 @@ fn start_trace(
     warnings: &mut Vec<String>,
 ) -> Result<(rtick::explain::Live, String)> {
     let cpus = cfg.measured_cpus()?;
-    let root = a.tracefs.clone().unwrap_or_else(|| super::explain::TRACEFS.into());
+    let root = super::explain::tracefs_root(a.tracefs.as_deref());
     let (buffer_kb, cap) = trace_sizes(cpus.len());
     let keep = keep(cfg.interval);
     warnings.extend(super::explain::stale_warnings(&root));

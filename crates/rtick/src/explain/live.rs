@@ -26,8 +26,7 @@ use std::path::Path;
 use super::input::{CpuTrace, Recorded};
 use super::{Analysis, Spike, StealSample, Unmatched};
 use crate::clock::ClockId;
-use crate::ktrace::{self, Event, LostEvents, Options, Stream};
-use crate::system::cpustat;
+use crate::ktrace::{self, Event, Options, Stream};
 use crate::time::{Nanos, Time};
 
 /// Why a wake-up over the threshold has no breakdown.
@@ -82,6 +81,15 @@ struct CpuWindow {
     gaps: VecDeque<(Time, Time)>,
 }
 
+impl CpuWindow {
+    /// Drops the oldest event: from then on, only what follows it is held.
+    fn drop_oldest(&mut self) {
+        if let Some(old) = self.events.pop_front() {
+            self.held_from = self.held_from.max(old.ts);
+        }
+    }
+}
+
 /// The recent events of the traced CPUs and their steal time, bounded.
 #[derive(Debug)]
 pub struct Recent {
@@ -129,14 +137,16 @@ impl Recent {
         self.cpus.get_mut(i)
     }
 
+    fn window_of(&self, cpu: usize) -> Option<&CpuWindow> {
+        self.cpus.get((*self.index.get(cpu)?)?)
+    }
+
     /// Adds an event of `cpu` (in time order); a full window drops its oldest.
     pub fn push(&mut self, cpu: usize, e: Event) {
         let cap = self.cap;
         let Some(w) = self.window(cpu) else { return };
         if w.events.len() >= cap {
-            if let Some(old) = w.events.pop_front() {
-                w.held_from = w.held_from.max(old.ts);
-            }
+            w.drop_oldest();
         }
         w.events.push_back(e);
     }
@@ -152,7 +162,7 @@ impl Recent {
 
     /// The latest event of `cpu` held.
     pub fn last(&self, cpu: usize) -> Option<Time> {
-        self.cpus.iter().find(|w| w.cpu == cpu)?.events.back().map(|e| e.ts)
+        self.window_of(cpu)?.events.back().map(|e| e.ts)
     }
 
     /// Adds a steal-time sample (in time order).
@@ -167,9 +177,7 @@ impl Recent {
         let oldest = now - self.keep;
         for w in &mut self.cpus {
             while w.events.front().is_some_and(|e| e.ts < oldest) {
-                if let Some(old) = w.events.pop_front() {
-                    w.held_from = w.held_from.max(old.ts);
-                }
+                w.drop_oldest();
             }
             while w.gaps.front().is_some_and(|g| g.1 < oldest) {
                 w.gaps.pop_front();
@@ -304,23 +312,13 @@ impl Live {
     }
 
     fn sample_steal(&mut self) {
-        let at = ClockId::Monotonic.now();
-        if let Ok(times) = cpustat::read() {
-            let traced: Vec<usize> = self.stream.cpus().collect();
-            for c in times.into_iter().filter(|c| traced.contains(&(c.cpu as usize))) {
-                self.recent.push_steal(StealSample { at, cpu: c.cpu, steal: c.steal });
-            }
-        }
+        let traced: Vec<usize> = self.stream.cpus().collect();
+        StealSample::sample(&traced).into_iter().for_each(|s| self.recent.push_steal(s));
     }
 
     /// The window, to explain wake-ups with.
     pub fn recent(&self) -> &Recent {
         &self.recent
-    }
-
-    /// Events lost so far.
-    pub fn lost(&self) -> LostEvents {
-        self.stream.lost()
     }
 
     /// The trace's own stream (its instance, the events this kernel lacks).

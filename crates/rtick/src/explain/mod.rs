@@ -181,6 +181,18 @@ pub struct StealSample {
     pub steal: Nanos,
 }
 
+impl StealSample {
+    /// The steal time of `cpus` now, from one read of `/proc/stat` (none
+    /// when it cannot be read: the analysis then cannot tell the host from
+    /// an idle state, and says so).
+    pub fn sample(cpus: &[usize]) -> Vec<StealSample> {
+        let at = crate::clock::ClockId::Monotonic.now();
+        let times = crate::system::cpustat::read().unwrap_or_default();
+        let mine = times.into_iter().filter(|c| cpus.contains(&(c.cpu as usize)));
+        mine.map(|c| StealSample { at, cpu: c.cpu, steal: c.steal }).collect()
+    }
+}
+
 /// Steal time of `cpu` between the samples around `[from, to]`, if sampled.
 /// `/proc/stat` counts it in USER_HZ ticks and the CLI samples it ten times
 /// a second, so this says whether the host took time from the vCPU around

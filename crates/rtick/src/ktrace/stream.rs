@@ -12,7 +12,7 @@ use std::path::Path;
 use super::events::Event;
 use super::instance::Instance;
 use super::reader::{drain, Pipe, ReadCounts, ReaderSetup};
-use super::session::{LostEvents, Options, Prepared};
+use super::session::{Options, Prepared};
 use super::Result;
 
 /// A running trace of some CPUs, read on demand by [`Stream::read`].
@@ -70,19 +70,6 @@ impl Stream {
     /// What the reads of `cpu` counted so far.
     pub fn counts(&self, cpu: usize) -> Option<ReadCounts> {
         self.pipes.iter().find(|p| p.cpu == cpu).map(|p| p.counts)
-    }
-
-    /// Events lost so far, as the pages read say (the buffers' own
-    /// counters are not read: two views of the same losses).
-    pub fn lost(&self) -> LostEvents {
-        let mut lost = LostEvents::default();
-        for c in self.pipes.iter().map(|p| p.counts) {
-            lost.missed_in_pages += c.missed;
-            lost.uncounted_gaps += c.missed_uncounted_pages;
-            lost.corrupt_pages += c.corrupt_pages;
-            lost.malformed += c.malformed;
-        }
-        lost
     }
 
     /// Stops recording and removes the instance. Idempotent; what drop
