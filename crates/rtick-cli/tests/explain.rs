@@ -385,7 +385,9 @@ fn explain_ab_needs_explain() {
 /// instance gone.
 #[test]
 fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
-    use common::prometheus::{free_port, get};
+    use common::monitor::Monitor;
+    use common::prometheus::get;
+    use std::io::Read;
     if !ready() {
         return;
     }
@@ -395,37 +397,22 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     std::fs::create_dir(instance(dead)).unwrap();
     let timer_woken = rtick::wait::KINDS.iter().filter(|k| !k.hidden && !k.burns_cpu).map(|k| k.name);
     let mechanisms: Vec<&str> = ["hybrid"].into_iter().chain(timer_woken).collect();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .args(["monitor", "--listen", &listen, "-a", &cpu(), "-i", "1ms", "--spike", "1", "--explain", "-q"])
-        .args(["-m", &mechanisms.join(","), "-D", "40"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let url = |path: &str| format!("http://{listen}{path}");
-    let t0 = Instant::now();
-    while get(&url("/metrics")).map_or(true, |(s, _)| s != 200) {
-        assert!(child.try_wait().unwrap().is_none(), "rtick monitor exited");
-        assert!(t0.elapsed() < Duration::from_secs(20), "rtick monitor does not answer");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let args = ["-a", &cpu(), "-i", "1ms", "--spike", "1", "--explain", "-q", "-m", &mechanisms.join(","), "-D", "40"];
+    let mut m = Monitor::start_with(&args, Stdio::piped());
     // One round of slices, each mechanism measured for a second.
     std::thread::sleep(Duration::from_secs(mechanisms.len() as u64 + 2));
-    let (_, metrics) = get(&url("/metrics")).unwrap();
-    let (_, spikes) = get(&url("/spikes")).unwrap();
+    let (_, metrics) = get(&m.url("/metrics")).unwrap();
+    let (_, spikes) = get(&m.url("/spikes")).unwrap();
     let _ = std::fs::remove_dir(instance(dead));
     // SIGTERM: out within a second, its instance gone.
-    let pid = child.id();
+    let pid = m.child.id();
     assert!(instance(pid).exists(), "the monitor's own instance while it runs");
-    let t = Instant::now();
-    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::TERM)
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(1) && out.status.success(), "{:?} after SIGTERM", out.status);
+    let (took, status) = m.terminate();
+    assert!(took < Duration::from_secs(1) && status.success(), "{status:?} after SIGTERM");
     assert!(!instance(pid).exists(), "its instance is removed");
     // With -q the warnings are all it prints, on stdout.
-    let out = String::from_utf8_lossy(&out.stdout);
+    let mut out = String::new();
+    m.child.stdout.take().expect("piped").read_to_string(&mut out).unwrap();
     let stale = format!("warning: {} was left by an rtick that no longer runs", instance(dead).display());
     assert!(out.lines().any(|l| l.starts_with(&stale)), "{out}");
 

@@ -16,12 +16,17 @@ pub struct Monitor {
 impl Monitor {
     /// Starts it on a free port and waits until /metrics answers.
     pub fn start(args: &[&str]) -> Monitor {
+        Monitor::start_with(args, Stdio::null())
+    }
+
+    /// [`Monitor::start`], its standard output going to `stdout`.
+    pub fn start_with(args: &[&str], stdout: Stdio) -> Monitor {
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
         let child = Command::new(env!("CARGO_BIN_EXE_rtick"))
             .args(["monitor", "--listen", &listen])
             .args(args)
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::inherit())
             .spawn()
             .expect("rtick monitor starts");
