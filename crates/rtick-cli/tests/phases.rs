@@ -131,7 +131,7 @@ fn a_default_memory_load_fits_the_cap_of_a_machine_with_a_large_cache() {
     ok(&o);
     let workers = std::thread::available_parallelism().unwrap().get().min(256);
     // The cap less the workers' 128 KiB stacks, shared, in whole MiB.
-    let each = ((1usize << 30) - workers * (128 << 10)) / workers >> 20;
+    let each = (((1usize << 30) - workers * (128 << 10)) / workers) >> 20;
     let said = match each {
         600.. => "600 MiB buffer per worker (L3 cache 300 MiB × 2)".to_string(),
         _ => format!("{each} MiB buffer per worker (L3 cache 300 MiB × 2, capped to fit 1024 MiB for all loads)"),
