@@ -259,7 +259,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N")]
     pub deepest_idle_state: Option<usize>,
 
-    /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state.
+    /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state,
+    /// and read the cache size the memory load follows there.
     /// Only in test builds (feature `mock`), like the `--mock-*` options: a
     /// release binary never writes `disable` files outside /sys (always `None` there).
     #[cfg_attr(feature = "mock", arg(long, hide = true, value_name = "DIR"))]
