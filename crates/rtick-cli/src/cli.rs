@@ -128,7 +128,7 @@ pub struct DriftArgs {
     #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
     pub mechanisms: Option<Vec<String>>,
 
-    /// Periods, comma-separated [default: 10000,9998,1000,100 µs].
+    /// Periods, comma-separated, each from 10 µs to the duration [default: 10000,9998,1000,100 µs].
     #[arg(long = "period", value_name = "TIME[,TIME…]", value_delimiter = ',', allow_negative_numbers = true, value_parser = units::micros)]
     pub periods: Option<Vec<Nanos>>,
 
