@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use rtick::clock_survey::CostSpec;
 use rtick::rt::Policy;
 use rtick::wait::HybridSlack;
 use rtick::{ClockId, Nanos, OverrunPolicy};
@@ -94,6 +95,12 @@ pub struct ReportArgs {
     pub metrics: Option<Vec<usize>>,
 }
 
+/// A clap value parser for a count in `min..=max`: a value beyond is clap's
+/// one-line error naming the option and the range.
+fn count(min: usize, max: usize) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min as u64..=max as u64)
+}
+
 /// Options of `rtick clocks`.
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
@@ -101,16 +108,16 @@ pub struct ClocksArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Batches timed per clock (the median and p99 are over batches).
-    #[arg(long, value_name = "N", default_value = "200", value_parser = clap::value_parser!(usize))]
+    /// Batches timed per clock (the median and p99 are over batches) [2 to 1000000; batches × reads at most 100000000].
+    #[arg(long, value_name = "N", default_value = "200", value_parser = count(2, CostSpec::MAX_BATCHES))]
     pub batches: usize,
 
-    /// Reads per batch.
-    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(usize))]
+    /// Reads per batch [1 to 1000000].
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = count(1, CostSpec::MAX_READS))]
     pub reads: usize,
 
-    /// Timestamp exchanges per CPU pair in the cross-CPU test.
-    #[arg(long, value_name = "N", default_value = "20000", value_parser = clap::value_parser!(usize))]
+    /// Timestamp exchanges per CPU pair in the cross-CPU test [1 to 10000000].
+    #[arg(long, value_name = "N", default_value = "20000", value_parser = count(1, rtick::clock_survey::MAX_ROUNDS))]
     pub rounds: usize,
 }
 
@@ -121,7 +128,7 @@ pub struct DriftArgs {
     #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
     pub mechanisms: Option<Vec<String>>,
 
-    /// Periods, comma-separated [default: 10000,9998,1000,100 µs].
+    /// Periods, comma-separated, each from 10 µs to the duration [default: 10000,9998,1000,100 µs].
     #[arg(long = "period", value_name = "TIME[,TIME…]", value_delimiter = ',', allow_negative_numbers = true, value_parser = units::micros)]
     pub periods: Option<Vec<Nanos>>,
 
