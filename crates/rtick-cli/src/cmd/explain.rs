@@ -3,7 +3,7 @@
 //! afterwards each wake-up is split into its kernel phases and the worst
 //! ones are explained, with their culprits named.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -15,14 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
-
-/// Where tracefs is when `--tracefs` does not say.
-const TRACEFS: &str = "/sys/kernel/tracing";
-
-/// The tracefs root `--explain` traces in: `--tracefs`, or [`TRACEFS`].
-pub fn tracefs_root(tracefs: Option<&Path>) -> PathBuf {
-    tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf)
-}
 
 /// Warnings for the instances left by an rtick that was killed: they still
 /// trace, and so slow every wake-up measured now. Not removed: in a
@@ -123,7 +115,7 @@ impl Explaining {
         ab: Option<Option<Nanos>>,
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
-        let root = tracefs_root(tracefs);
+        let root = rtick::ktrace::root(tracefs);
         stale_warnings(&root).iter().for_each(|w| println!("warning: {w}"));
         let buffers = TraceBuffers::for_cpus(cpus.len());
         let opts = Options { buffer_kb: buffers.kb, ..Options::default() };

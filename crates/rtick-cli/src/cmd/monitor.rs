@@ -177,7 +177,7 @@ fn start_trace(
     warnings: &mut Vec<String>,
 ) -> Result<(rtick::explain::Live, String)> {
     let cpus = cfg.measured_cpus()?;
-    let root = super::explain::tracefs_root(a.tracefs.as_deref());
+    let root = rtick::ktrace::root(a.tracefs.as_deref());
     let (buffers, cap) = trace_sizes(cpus.len());
     let keep = keep(cfg.interval);
     warnings.extend(super::explain::stale_warnings(&root));
