@@ -60,6 +60,26 @@ pub fn set_child_affinity<'a>(cmd: &'a mut Command, cpus: &[usize]) -> io::Resul
     })
 }
 
+/// Moves the child of `cmd` into the cgroup whose `cgroup.procs` is open
+/// as `procs` (writing "0" there between fork and exec moves the writer):
+/// the program and every process it starts are born in that cgroup.
+pub fn join_cgroup(cmd: &mut Command, procs: std::os::fd::OwnedFd) -> &mut Command {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the closure runs in the child after fork, before exec. It
+    // calls only write(2), which is async-signal-safe, on a descriptor the
+    // closure owns (open until the exec closes it: O_CLOEXEC), from a static
+    // one-byte buffer; it allocates nothing and takes no lock;
+    // last_os_error does not allocate.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::ExitStatusExt;
