@@ -24,24 +24,6 @@ pub fn tracefs_root(tracefs: Option<&Path>) -> PathBuf {
     tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf)
 }
 
-/// Warnings for the instances left by an rtick that was killed: they still
-/// trace, and so slow every wake-up measured now. Not removed: in a
-/// container sharing tracefs, another pid namespace's live rtick would look
-/// dead.
-pub fn stale_warnings(tracefs: &Path) -> Vec<String> {
-    let stale = rtick::ktrace::stale(tracefs).unwrap_or_default();
-    stale
-        .iter()
-        .map(|dir| {
-            format!(
-                "{} was left by an rtick that no longer runs, and still traces (slowing what is measured): rmdir {}",
-                dir.display(),
-                dir.display()
-            )
-        })
-        .collect()
-}
-
 /// `--explain` matches the run's wake-ups to kernel events on
 /// CLOCK_MONOTONIC (the trace clock `mono`): the run must use that clock.
 pub fn check_clock(clock: ClockId) -> Result<(), crate::Usage> {
@@ -76,7 +58,6 @@ impl Explaining {
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
         let root = tracefs_root(tracefs);
-        stale_warnings(&root).iter().for_each(|w| println!("warning: {w}"));
         let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
         let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));
         let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice, ab };
