@@ -64,7 +64,8 @@ impl Leftover {
 /// or `rtick-<pid>.<n>`.
 pub fn owner(name: &str) -> Option<i32> {
     let rest = name.strip_prefix(PREFIX)?;
-    let pid = rest.split_once('.').map_or(rest, |(pid, n)| if n.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" });
+    let pid =
+        rest.split_once('.').map_or(rest, |(pid, n)| if n.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" });
     pid.parse().ok()
 }
 
@@ -111,7 +112,9 @@ pub fn instances(tracefs: &Path) -> Vec<Leftover> {
 /// The cgroups of dead rticks in the v2 hierarchy mounted at `mount`.
 pub fn cgroups(mount: &Path) -> Vec<Leftover> {
     let found = owned_by_dead(mount, owner).into_iter().filter(|(p, _)| p.is_dir());
-    found.map(|(path, pid)| Leftover { kind: Kind::Cgroup { pids: crate::child_cgroup::procs(&path) }, path, pid }).collect()
+    found
+        .map(|(path, pid)| Leftover { kind: Kind::Cgroup { pids: crate::child_cgroup::procs(&path) }, path, pid })
+        .collect()
 }
 
 /// The temporary output files of dead rticks in `dir`.
