@@ -70,7 +70,7 @@ fn v2_mount() -> Option<PathBuf> {
 
 fn ready() -> bool {
     if let Err((why, lacks)) = support::tracefs() {
-        skip(&why, lacks);
+        skip(why, lacks);
         return false;
     }
     if v2_mount().is_none() {
