@@ -198,3 +198,30 @@ fn cleanup_refuses_bad_input_in_one_line_and_touches_nothing() {
     // A refused command removes nothing.
     assert!(stray.exists() && file.exists());
 }
+
+/// Not root: no cgroup v2 hierarchy is writable, so the command runs in its
+/// process group only, and rtick says so; it still ends with rtick.
+#[test]
+fn without_a_writable_cgroup_hierarchy_the_load_cmd_falls_back_and_says_so() {
+    if !ready() {
+        return;
+    }
+    if !is_root() {
+        skip("needs root to run rtick as another user", false);
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_rtick")])
+        .args(["measure", "-D", "1s", "-q", "--load-cmd", "sleep 79.25"])
+        .current_dir(cwd.path())
+        .output()
+        .expect("setpriv runs");
+    ok(&o);
+    let out = stdout(&o);
+    let said = "warning: --load-cmd runs in a process group only, not a cgroup of its own";
+    assert!(out.lines().any(|l| l.starts_with(said) && l.contains("SIGKILL")), "{out}");
+    assert!(out.contains("ended by SIGTERM"), "{out}");
+    let left = Command::new("pgrep").args(["-f", "^sleep 79.25$"]).output().unwrap();
+    assert!(stdout(&left).trim().is_empty(), "the command outlived rtick: {}", stdout(&left));
+}

@@ -2,10 +2,11 @@
 //! set in the child between fork and exec.
 //!
 //! rtick ends the commands it starts (`measure --load-cmd`) in order at
-//! every exit it controls; this covers the one it does not: rtick killed
-//! with SIGKILL. The kernel then sends the child SIGKILL when the thread
-//! that forked it ends, so spawn from a thread that lives as long as the
-//! child should (the main thread).
+//! every exit it controls; this covers the child itself at the one it does
+//! not: rtick killed with SIGKILL. The kernel then sends the child SIGKILL
+//! when the thread that forked it ends, so spawn from a thread that lives as
+//! long as the child should (the main thread). What the child forked is not
+//! covered: a cgroup of rtick's own holds that ([`join_cgroup`]).
 //!
 //! The same place confines such a child to a set of CPUs
 //! (`--load-cpus`), before it runs anything.
