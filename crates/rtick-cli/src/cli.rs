@@ -42,6 +42,8 @@ pub enum Command {
     Mechanisms,
     /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
     Monitor(Box<MonitorArgs>),
+    /// Remove what rtick processes killed with SIGKILL left: tracefs instances still tracing, cgroups with their --load-cmd still running, temporary output files.
+    Cleanup(crate::cmd::cleanup::CleanupArgs),
     /// Write the man pages and shell completions into DIR (for packaging: scripts/package).
     #[command(hide = true)]
     GenerateAssets(crate::cmd::assets::AssetsArgs),

@@ -96,6 +96,7 @@ fn main() -> ExitCode {
             cmd::mechanisms::run();
             Ok(ExitCode::SUCCESS)
         }
+        cli::Command::Cleanup(a) => cmd::cleanup::run(a),
         cli::Command::GenerateAssets(a) => cmd::assets::run(a).map(|_| ExitCode::SUCCESS),
     };
     match result {

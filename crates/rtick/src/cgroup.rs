@@ -97,6 +97,12 @@ pub fn cpuset(root: &SysRoot) -> Option<Cpuset> {
     })
 }
 
+/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup`, or
+/// `/sys/fs/cgroup/unified` on a hybrid system), from `/proc/self/mountinfo`.
+pub fn v2_mount(root: &SysRoot) -> Option<String> {
+    find_mount(&root.read("/proc/self/mountinfo")?, "", true).map(|(_, mount)| mount)
+}
+
 struct Located {
     path: String,
     dir: String,

@@ -63,12 +63,14 @@
 
 pub mod audit;
 pub mod cgroup;
+pub mod child_cgroup;
 pub mod clock;
 pub mod clock_survey;
 pub mod drift;
 pub mod error;
 pub mod explain;
 pub mod ktrace;
+pub mod leftovers;
 pub mod measure;
 pub mod periodic;
 pub mod rt;

@@ -69,6 +69,7 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
         .into());
     }
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    super::cleanup::warnings(None).iter().for_each(|w| println!("warning: {w}"));
     let root = SysRoot::default();
     let clocksource = root.read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     let flags_line =

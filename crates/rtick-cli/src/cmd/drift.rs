@@ -107,6 +107,7 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     })?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let stop = crate::stop_flag()?;
+    super::cleanup::warnings(None).iter().for_each(|w| println!("warning: {w}"));
     let hz = drift::detect_hz(&SysRoot::default());
     println!(
         "rtick {} drift: {} mechanisms × {} periods, {} each (about {}); {}",

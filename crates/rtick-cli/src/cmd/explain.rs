@@ -16,24 +16,6 @@ use serde::{Deserialize, Serialize};
 use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
 
-/// Warnings for the instances left by an rtick that was killed: they still
-/// trace, and so slow every wake-up measured now. Not removed: in a
-/// container sharing tracefs, another pid namespace's live rtick would look
-/// dead.
-pub fn stale_warnings(tracefs: &Path) -> Vec<String> {
-    let stale = rtick::ktrace::stale(tracefs).unwrap_or_default();
-    stale
-        .iter()
-        .map(|dir| {
-            format!(
-                "{} was left by an rtick that no longer runs, and still traces (slowing what is measured): rmdir {}",
-                dir.display(),
-                dir.display()
-            )
-        })
-        .collect()
-}
-
 /// The kernel's trace buffers of `--explain` (measure's and monitor's), in
 /// all: 64 MiB, each traced CPU's at most ktrace's default of 8 MiB.
 const BUFFERS_KB: usize = 64 << 10;
@@ -116,7 +98,6 @@ impl Explaining {
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
         let root = rtick::ktrace::root(tracefs);
-        stale_warnings(&root).iter().for_each(|w| println!("warning: {w}"));
         let buffers = TraceBuffers::for_cpus(cpus.len());
         let opts = Options { buffer_kb: buffers.kb, ..Options::default() };
         let session = Session::start(&root, &cpus, &opts).context("--explain")?;

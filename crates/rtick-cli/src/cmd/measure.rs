@@ -60,7 +60,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     let outputs = Outputs::create(a)?;
     let mut cfg = plan.cfg;
     let sys = SystemInfo::read();
-    let mut warnings = Vec::new();
+    let mut warnings = super::cleanup::warnings(a.tracefs.as_deref());
     if a.tracemark {
         cfg.tracemark = Some(std::sync::Arc::new(open_tracemark(a.tracefs.as_deref(), &mut warnings)?));
     }

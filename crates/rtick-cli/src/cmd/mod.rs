@@ -3,6 +3,7 @@
 
 pub mod assets;
 pub mod audit;
+pub mod cleanup;
 pub mod clocks;
 pub mod drift;
 pub mod explain;

@@ -85,12 +85,12 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let listener = http::bind(a.listen)?;
 
     let sys = SystemInfo::read();
-    let mut warnings = Vec::new();
+    let mut warnings = super::cleanup::warnings(a.tracefs.as_deref());
     settle(&mut cfg, &sys, plan.policy_explicit, &mut warnings)?;
     let stop = crate::stop_flag()?;
     let rows = ring_rows(cfg.interval, cfg.threads.len());
     let (mut producers, consumers) = measure::trace_rings(cfg.threads.len(), rows);
-    let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg, &mut warnings)).transpose()?.unzip();
+    let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg)).transpose()?.unzip();
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live, consumers);
 
     let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
@@ -170,17 +170,12 @@ fn trace_sizes(cpus: usize) -> (TraceBuffers, usize) {
 }
 
 /// Starts tracing the measured CPUs for `--explain`; with the header's line
-/// saying what is kept. Instances left by a killed rtick are warned of.
-fn start_trace(
-    a: &MonitorArgs,
-    cfg: &MeasureConfig,
-    warnings: &mut Vec<String>,
-) -> Result<(rtick::explain::Live, String)> {
+/// saying what is kept.
+fn start_trace(a: &MonitorArgs, cfg: &MeasureConfig) -> Result<(rtick::explain::Live, String)> {
     let cpus = cfg.measured_cpus()?;
     let root = rtick::ktrace::root(a.tracefs.as_deref());
     let (buffers, cap) = trace_sizes(cpus.len());
     let keep = keep(cfg.interval);
-    warnings.extend(super::explain::stale_warnings(&root));
     let live = rtick::explain::Live::start(&root, &cpus, buffers.kb, keep, cap).context("--explain")?;
     let event = std::mem::size_of::<rtick::ktrace::Event>();
     let line = format!(

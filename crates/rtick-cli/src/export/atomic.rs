@@ -11,7 +11,9 @@ use anyhow::{Context, Result};
 use tempfile::NamedTempFile;
 
 /// A temporary file beside its destination; renamed there by [`AtomicFile::commit`],
-/// removed if dropped uncommitted. A destination that is not a regular file
+/// removed if dropped uncommitted; named `.NAME.<pid>.XXXXXX.rtick-tmp`, so
+/// that one left by an rtick killed with SIGKILL is known and removed by the
+/// next rtick that writes into the directory. A destination that is not a regular file
 /// (a pipe, a terminal, /dev/null) is written directly: it cannot be
 /// replaced, and must not be. `-` (or /dev/stdout) is standard output, and
 /// the program's report for people then goes to standard error.
@@ -76,9 +78,11 @@ impl AtomicFile {
             _ => Path::new("."),
         };
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // What a killed rtick left here goes first: its pid, in the name, is dead.
+        rtick::leftovers::temp_files(dir).iter().for_each(|t| drop(t.remove()));
         let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".rtick-tmp")
+            .prefix(&rtick::leftovers::temp_prefix(&name))
+            .suffix(rtick::leftovers::TEMP_SUFFIX)
             .tempfile_in(dir)
             .map_err(cannot)?;
         Ok(AtomicFile { out: Out::Temp(tmp), dest: target })

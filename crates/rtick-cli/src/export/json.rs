@@ -314,6 +314,9 @@ pub struct LoadCommandJson {
     pub command: String,
     /// The process id of `sh` (the group's id); null when it did not start.
     pub pid: Option<u32>,
+    /// The cgroup it ran in, ended with it; null: none could be made (no writable cgroup v2 hierarchy), it ran in its process group only.
+    #[serde(default)]
+    pub cgroup: Option<String>,
     /// How long it was up to the stop (ns).
     pub ran_ns: i64,
     /// It exited by itself this long after its start (ns), before the end of the run: the load stopped then. Null: it ran to the end.
@@ -332,6 +335,7 @@ impl LoadCommandJson {
         LoadCommandJson {
             command: command.into(),
             pid: None,
+            cgroup: None,
             ran_ns: 0,
             exited_early_after_ns: None,
             stopped_with: Vec::new(),

@@ -1,5 +1,7 @@
-//! `--load-cmd`: any command as a load, through `sh -c`, in a process group
-//! of its own — so that a terminal's Ctrl-C reaches rtick alone (which then
+//! `--load-cmd`: any command as a load, through `sh -c`, in a cgroup of its
+//! own where one can be made (see [`rtick::child_cgroup`]: nothing it
+//! forks outlives rtick unnoticed, even a SIGKILLed rtick), and in a process
+//! group of its own — so that a terminal's Ctrl-C reaches rtick alone (which then
 //! ends the load in order), and so that the whole group, with whatever the
 //! command started, can be ended at once: SIGTERM, then SIGKILL after
 //! [`GRACE`] for a group that ignores it.
@@ -19,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOptions};
+
+use rtick::child_cgroup::ChildCgroup;
 
 use crate::export::json::LoadCommandJson;
 
@@ -47,9 +51,10 @@ impl Command {
         let mut sh = std::process::Command::new("sh");
         rtick::rt::set_child_affinity(&mut sh, cpus).context("--load-cpus: cannot confine the --load-cmd")?;
         // Spawned from the main thread, which lives as long as rtick: if rtick
-        // is killed with SIGKILL (no chance to end the group), the kernel
-        // kills `sh` — and the command, when sh runs it by exec — with it.
+        // is killed with SIGKILL, the kernel kills `sh` with it — not what sh
+        // forked; the cgroup holds that.
         rtick::rt::kill_with_parent(&mut sh);
+        let cgroup = cgroup(&mut sh)?;
         // An early exit is timed from here, not from the watcher's start.
         let spawned = Instant::now();
         let child = sh
@@ -60,11 +65,15 @@ impl Command {
             .spawn()
             .with_context(|| format!("--load-cmd: cannot start sh -c '{cmd}'"))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let json = LoadCommandJson { pid: Some(child.id()), ..LoadCommandJson::planned(cmd) };
+        let json = LoadCommandJson {
+            pid: Some(child.id()),
+            cgroup: cgroup.as_ref().map(|c| c.dir().display().to_string()),
+            ..LoadCommandJson::planned(cmd)
+        };
         let flag = stop.clone();
         let watcher = std::thread::Builder::new()
             .name("load-cmd".into())
-            .spawn(move || watch(child, json, &flag, spawned))
+            .spawn(move || watch(child, cgroup, json, &flag, spawned))
             .context("starting the --load-cmd watcher thread")?;
         Ok(Command { stop, watcher })
     }
@@ -76,9 +85,38 @@ impl Command {
     }
 }
 
-/// Waits for the stop flag (noting an early exit), then ends the group,
-/// and only then reaps its leader.
-fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned: Instant) -> LoadCommandJson {
+/// A cgroup of rtick's own for the command, which `sh` joins before it runs
+/// anything; `None` where no cgroup v2 hierarchy is writable (not root), said
+/// in a warning: then only the process group and `PR_SET_PDEATHSIG` end it.
+fn cgroup(sh: &mut std::process::Command) -> Result<Option<ChildCgroup>> {
+    let made = match rtick::cgroup::v2_mount(&rtick::system::SysRoot::default()) {
+        Some(mount) => ChildCgroup::create(std::path::Path::new(&mount)).map_err(|e| format!("{mount}: {e}")),
+        None => Err("no cgroup2 file system is mounted".into()),
+    };
+    match made {
+        Ok(cg) => {
+            cg.adopt(sh).with_context(|| format!("--load-cmd: cannot join the cgroup {}", cg.dir().display()))?;
+            Ok(Some(cg))
+        }
+        Err(why) => {
+            println!(
+                "warning: --load-cmd runs in a process group only, not a cgroup of its own ({why}): \
+                 should rtick be killed with SIGKILL, what the command started may go on running"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Waits for the stop flag (noting an early exit), then ends the group and
+/// the cgroup, and only then reaps its leader and removes the cgroup.
+fn watch(
+    mut child: Child,
+    cgroup: Option<ChildCgroup>,
+    mut json: LoadCommandJson,
+    stop: &AtomicBool,
+    spawned: Instant,
+) -> LoadCommandJson {
     let pgid = Pid::from_child(&child);
     // WNOWAIT: notices the leader's exit but leaves it a zombie (see the module's doc).
     let leader_exited = || {
@@ -112,11 +150,19 @@ fn watch(mut child: Child, mut json: LoadCommandJson, stop: &AtomicBool, spawned
             std::thread::sleep(GRACE_POLL);
         }
     }
+    // What left the group (setsid) is still in the cgroup.
+    if let Some(cg) = cgroup.as_ref().filter(|c| c.populated()) {
+        let _ = cg.kill();
+        if json.stopped_with.last().is_none_or(|s| s != "SIGKILL") {
+            json.stopped_with.push("SIGKILL".into());
+        }
+    }
     // The group is ended (or killed): the leader can be reaped now.
     if let Ok(s) = child.wait() {
         json.exit_code = s.code();
         json.exit_signal = s.signal();
     }
+    drop(cgroup);
     json
 }
 

@@ -168,7 +168,7 @@ pub fn stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
         .flatten()
         .filter(|entry| {
             let name = entry.file_name();
-            let pid = name.to_str().and_then(|n| n.strip_prefix("rtick-")).and_then(|p| p.parse::<i32>().ok());
+            let pid = name.to_str().and_then(crate::leftovers::owner);
             pid.is_some_and(|pid| !crate::sys::process::exists(pid))
         })
         .map(|entry| entry.path())
@@ -182,9 +182,14 @@ pub fn stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
 pub fn remove_stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
     let found = stale(tracefs)?;
     for dir in &found {
-        Instance { dir: dir.clone(), removed: false }.remove()?;
+        remove_instance(dir)?;
     }
     Ok(found)
+}
+
+/// Stops the instance at `dir` recording and removes it (gone already: done).
+pub fn remove_instance(dir: &Path) -> Result<()> {
+    Instance { dir: dir.to_path_buf(), removed: false }.remove()
 }
 
 /// A tracefs root: it exists, it is mounted (has `instances`), we may use it.

@@ -15,6 +15,17 @@ pub fn exists(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Sends SIGKILL to the process `pid` (positive: never a group); a
+/// process already gone is not an error worth reporting.
+pub fn kill(pid: i32) {
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: kill(2) with a positive pid signals that one process and
+    // touches no memory of ours.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,117 @@
+//! `rtick cleanup`: removes what rtick processes killed with SIGKILL left —
+//! tracefs instances that still trace, cgroups whose `--load-cmd` still
+//! runs, temporary output files — and the warning every measuring command
+//! prints about them, naming this command.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use rtick::leftovers::{Kind, Leftover};
+use rtick::system::SysRoot;
+
+use crate::Usage;
+
+/// Options of `rtick cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Directories to look for temporary output files (.NAME.PID.XXXXXX.rtick-tmp) in [default: the current directory].
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+
+    /// The tracefs directory to look for instances in [default: /sys/kernel/tracing].
+    #[arg(long, value_name = "DIR")]
+    pub tracefs: Option<PathBuf>,
+
+    /// List what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Finds and removes the leftovers; exit 1 when one could not be removed.
+pub fn run(a: &CleanupArgs) -> Result<ExitCode> {
+    if let Some(d) = a.dirs.iter().find(|d| !d.is_dir()) {
+        return Err(Usage(format!("DIR: {} is not a directory", d.display())).into());
+    }
+    let dirs = if a.dirs.is_empty() { vec![PathBuf::from(".")] } else { a.dirs.clone() };
+    let root = rtick::ktrace::root(a.tracefs.as_deref());
+    let mut found = rtick::leftovers::find(&root, &SysRoot::default());
+    found.extend(dirs.iter().flat_map(|d| rtick::leftovers::temp_files(d)));
+    if found.is_empty() {
+        println!("nothing left by a killed rtick");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failed = false;
+    for l in &found {
+        // Described first: a cgroup's processes are gone after.
+        let what = describe(l);
+        if a.dry_run {
+            println!("would remove {what}");
+            continue;
+        }
+        match l.remove() {
+            Ok(()) => println!("removed {what}"),
+            Err(e) => {
+                eprintln!("rtick: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// What a leftover is, for people.
+fn describe(l: &Leftover) -> String {
+    let (path, pid) = (l.path.display(), l.pid);
+    match &l.kind {
+        Kind::Instance => format!("{path}: a tracefs instance of rtick {pid}, still tracing"),
+        Kind::Cgroup { pids } if pids.is_empty() => format!("{path}: the empty cgroup of rtick {pid}"),
+        Kind::Cgroup { pids } => format!("{path}: the cgroup of rtick {pid}'s --load-cmd, with {}", pid_list(pids)),
+        Kind::TempFile => format!("{path}: a temporary output file of rtick {pid}"),
+    }
+}
+
+fn pid_list(pids: &[i32]) -> String {
+    let list: Vec<String> = pids.iter().map(|p| format!("{p} ({})", comm(*p))).collect();
+    format!("pid{} {}", if pids.len() == 1 { "" } else { "s" }, list.join(", "))
+}
+
+/// A process's command name, for a warning ("?" when unreadable).
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or_else(|_| "?".into(), |c| c.trim().to_string())
+}
+
+/// The warnings a measuring command prints about what killed rticks left:
+/// instances under `tracefs` (default /sys/kernel/tracing), cgroups, and
+/// temporary files in the current directory. Each names the command that
+/// removes it.
+pub fn warnings(tracefs: Option<&Path>) -> Vec<String> {
+    let root = rtick::ktrace::root(tracefs);
+    let mut found = rtick::leftovers::find(&root, &SysRoot::default());
+    found.extend(rtick::leftovers::temp_files(Path::new(".")));
+    let cmd = match tracefs {
+        Some(t) if !found.is_empty() && root != rtick::ktrace::root(None) => {
+            format!("rtick cleanup --tracefs {}", t.display())
+        }
+        _ => "rtick cleanup".into(),
+    };
+    found
+        .iter()
+        .map(|l| {
+            let (path, pid) = (l.path.display(), l.pid);
+            let gone = format!("{path} was left by an rtick that no longer runs (pid {pid})");
+            match &l.kind {
+                Kind::Instance => {
+                    format!("{gone}, and still traces (slowing what is measured): `{cmd}` removes it")
+                }
+                Kind::Cgroup { pids } if pids.is_empty() => format!("{gone}, empty: `{cmd}` removes it"),
+                Kind::Cgroup { pids } => format!(
+                    "{gone}, with its --load-cmd still running ({}: a load on what is measured): `{cmd}` ends it",
+                    pid_list(pids)
+                ),
+                Kind::TempFile => format!("{gone}: a temporary output file, never completed: `{cmd}` removes it"),
+            }
+        })
+        .collect()
+}
