@@ -15,6 +15,11 @@ use tempfile::NamedTempFile;
 /// (a pipe, a terminal, /dev/null) is written directly: it cannot be
 /// replaced, and must not be. `-` (or /dev/stdout) is standard output, and
 /// the program's report for people then goes to standard error.
+/// The names of standard output: one output may go there.
+pub const STDOUT_NAMES: [&str; 4] = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"];
+/// The names of standard error, written in place.
+pub const STDERR_NAMES: [&str; 3] = ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"];
+
 #[derive(Debug)]
 pub struct AtomicFile {
     out: Out,
@@ -39,7 +44,7 @@ impl AtomicFile {
             format!("{option}: cannot write {}: {}", dest.display(), e.split(" at path ").next().unwrap_or(&e))
         };
         match dest.to_str() {
-            Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => {
+            Some(n) if STDOUT_NAMES.contains(&n) => {
                 // The report for people moves to stderr; one output may have stdout.
                 static TAKEN: AtomicBool = AtomicBool::new(false);
                 if TAKEN.swap(true, Ordering::SeqCst) {
@@ -48,7 +53,7 @@ impl AtomicFile {
                 let fd = rtick::system::divert_stdout_to_stderr().map_err(cannot)?;
                 return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
             }
-            Some("/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") => {
+            Some(n) if STDERR_NAMES.contains(&n) => {
                 let fd = std::io::stderr().as_fd().try_clone_to_owned().map_err(cannot)?;
                 return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
             }
