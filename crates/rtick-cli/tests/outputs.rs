@@ -113,3 +113,23 @@ fn two_outputs_naming_one_file_are_a_usage_error_before_the_run() {
     // Special files are written in place and may be shared.
     ok(&measure("--json", "/dev/null", "--trace", "/dev/null"));
 }
+
+#[test]
+fn a_file_that_cannot_be_replaced_is_named_for_its_real_cause() {
+    // /proc/version exists, but /proc takes no temporary file to rename over it.
+    for (dest, want) in [
+        ("/proc/version", "--json: cannot replace /proc/version: cannot create a temporary file in /proc"),
+        ("/proc/rtick-new.json", "--json: cannot create /proc/rtick-new.json: cannot create a temporary file in /proc"),
+        (
+            "/nonexistent-dir/r.json",
+            "--json: cannot create /nonexistent-dir/r.json: the directory /nonexistent-dir does not exist",
+        ),
+    ] {
+        let o = rtick(&[&MOCK[..], &PLAIN, &["--json", dest]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "want '{want}': {err}");
+        assert!(!err.contains("No such file"), "{err}");
+    }
+}

@@ -85,7 +85,7 @@ impl AtomicFile {
             .prefix(&format!(".{name}."))
             .suffix(".rtick-tmp")
             .tempfile_in(dir)
-            .map_err(cannot)?;
+            .map_err(|e| no_temp(option, dest, dir, e))?;
         Ok(AtomicFile { out: Out::Temp(tmp), dest: target })
     }
 
@@ -133,6 +133,30 @@ impl AtomicFile {
         }
         Ok(())
     }
+}
+
+/// The error when no temporary file can be created beside `dest`: the
+/// file is written whole under another name and renamed, so its directory
+/// must take new files (/proc, /sys and read-only mounts do not).
+fn no_temp(option: &str, dest: &Path, dir: &Path, e: std::io::Error) -> String {
+    if !dir.is_dir() {
+        return format!(
+            "{option}: cannot create {}: the directory {} does not exist; create it or choose another",
+            dest.display(),
+            dir.display()
+        );
+    }
+    let what = if dest.symlink_metadata().is_ok() { "cannot replace" } else { "cannot create" };
+    // ENOENT in an existing directory: a filesystem such as /proc or /sys.
+    let why = match e.kind() {
+        std::io::ErrorKind::NotFound => "it takes no new files".to_string(),
+        _ => e.to_string().split(" (os error").next().unwrap_or_default().to_lowercase(),
+    };
+    format!(
+        "{option}: {what} {}: cannot create a temporary file in {} ({why}); write to a directory where files can be created",
+        dest.display(),
+        dir.display()
+    )
 }
 
 /// This process's umask, from /proc/self/status (022 when unreadable).
