@@ -167,7 +167,7 @@ pub struct MeasureArgs {
     pub compare: bool,
 
     /// Slice length of --compare [plain number: s].
-    #[arg(long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(long, value_name = "TIME", default_value = "1", requires = "compare", allow_negative_numbers = true, value_parser = units::duration)]
     pub slice: Nanos,
 
     /// Stop after this many wake-ups per thread (and mechanism).
@@ -219,7 +219,7 @@ pub struct MeasureArgs {
     pub histogram: Option<PathBuf>,
 
     /// Range of the --histogram buckets [plain number: µs].
-    #[arg(long, value_name = "TIME", default_value = "1000", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(long, value_name = "TIME", default_value = "1000", requires = "histogram", allow_negative_numbers = true, value_parser = units::micros)]
     pub histogram_max: Nanos,
 
     /// Trace ring capacity per thread, in rows.
@@ -295,8 +295,8 @@ pub struct LoopArgs {
     #[arg(short, long, value_name = "CPUSET", num_args = 0..=1)]
     pub affinity: Option<Option<String>>,
 
-    /// One thread per CPU, each pinned to its CPU (like cyclictest -S).
-    #[arg(short = 'S', long)]
+    /// One thread per CPU, each pinned to its CPU (like cyclictest -S); not with -t or -a, which it sets.
+    #[arg(short = 'S', long, conflicts_with_all = ["threads", "affinity"])]
     pub smp: bool,
 
     /// Real-time priority 1–99 (implies --policy fifo) [default: fifo 90].
@@ -312,11 +312,11 @@ pub struct LoopArgs {
     pub clock: ClockId,
 
     /// Lock memory with mlockall and prefault it (the default).
-    #[arg(long, overrides_with = "no_mlock")]
+    #[arg(long, conflicts_with = "no_mlock")]
     pub mlock: bool,
 
     /// Do not lock memory.
-    #[arg(long, overrides_with = "mlock")]
+    #[arg(long)]
     pub no_mlock: bool,
 
     /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.

@@ -39,6 +39,13 @@ fn invalid_values_exit_2_with_one_line() {
         (&["--trace", "/nonexistent-dir/t.csv"], "--trace"),
         (&["--histogram", "/"], "--histogram"),
         (&["--frobnicate"], "--frobnicate"),
+        // Contradictions: one of the two would win without a word.
+        (&["-S", "-a", "0"], "'--smp' cannot be used with '--affinity"),
+        (&["-S", "-t", "4"], "'--smp' cannot be used with '--threads"),
+        (&["--mlock", "--no-mlock"], "'--mlock' cannot be used with '--no-mlock'"),
+        // Options of an option not given would be ignored.
+        (&["--slice", "2"], "--compare"),
+        (&["--histogram-max", "50"], "--histogram"),
     ];
     for (args, option) in cases {
         let (o, left) = measure_with(args);
