@@ -11,6 +11,7 @@ fn invalid_values_exit_2_with_one_line() {
         (&["-i", "-5"], "--interval"),
         (&["-i", "abc"], "--interval"),
         (&["-i", "5 parsecs"], "--interval"),
+        (&["-i", "0.5ns"], "less than 1 ns"),
         (&["-l", "0"], "--loops"),
         (&["-l", "x"], "--loops"),
         (&["-D", "0"], "--duration"),
