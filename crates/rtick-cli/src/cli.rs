@@ -49,7 +49,7 @@ pub enum Command {
 /// Options of `rtick report`. The kind of each file is detected from its content.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// rtick measure --json or --trace files, cyclictest --json files or -h histograms.
+    /// rtick measure --json, --trace or --histogram files, cyclictest --json files or -h histograms.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
