@@ -52,7 +52,7 @@ pub enum Command {
 /// Options of `rtick report`. The kind of each file is detected from its content.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// rtick measure --json or --trace files, cyclictest --json files or -h histograms.
+    /// rtick measure --json, --trace or --histogram files, cyclictest --json files or -h histograms.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
@@ -176,7 +176,7 @@ pub struct MeasureArgs {
     pub compare: bool,
 
     /// Slice length of --compare [plain number: s].
-    #[arg(long, value_name = "TIME", default_value = "1", allow_hyphen_values = true, value_parser = units::duration)]
+    #[arg(long, value_name = "TIME", default_value = "1", requires = "compare", allow_hyphen_values = true, value_parser = units::duration)]
     pub slice: Nanos,
 
     /// Stop after this many wake-ups per thread (and mechanism).
@@ -228,7 +228,7 @@ pub struct MeasureArgs {
     pub histogram: Option<PathBuf>,
 
     /// Range of the --histogram buckets [plain number: µs].
-    #[arg(long, value_name = "TIME", default_value = "1000", allow_hyphen_values = true, value_parser = units::micros)]
+    #[arg(long, value_name = "TIME", default_value = "1000", requires = "histogram", allow_hyphen_values = true, value_parser = units::micros)]
     pub histogram_max: Nanos,
 
     /// Trace ring capacity per thread, in rows.
@@ -305,8 +305,8 @@ pub struct LoopArgs {
     #[arg(short, long, value_name = "CPUSET", num_args = 0..=1)]
     pub affinity: Option<Option<String>>,
 
-    /// One thread per CPU, each pinned to its CPU (like cyclictest -S).
-    #[arg(short = 'S', long)]
+    /// One thread per CPU, each pinned to its CPU (like cyclictest -S); not with -t or -a, which it sets.
+    #[arg(short = 'S', long, conflicts_with_all = ["threads", "affinity"])]
     pub smp: bool,
 
     /// Real-time priority 1–99 (implies --policy fifo) [default: fifo 90].
@@ -322,11 +322,11 @@ pub struct LoopArgs {
     pub clock: ClockId,
 
     /// Lock memory with mlockall and prefault it (the default).
-    #[arg(long, overrides_with = "no_mlock")]
+    #[arg(long, conflicts_with = "no_mlock")]
     pub mlock: bool,
 
     /// Do not lock memory.
-    #[arg(long, overrides_with = "mlock")]
+    #[arg(long)]
     pub no_mlock: bool,
 
     /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.

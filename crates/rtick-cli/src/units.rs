@@ -66,6 +66,10 @@ pub fn parse_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, Stri
     if ns > i64::MAX as f64 / 2.0 {
         return Err(format!("'{s}' is too large"));
     }
+    // Not rounded up (or down to zero) without a word: no clock resolves less.
+    if ns > 0.0 && ns < 1.0 {
+        return Err(format!("'{s}' is less than 1 ns, the finest resolution a clock has"));
+    }
     Ok(Nanos(ns.round() as i64))
 }
 

@@ -11,6 +11,7 @@ fn invalid_values_exit_2_with_one_line() {
         (&["-i", "-5"], "--interval"),
         (&["-i", "abc"], "--interval"),
         (&["-i", "5 parsecs"], "--interval"),
+        (&["-i", "0.5ns"], "less than 1 ns"),
         (&["-l", "0"], "--loops"),
         (&["-l", "x"], "--loops"),
         (&["-D", "0"], "--duration"),
@@ -45,6 +46,13 @@ fn invalid_values_exit_2_with_one_line() {
         (&["--trace", "/nonexistent-dir/t.csv"], "--trace"),
         (&["--histogram", "/"], "--histogram"),
         (&["--frobnicate"], "--frobnicate"),
+        // Contradictions: one of the two would win without a word.
+        (&["-S", "-a", "0"], "'--smp' cannot be used with '--affinity"),
+        (&["-S", "-t", "4"], "'--smp' cannot be used with '--threads"),
+        (&["--mlock", "--no-mlock"], "'--mlock' cannot be used with '--no-mlock'"),
+        // Options of an option not given would be ignored.
+        (&["--slice", "2"], "--compare"),
+        (&["--histogram-max", "50"], "--histogram"),
     ];
     for (args, option) in cases {
         let (o, left) = measure_with(args);

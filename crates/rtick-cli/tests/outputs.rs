@@ -69,3 +69,67 @@ fn symlinks_are_followed_and_modes_kept() {
     ok(&rtick(&[&MOCK[..], &PLAIN, &["--json", path_str(&link)]].concat()));
     assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
 }
+
+#[test]
+fn two_outputs_naming_one_file_are_a_usage_error_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name);
+    std::fs::write(p("old.json"), "kept\n").unwrap();
+    std::os::unix::fs::symlink("old.json", p("link.json")).unwrap();
+    std::fs::hard_link(p("old.json"), p("hard.json")).unwrap();
+    let new = path_str(&p("new.json")).to_string();
+    let respelled = format!("{}/./new.json", dir.path().display());
+    let measure = |a: &str, b: &str, c: &str, d: &str| rtick(&[&MOCK[..], &PLAIN, &[a, b, c, d]].concat());
+    let cases = [
+        ("--trace", measure("--json", &new, "--trace", &new)),
+        ("--histogram", measure("--json", &new, "--histogram", &respelled)),
+        ("--trace", measure("--json", path_str(&p("link.json")), "--trace", path_str(&p("old.json")))),
+        ("--histogram", measure("--trace", path_str(&p("hard.json")), "--histogram", path_str(&p("old.json")))),
+        ("--plot", measure("--json", path_str(&p("x.svg")), "--plot", path_str(&p("x.svg")))),
+        ("--hdr-log", rtick(&["report", path_str(&p("old.json")), "--json", &new, "--hdr-log", &respelled])),
+        (
+            "--hdr-log",
+            rtick(&[
+                "report",
+                path_str(&p("old.json")),
+                "--json",
+                path_str(&p("link.json")),
+                "--hdr-log",
+                path_str(&p("hard.json")),
+            ]),
+        ),
+    ];
+    for (option, o) in cases {
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{option}: ")) && err.contains("is the same file as"), "{err}");
+        assert!(!err.contains("count"), "nothing ran: {err}");
+    }
+    assert!(!p("new.json").exists() && !p("x.svg").exists(), "no file was created");
+    assert_eq!(std::fs::read_to_string(p("old.json")).unwrap(), "kept\n");
+    let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(leftovers, 3, "no temporary file was left");
+    // Special files are written in place and may be shared.
+    ok(&measure("--json", "/dev/null", "--trace", "/dev/null"));
+}
+
+#[test]
+fn a_file_that_cannot_be_replaced_is_named_for_its_real_cause() {
+    // /proc/version exists, but /proc takes no temporary file to rename over it.
+    for (dest, want) in [
+        ("/proc/version", "--json: cannot replace /proc/version: cannot create a temporary file in /proc"),
+        ("/proc/rtick-new.json", "--json: cannot create /proc/rtick-new.json: cannot create a temporary file in /proc"),
+        (
+            "/nonexistent-dir/r.json",
+            "--json: cannot create /nonexistent-dir/r.json: the directory /nonexistent-dir does not exist",
+        ),
+    ] {
+        let o = rtick(&[&MOCK[..], &PLAIN, &["--json", dest]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "want '{want}': {err}");
+        assert!(!err.contains("No such file"), "{err}");
+    }
+}

@@ -137,6 +137,16 @@ fn comparison_has_ratio_columns() {
     assert!(line.split_whitespace().any(|c| c == "0.33"), "{line}");
 }
 
+/// `text` (pretty JSON) with its top-level `field` set to `value` (removed when empty).
+fn versioned(text: &str, field: &str, value: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    match value {
+        "" => v.as_object_mut().unwrap().remove(field),
+        _ => v.as_object_mut().unwrap().insert(field.into(), serde_json::from_str(value).unwrap()),
+    };
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
 #[test]
 fn bad_input_exits_1_naming_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,6 +193,25 @@ fn bad_input_exits_1_naming_file_and_line() {
             ),
             ":2: latency_ns is not",
         ),
+        // Negative counts and buckets are not dropped: the file is damaged.
+        (
+            w("chist-neg-overflow.txt", classic.replace("Overflows: 00000 00001", "Overflows: 00000 -0001").as_bytes()),
+            ":207: '# Histogram Overflows:' '-0001' is not a count ≥ 0",
+        ),
+        (w("chist-neg-bucket.txt", classic.replacen("000003 ", "-00003 ", 1).as_bytes()), ":6: bucket -3 is negative"),
+        (
+            w("cjson-neg-count.json", cjson.replacen("\"3\": 383", "\"3\": -383", 1).as_bytes()),
+            "count -383 of bucket 3",
+        ),
+        (w("cjson-neg-bucket.json", cjson.replacen("\"3\": 383", "\"-3\": 383", 1).as_bytes()), "bucket '-3' is not"),
+        // A format version this rtick does not know is refused, naming the field and the one it reads.
+        (w("v99.json", versioned(&mjson, "schema_version", "99").as_bytes()), "\"schema_version\" is 99, a version"),
+        (w("vone.json", versioned(&mjson, "schema_version", "\"one\"").as_bytes()), "\"schema_version\" is \"one\""),
+        (
+            w("vnone.json", versioned(&mjson, "schema_version", "").as_bytes()),
+            "no \"schema_version\"; this rtick reads rtick measure --json files of schema_version 1",
+        ),
+        (w("cv99.json", versioned(&cjson, "file_version", "99").as_bytes()), "\"file_version\" is 99, a version"),
         (w("unknown.txt", b"hello world\nthis is not a run\n"), "unknown content"),
         (w("empty.txt", b""), "unknown content"),
         (w("other.json", b"{\"answer\": 42}"), "neither rtick measure results nor cyclictest"),
@@ -198,6 +227,34 @@ fn bad_input_exits_1_naming_file_and_line() {
         assert!(err.contains(path_str(&path)) && err.contains(want), "{}: want '{want}': {err}", path.display());
         assert!(!err.contains("panicked"));
     }
+    // A baseline is read by the same rules.
+    let old = w("base99.json", versioned(&mjson, "schema_version", "99").as_bytes());
+    let o = rtick(&["report", path_str(&mj), "--baseline", path_str(&old)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(path_str(&old)) && err.contains("\"schema_version\" is 99"), "{err}");
+}
+
+/// rtick's own --histogram file, one histogram per mechanism, each named
+/// in its header with its buckets' width (here ns, from -N).
+#[test]
+fn rtick_histogram_of_two_mechanisms_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("h.txt");
+    let mut args = vec!["measure", "-m", "mock,clock_nanosleep", "--mock-latencies=1000,3000", "-l", "20", "-N"];
+    args.extend_from_slice(&PLAIN);
+    args.extend_from_slice(&["--histogram", path_str(&h), "--histogram-max", "100ms"]);
+    ok(&rtick(&args));
+    let (j, out) = report_json(&[path_str(&h)]);
+    assert_eq!(j["inputs"][0]["kind"], "rtick histogram", "{j}");
+    assert!(out.contains("(rtick histogram)"), "{out}");
+    let rows = j["results"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["mechanism"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mock", "clock_nanosleep"]);
+    assert!(rows.iter().all(|r| r["count"] == 20), "{j}");
+    // The mock's exact latencies, in ns buckets as the header says.
+    assert_eq!((rows[0]["min_ns"].as_i64(), rows[0]["max_ns"].as_i64()), (Some(1000), Some(3000)), "{j}");
+    assert_eq!(rows[0]["percentiles_ns"]["99"], 3000, "{j}");
 }
 
 fn png_size(p: &Path) -> (u32, u32) {

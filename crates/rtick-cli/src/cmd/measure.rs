@@ -54,6 +54,12 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     let runs = Runs::plan(a, &plan.cfg, &cpus)?;
     // Read (and refused) before anything is created or changed.
     let idle_states = a.deepest_idle_state.map(|_| idle_states(a, &plan.cfg)).transpose()?;
+    crate::export::distinct::check(&[
+        ("--json", a.json.as_deref()),
+        ("--trace", a.trace.as_deref()),
+        ("--histogram", a.histogram.as_deref()),
+        ("--plot", a.plot.as_deref()),
+    ])?;
     if let Some(p) = &a.plot {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }

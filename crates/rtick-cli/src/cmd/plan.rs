@@ -7,7 +7,7 @@
 use rtick::measure::{HistogramSpec, MeasureConfig, MAX_HISTOGRAM_BUCKETS};
 use rtick::rt::{Policy, ThreadSetup, DEFAULT_STACK_PREFAULT};
 use rtick::wait::HybridSlack;
-use rtick::{Mechanism, Nanos};
+use rtick::{ClockId, Mechanism, Nanos};
 
 use crate::cli::{LoopArgs, MeasureArgs};
 use crate::Usage;
@@ -85,6 +85,9 @@ pub fn loop_plan(a: &LoopArgs, all_by_default: bool, cpus: &Cpus) -> Result<Plan
             return Err(usage(format!("--hybrid-slack: {v} is not shorter than the interval {}", a.interval)));
         }
     }
+    if let Some(res) = a.clock.resolution() {
+        above_resolution(a.interval, a.clock, res)?;
+    }
     let (policy, priority) = policy(a)?;
     let setups = pinning(a, thread_count(a, cpus)?, cpus)?
         .into_iter()
@@ -114,6 +117,18 @@ pub fn loop_plan(a: &LoopArgs, all_by_default: bool, cpus: &Cpus) -> Result<Plan
         mlock: !a.no_mlock,
         mlock_explicit: a.mlock,
     })
+}
+
+/// An interval shorter than the clock's resolution (`clock_getres`: 1 ns
+/// with high-resolution timers, a tick without) cannot be kept.
+fn above_resolution(interval: Nanos, clock: ClockId, res: Nanos) -> Result<(), Usage> {
+    match interval < res {
+        true => Err(usage(format!(
+            "-i/--interval: {interval} is below the resolution of {} ({res}, from clock_getres); give at least {res}",
+            clock.kernel_name()
+        ))),
+        false => Ok(()),
+    }
 }
 
 /// The mechanisms named, in order, each once (`all`: every public one).
@@ -234,6 +249,22 @@ mod tests {
                 assert!(e.0.starts_with("-a/--affinity: ") || e.0.starts_with("-S/--smp: "), "{extra:?}: {e}");
                 assert_eq!(e.0.lines().count(), 1, "{e}");
             }
+        }
+    }
+
+    #[test]
+    fn an_interval_below_the_clock_resolution_is_refused() {
+        let tick = Nanos::from_ms(4);
+        let e = above_resolution(Nanos::from_ms(1), ClockId::Monotonic, tick).expect_err("1 ms < a 4 ms tick");
+        assert!(e.0.starts_with("-i/--interval: 1.00 ms is below the resolution of CLOCK_MONOTONIC (4.00 ms"), "{e}");
+        assert!(above_resolution(tick, ClockId::Monotonic, tick).is_ok());
+        // This machine's clock, through the plan.
+        let res = ClockId::Monotonic.resolution().expect("clock_getres(CLOCK_MONOTONIC)");
+        let cpus = Cpus { online: 1, allowed: vec![0] };
+        let at = |ns: i64| plan(&args(&["-i", &format!("{ns}ns")]), &cpus).map(|_| ());
+        assert!(at(res.as_ns()).is_ok());
+        if res > Nanos(1) {
+            assert!(at(res.as_ns() - 1).unwrap_err().0.contains("below the resolution"));
         }
     }
 

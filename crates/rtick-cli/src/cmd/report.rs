@@ -45,6 +45,8 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
             return Err(Usage("--buckets: the width must be greater than zero".into()).into());
         }
     }
+    let outputs = [("--json", a.json.as_deref()), ("--plot", a.plot.as_deref()), ("--hdr-log", a.hdr_log.as_deref())];
+    crate::export::distinct::check(&outputs)?;
     let plot_file = plot::PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let hdr = AtomicFile::create_opt("--hdr-log", a.hdr_log.as_deref())?;

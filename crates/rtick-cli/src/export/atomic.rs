@@ -17,6 +17,11 @@ use tempfile::NamedTempFile;
 /// (a pipe, a terminal, /dev/null) is written directly: it cannot be
 /// replaced, and must not be. `-` (or /dev/stdout) is standard output, and
 /// the program's report for people then goes to standard error.
+/// The names of standard output: one output may go there.
+pub const STDOUT_NAMES: [&str; 4] = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"];
+/// The names of standard error, written in place.
+pub const STDERR_NAMES: [&str; 3] = ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"];
+
 #[derive(Debug)]
 pub struct AtomicFile {
     out: Out,
@@ -41,7 +46,7 @@ impl AtomicFile {
             format!("{option}: cannot write {}: {}", dest.display(), e.split(" at path ").next().unwrap_or(&e))
         };
         match dest.to_str() {
-            Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => {
+            Some(n) if STDOUT_NAMES.contains(&n) => {
                 // The report for people moves to stderr; one output may have stdout.
                 static TAKEN: AtomicBool = AtomicBool::new(false);
                 if TAKEN.swap(true, Ordering::SeqCst) {
@@ -50,7 +55,7 @@ impl AtomicFile {
                 let fd = rtick::system::divert_stdout_to_stderr().map_err(cannot)?;
                 return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
             }
-            Some("/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") => {
+            Some(n) if STDERR_NAMES.contains(&n) => {
                 let fd = std::io::stderr().as_fd().try_clone_to_owned().map_err(cannot)?;
                 return Ok(AtomicFile { out: Out::Std(File::from(fd)), dest: dest.to_path_buf() });
             }
@@ -84,7 +89,7 @@ impl AtomicFile {
             .prefix(&rtick::leftovers::temp_prefix(&name))
             .suffix(rtick::leftovers::TEMP_SUFFIX)
             .tempfile_in(dir)
-            .map_err(cannot)?;
+            .map_err(|e| no_temp(option, dest, dir, e))?;
         Ok(AtomicFile { out: Out::Temp(tmp), dest: target })
     }
 
@@ -132,6 +137,30 @@ impl AtomicFile {
         }
         Ok(())
     }
+}
+
+/// The error when no temporary file can be created beside `dest`: the
+/// file is written whole under another name and renamed, so its directory
+/// must take new files (/proc, /sys and read-only mounts do not).
+fn no_temp(option: &str, dest: &Path, dir: &Path, e: std::io::Error) -> String {
+    if !dir.is_dir() {
+        return format!(
+            "{option}: cannot create {}: the directory {} does not exist; create it or choose another",
+            dest.display(),
+            dir.display()
+        );
+    }
+    let what = if dest.symlink_metadata().is_ok() { "cannot replace" } else { "cannot create" };
+    // ENOENT in an existing directory: a filesystem such as /proc or /sys.
+    let why = match e.kind() {
+        std::io::ErrorKind::NotFound => "it takes no new files".to_string(),
+        _ => e.to_string().split(" (os error").next().unwrap_or_default().to_lowercase(),
+    };
+    format!(
+        "{option}: {what} {}: cannot create a temporary file in {} ({why}); write to a directory where files can be created",
+        dest.display(),
+        dir.display()
+    )
 }
 
 /// This process's umask, from /proc/self/status (022 when unreadable).

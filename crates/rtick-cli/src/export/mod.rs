@@ -2,6 +2,7 @@
 //! Every file is written under a temporary name and renamed when complete.
 
 pub mod atomic;
+pub mod distinct;
 pub mod hdrlog;
 pub mod histogram;
 pub mod json;

@@ -7,6 +7,9 @@
 
 use super::{row, Dist, HistUnit, Series};
 
+/// The `file_version` of cyclictest's `--json` files that rtick reads.
+pub const FILE_VERSION: u64 = 1;
+
 pub fn looks_like_histogram(text: &str) -> bool {
     text.lines().any(|l| l.starts_with("# Histogram") || l.starts_with("# Max Latencies"))
         || text.lines().find(|l| !l.starts_with('#') && !l.trim().is_empty()).is_some_and(|l| {
@@ -15,10 +18,51 @@ pub fn looks_like_histogram(text: &str) -> bool {
         })
 }
 
-fn summary_line(text: &str, label: &str) -> Option<Vec<i64>> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(label))
-        .map(|rest| rest.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+/// The numbers of a summary line (`# Max Latencies: 00012 00009`), one per
+/// thread; whole numbers (counts: ≥ 0), or an error naming the line.
+fn summary_line(text: &str, label: &str, threads: usize) -> Result<Option<Vec<i64>>, String> {
+    let counts = matches!(label, "# Total:" | "# Histogram Overflows:");
+    let Some((i, rest)) = text.lines().enumerate().find_map(|(i, l)| Some((i, l.strip_prefix(label)?))) else {
+        return Ok(None);
+    };
+    let bad = |what: String| format!("{}: '{label}' {what}", i + 1);
+    let v: Vec<i64> = rest
+        .split_whitespace()
+        .map(|v| match v.parse::<i64>() {
+            Ok(n) if n >= 0 || !counts => Ok(n),
+            _ if counts => Err(bad(format!("'{v}' is not a count ≥ 0"))),
+            _ => Err(bad(format!("'{v}' is not a whole number"))),
+        })
+        .collect::<Result<_, _>>()?;
+    if v.len() != threads {
+        return Err(bad(format!("has {} values for {threads} threads", v.len())));
+    }
+    Ok(Some(v))
+}
+
+/// The rtick histogram header `# rtick VERSION histogram: mechanism NAME, buckets of N ns`:
+/// (mechanism, bucket width in ns).
+pub fn rtick_section(line: &str) -> Option<(&str, i64)> {
+    let rest = line.strip_prefix("# rtick ")?.split_once(" histogram: mechanism ")?.1;
+    let (name, unit) = rest.split_once(", buckets of ")?;
+    Some((name, unit.strip_suffix(" ns")?.parse().ok().filter(|u| *u > 0)?))
+}
+
+/// rtick's `--histogram` file: one cyclictest histogram per mechanism, each
+/// after its header line; its buckets' width is in the header. Errors name
+/// the line in the file.
+pub fn from_rtick_histogram(text: &str) -> Result<Vec<Series>, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (0..lines.len()).filter(|&i| rtick_section(lines[i]).is_some()).collect();
+    let mut out = Vec::new();
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+        let (mechanism, unit) = rtick_section(lines[start]).unwrap_or_default();
+        // Blank lines keep the numbering: an error's line is the file's.
+        let section = "\n".repeat(start) + &lines[start..end].join("\n");
+        out.extend(histogram_of(&section, unit, mechanism)?);
+    }
+    Ok(out)
 }
 
 /// `v` units in ns; `None` when it does not fit (a damaged file).
@@ -27,7 +71,11 @@ fn in_ns(v: i64, unit_ns: i64) -> Option<i64> {
 }
 
 pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String> {
-    let u: i64 = if unit == HistUnit::Nanos { 1 } else { 1000 };
+    histogram_of(text, if unit == HistUnit::Nanos { 1 } else { 1000 }, "cyclictest")
+}
+
+/// One histogram of `mechanism`, in buckets of `u` ns.
+fn histogram_of(text: &str, u: i64, mechanism: &str) -> Result<Vec<Series>, String> {
     let mut cols: Vec<Vec<(i64, u64)>> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -40,6 +88,9 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
             return Err(bad("a bucket without counts"));
         }
         let bucket: i64 = f[0].parse().map_err(|_| bad(&format!("'{}' is not a bucket number", f[0])))?;
+        if bucket < 0 {
+            return Err(bad(&format!("bucket {bucket} is negative")));
+        }
         let bucket = in_ns(bucket, u).ok_or_else(|| bad(&format!("bucket {bucket} is too large")))?;
         if cols.is_empty() {
             cols = vec![Vec::new(); f.len() - 1];
@@ -63,10 +114,10 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
         );
     }
     let threads = cols.len();
-    let get = |label: &str| summary_line(text, label).filter(|v| v.len() == threads);
+    let get = |label: &str| summary_line(text, label, threads);
     let (mins, avgs, maxs, overflows) =
-        (get("# Min Latencies:"), get("# Avg Latencies:"), get("# Max Latencies:"), get("# Histogram Overflows:"));
-    if let Some(total) = get("# Total:") {
+        (get("# Min Latencies:")?, get("# Avg Latencies:")?, get("# Max Latencies:")?, get("# Histogram Overflows:")?);
+    if let Some(total) = get("# Total:")? {
         for (t, (c, tot)) in cols.iter().zip(&total).enumerate() {
             let sum: u64 = c.iter().map(|x| x.1).sum();
             if sum != *tot as u64 {
@@ -79,7 +130,7 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
     let mut out = Vec::new();
     for (t, mut w) in cols.into_iter().enumerate() {
         w.sort_unstable();
-        let overflow = overflows.as_ref().map_or(0, |o| o[t].max(0) as u64);
+        let overflow = overflows.as_ref().map_or(0, |o| o[t] as u64);
         let dist = Dist { weighted: w, overflow, resolution_ns: u };
         let summary = |v: &Option<Vec<i64>>, label: &str| -> Result<Option<i64>, String> {
             v.as_ref()
@@ -93,7 +144,7 @@ pub fn from_histogram(text: &str, unit: HistUnit) -> Result<Vec<Series>, String>
             || dist.weighted.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / n.max(1) as f64,
             |a| a[t] as f64 * u as f64,
         );
-        let r = row("cyclictest", t, None, &dist, min, max, mean);
+        let r = row(mechanism, t, None, &dist, min, max, mean);
         out.push(Series { result: r, dist: Some(dist), timeline: None });
     }
     Ok(out)
@@ -121,8 +172,12 @@ pub fn from_json(v: &serde_json::Value) -> Result<Vec<Series>, String> {
         let mut w: Vec<(i64, u64)> = Vec::new();
         if let Some(h) = t.get("histogram").and_then(|h| h.as_object()) {
             for (b, c) in h {
-                let b: i64 = b.parse().map_err(|_| format!("thread {i}: histogram bucket '{b}' is not a number"))?;
-                let c = c.as_u64().ok_or(format!("thread {i}: histogram count of bucket {b} is not a number"))?;
+                let b: i64 = match b.parse() {
+                    Ok(n) if n >= 0 => n,
+                    _ => return Err(format!("thread {i}: histogram bucket '{b}' is not a bucket number ≥ 0")),
+                };
+                let c =
+                    c.as_u64().ok_or(format!("thread {i}: histogram count {c} of bucket {b} is not a count ≥ 0"))?;
                 w.push((in_ns(b, u).ok_or(format!("thread {i}: histogram bucket {b} is too large"))?, c));
             }
         }

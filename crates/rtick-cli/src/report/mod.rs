@@ -23,6 +23,7 @@ pub enum Kind {
     RtickTrace,
     CyclictestJson,
     CyclictestHistogram,
+    RtickHistogram,
 }
 
 impl Kind {
@@ -32,6 +33,7 @@ impl Kind {
             Kind::RtickTrace => "rtick trace CSV",
             Kind::CyclictestJson => "cyclictest JSON",
             Kind::CyclictestHistogram => "cyclictest histogram",
+            Kind::RtickHistogram => "rtick histogram",
         }
     }
 }
@@ -102,8 +104,13 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
         if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
+            version(&v, "file_version", cyclictest::FILE_VERSION, "cyclictest --json").map_err(at)?;
             (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if v.get("rtick_version").is_some() {
+            if v.get("results").is_some() {
+                let schema = u64::from(crate::export::json::SCHEMA_VERSION);
+                version(&v, "schema_version", schema, "rtick measure --json").map_err(at)?;
+            }
             let (series, b, l) = rtick_files::from_json(&v, &text).map_err(at)?;
             breakdown = b;
             load = l;
@@ -115,6 +122,8 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         let (series, b) = rtick_files::from_trace(&text).map_err(at)?;
         breakdown = b;
         (Kind::RtickTrace, series)
+    } else if text.lines().any(|l| cyclictest::rtick_section(l).is_some()) {
+        (Kind::RtickHistogram, cyclictest::from_rtick_histogram(&text).map_err(at)?)
     } else if cyclictest::looks_like_histogram(&text) {
         (Kind::CyclictestHistogram, cyclictest::from_histogram(&text, unit).map_err(at)?)
     } else {
@@ -127,6 +136,18 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         return Err(format!("{}: holds no measurement", path.display()));
     }
     Ok(Input { path: path.to_path_buf(), kind, series, breakdown, load })
+}
+
+/// Checks a JSON file's format version `field`: `supported` is the one
+/// read; another, or none, would be read wrongly without a word.
+fn version(v: &serde_json::Value, field: &str, supported: u64, writer: &str) -> Result<(), String> {
+    match v.get(field) {
+        Some(n) if n.as_u64() == Some(supported) => Ok(()),
+        Some(n) => Err(format!(
+            " \"{field}\" is {n}, a version this rtick cannot read; it reads {writer} files of {field} {supported}"
+        )),
+        None => Err(format!(" no \"{field}\"; this rtick reads {writer} files of {field} {supported}")),
+    }
 }
 
 /// The results of a run just measured, and its explanation, as an input
