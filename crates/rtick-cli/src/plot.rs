@@ -4,7 +4,7 @@
 //!
 //! - `histogram`: the OSADL style — latency on x, log count on y, one line
 //!   per series;
-//! - `timeline`: latency over time from a trace, overruns marked (seed 004's chart);
+//! - `timeline`: latency over time from a trace, overruns marked;
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
 //! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`).
 
@@ -38,13 +38,14 @@ pub enum PlotKind {
 }
 
 /// The kind the inputs support best: the breakdown when they carry kernel
-/// phases (`--explain`), a timeline for one trace series, percentiles to
-/// compare several series, else a histogram.
+/// phases (`--explain`), a timeline when every series is a trace's (one
+/// `--trace` file: its mechanisms over time), percentiles to compare several
+/// series, else a histogram.
 pub fn default_kind(inputs: &[Input]) -> PlotKind {
     let series: Vec<&Series> = inputs.iter().flat_map(|i| &i.series).collect();
     if breakdown::has_phases(inputs) {
         PlotKind::Breakdown
-    } else if series.len() == 1 && series[0].timeline.is_some() {
+    } else if !series.is_empty() && series.iter().all(|s| s.timeline.is_some()) {
         PlotKind::Timeline
     } else if series.len() > 1 {
         PlotKind::Percentiles
@@ -268,7 +269,7 @@ where
     let lmax = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).max().unwrap_or(1) as f64 / 1e3;
     let lmin = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).min().unwrap_or(0).min(0) as f64 / 1e3;
     let mut chart = try_plot!(ChartBuilder::on(root)
-        .caption("Wake-up latency over time (overruns in red)", (FAMILY, 26))
+        .caption("Wake-up latency over time (overruns: black crosses)", (FAMILY, 26))
         .margin(20)
         .x_label_area_size(55)
         .y_label_area_size(80)
@@ -302,9 +303,9 @@ where
         })
         .collect();
     if !overruns.is_empty() {
-        try_plot!(chart.draw_series(overruns.iter().map(|p| Cross::new(*p, 6, RED.stroke_width(2)))))
+        try_plot!(chart.draw_series(overruns.iter().map(|p| Cross::new(*p, 6, BLACK.stroke_width(2)))))
             .label(format!("overrun ({})", overruns.len()))
-            .legend(|(x, y)| Cross::new((x + 10, y), 6, RED.stroke_width(2)));
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, BLACK.stroke_width(2)));
     }
     legend(&mut chart)
 }
