@@ -1,11 +1,10 @@
 //! Systematic error of periodic timers: ticks counted against the time they
-//! should cover (seed 003 found periodic itimers 10 % and 50 % off).
+//! should cover (periodic itimers have been seen 10 % and 50 % off).
 //!
 //! Each case arms one periodic mechanism for a while, counts what it
 //! delivers, and compares with elapsed / period on the timer's own time base:
 //! wall time, or, for ITIMER_VIRTUAL and ITIMER_PROF, the process's CPU time
-//! (a busy thread keeps the process on the CPU while they count, as seed 003
-//! does).
+//! (a busy thread keeps the process on the CPU while they count).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -327,7 +326,7 @@ pub fn explain(m: DriftMechanism, period: Nanos, hz: Option<u32>, work: Nanos) -
         DriftMechanism::RelativeLoop => {
             let share = 100.0 * work.as_ns() as f64 / (period + work).as_ns() as f64;
             format!(
-                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles (seed 004's warning): use absolute deadlines"
+                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles): use absolute deadlines"
             )
         }
         DriftMechanism::AbsoluteLoop => {
