@@ -103,12 +103,6 @@ fn spikes_height(n: usize) -> u32 {
     }
 }
 
-macro_rules! try_plot {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow!("drawing the plot: {e}"))?
-    };
-}
-
 /// Draws the picture on `root`, which has [`size`]'s size.
 pub fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, inputs: &[Input]) -> Result<()>
 where
