@@ -29,6 +29,7 @@ macro_rules! try_plot {
 }
 
 mod breakdown;
+mod glyphs;
 mod percentiles;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
@@ -106,7 +107,8 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
         Format::Png => {
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
             {
-                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                let bitmap = BitMapBackend::with_buffer(&mut rgb, size);
+                let root = glyphs::Glyphs::new(bitmap, FONT)?.into_drawing_area();
                 render(&root, inputs, &series, kind)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
