@@ -151,6 +151,6 @@ mod tests {
         assert_eq!(ys.first(), Some(&FLOOR));
         let labels: Vec<String> = ys.iter().map(|v| y_label(*v)).collect();
         assert_eq!(labels, ["≤ 0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20"]);
-        assert!(x_ticks().iter().any(|t| t.1 == "p50" && (t.0 - 0.30103).abs() < 1e-4));
+        assert!(x_ticks().iter().any(|t| t.1 == "p50" && (t.0 - std::f64::consts::LOG10_2).abs() < 1e-12));
     }
 }
