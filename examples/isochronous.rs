@@ -1,4 +1,4 @@
-//! Seed 000's sample isochronous application, done right: 1 ms period,
+//! A sample isochronous application, done right: 1 ms period,
 //! SCHED_FIFO 80 (falling back with a warning without privilege), memory
 //! locked, absolute deadlines, overruns counted, statistics printed on exit
 //! and on Ctrl-C.

@@ -56,7 +56,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
-    /// Print the distribution in buckets of this width (seed 001's table) [plain number: µs].
+    /// Print the distribution in buckets of this width (a table: bucket, count, rate) [plain number: µs].
     #[arg(long, value_name = "WIDTH", allow_hyphen_values = true, value_parser = units::micros)]
     pub buckets: Option<Nanos>,
 

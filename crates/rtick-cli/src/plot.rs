@@ -4,7 +4,7 @@
 //!
 //! - `histogram`: the OSADL style — latency on x, log count on y, one line
 //!   per series;
-//! - `timeline`: latency over time from a trace, overruns marked (seed 004's chart);
+//! - `timeline`: latency over time from a trace, overruns marked;
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
 //! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`).
 
@@ -21,7 +21,16 @@ use crate::export::atomic::AtomicFile;
 use crate::report::{analysis, Input, Series};
 use crate::Usage;
 
+/// A plotters error as this module's: "drawing the plot: …".
+macro_rules! try_plot {
+    ($e:expr) => {
+        $e.map_err(|e| anyhow!("drawing the plot: {e}"))?
+    };
+}
+
 mod breakdown;
+mod glyphs;
+mod percentiles;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
@@ -38,13 +47,14 @@ pub enum PlotKind {
 }
 
 /// The kind the inputs support best: the breakdown when they carry kernel
-/// phases (`--explain`), a timeline for one trace series, percentiles to
-/// compare several series, else a histogram.
+/// phases (`--explain`), a timeline when every series is a trace's (one
+/// `--trace` file: its mechanisms over time), percentiles to compare several
+/// series, else a histogram.
 pub fn default_kind(inputs: &[Input]) -> PlotKind {
     let series: Vec<&Series> = inputs.iter().flat_map(|i| &i.series).collect();
     if breakdown::has_phases(inputs) {
         PlotKind::Breakdown
-    } else if series.len() == 1 && series[0].timeline.is_some() {
+    } else if !series.is_empty() && series.iter().all(|s| s.timeline.is_some()) {
         PlotKind::Timeline
     } else if series.len() > 1 {
         PlotKind::Percentiles
@@ -125,7 +135,8 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
         Format::Png => {
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
             {
-                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                let bitmap = BitMapBackend::with_buffer(&mut rgb, size);
+                let root = glyphs::Glyphs::new(bitmap, FONT)?.into_drawing_area();
                 render(&root, inputs, &series, kind)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
@@ -163,7 +174,7 @@ where
     match kind {
         PlotKind::Histogram => histogram(root, series),
         PlotKind::Timeline => timeline(root, series),
-        PlotKind::Percentiles => percentiles(root, series),
+        PlotKind::Percentiles => percentiles::draw(root, series),
         PlotKind::Breakdown => breakdown::render(root, inputs),
     }
 }
@@ -180,12 +191,6 @@ fn color(i: usize) -> RGBColor {
         RGBColor(23, 190, 207),
     ];
     C[i % C.len()]
-}
-
-macro_rules! try_plot {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow!("drawing the plot: {e}"))?
-    };
 }
 
 fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)]) -> Result<()>
@@ -292,7 +297,7 @@ where
     let lmax = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).max().unwrap_or(1) as f64 / 1e3;
     let lmin = with.iter().flat_map(|s| tl(s).latency_ns.iter().copied()).min().unwrap_or(0).min(0) as f64 / 1e3;
     let mut chart = try_plot!(ChartBuilder::on(root)
-        .caption("Wake-up latency over time (overruns in red)", (FAMILY, 26))
+        .caption("Wake-up latency over time (overruns: black crosses)", (FAMILY, 26))
         .margin(20)
         .x_label_area_size(55)
         .y_label_area_size(80)
@@ -326,9 +331,9 @@ where
         })
         .collect();
     if !overruns.is_empty() {
-        try_plot!(chart.draw_series(overruns.iter().map(|p| Cross::new(*p, 6, RED.stroke_width(2)))))
+        try_plot!(chart.draw_series(overruns.iter().map(|p| Cross::new(*p, 6, BLACK.stroke_width(2)))))
             .label(format!("overrun ({})", overruns.len()))
-            .legend(|(x, y)| Cross::new((x + 10, y), 6, RED.stroke_width(2)));
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, BLACK.stroke_width(2)));
     }
     legend(&mut chart)
 }
@@ -336,67 +341,6 @@ where
 /// Nines: −log10(1 − q): p50 → 0.30, p90 → 1, p99 → 2 … p99.999 → 5.
 pub(crate) fn nines(q: f64) -> f64 {
     -(1.0 - q).log10()
-}
-
-fn percentiles<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String, &Series)]) -> Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    // Each series: a curve from its distribution, else its six percentiles.
-    let curves: Vec<(String, Vec<(f64, f64)>)> = series
-        .iter()
-        .filter_map(|(name, s)| {
-            let floor = 0.01; // µs: the log axis starts at 10 ns
-            let pts: Vec<(f64, f64)> = match &s.dist {
-                Some(d) if has_dist(s) => (0..=250)
-                    .map(|i| {
-                        let x = i as f64 * 5.0 / 250.0;
-                        let q = 1.0 - 10f64.powf(-x);
-                        (x, (analysis::quantile(d, q, s.result.max_ns) as f64 / 1e3).max(floor))
-                    })
-                    .collect(),
-                _ => {
-                    let p = s.result.percentiles_ns.as_ref()?;
-                    rtick::stats::PERCENTILES
-                        .iter()
-                        .zip(p.values())
-                        .map(|(pct, v)| (nines(pct / 100.0), (v as f64 / 1e3).max(floor)))
-                        .collect()
-                }
-            };
-            Some((name.clone(), pts))
-        })
-        .collect();
-    let ymax = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(0.02, f64::max) * 2.0;
-    let mut chart = try_plot!(ChartBuilder::on(root)
-        .caption("Latency percentiles", (FAMILY, 26))
-        .margin(20)
-        .x_label_area_size(55)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..5.2, (0.01f64..ymax).log_scale()));
-    try_plot!(chart
-        .configure_mesh()
-        .x_desc("percentile")
-        .y_desc("latency (µs, log scale)")
-        .x_labels(12)
-        .x_label_formatter(&|x| {
-            let labels = [(0.0, "p0"), (1.0, "p90"), (2.0, "p99"), (3.0, "p99.9"), (4.0, "p99.99"), (5.0, "p99.999")];
-            labels.iter().find(|(v, _)| (x - v).abs() < 0.05).map_or(String::new(), |(_, l)| l.to_string())
-        })
-        .label_style((FAMILY, 16))
-        .axis_desc_style((FAMILY, 18))
-        .draw());
-    // The median falls between the mesh's ticks: a line and a label of its own.
-    let p50 = nines(0.5);
-    try_plot!(chart.draw_series(std::iter::once(PathElement::new(vec![(p50, 0.01), (p50, ymax)], BLACK.mix(0.3)))));
-    try_plot!(chart.draw_series(std::iter::once(Text::new("p50", (p50 + 0.03, 0.0125), (FAMILY, 15).into_font()))));
-    for (i, (name, pts)) in curves.iter().enumerate() {
-        let c = color(i);
-        try_plot!(chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2))))
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    }
-    legend_at(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// Checks a --plot path before anything runs.

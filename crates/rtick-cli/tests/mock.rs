@@ -96,6 +96,19 @@ fn catch_up_policy_serves_every_deadline() {
 }
 
 #[test]
+fn one_overrun_is_said_in_the_singular() {
+    // One wake-up of six is 1.5 periods late: exactly one overrun, which the
+    // --compare recommendation names ("1 overrun", never "1 overruns").
+    let (o, dir) = mock("0,0,1500000,0,0,0", &["-l", "6", "--compare", "--slice", "20ms"]);
+    ok(&o);
+    let r = &json(&dir.path().join("r.json"))["results"][0];
+    assert_eq!(r["overruns"].as_u64(), Some(1));
+    let out = stdout(&o);
+    let line = out.lines().find(|l| l.contains("best sleeping mechanism: mock")).expect("a recommendation");
+    assert!(line.ends_with(", 1 overrun"), "{line}");
+}
+
+#[test]
 fn early_wakeups_are_counted_not_clamped() {
     let (o, dir) = mock("-500,1000", &["-l", "4"]);
     ok(&o);

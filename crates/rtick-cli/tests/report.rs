@@ -257,6 +257,29 @@ fn rtick_histogram_of_two_mechanisms_reads_back() {
     assert_eq!(rows[0]["percentiles_ns"]["99"], 3000, "{j}");
 }
 
+/// A trace of two mechanisms (two series, each with its timeline) plots as
+/// the timeline by default, not as percentiles.
+#[test]
+fn a_two_mechanism_trace_plots_its_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("two.csv");
+    let mut csv = String::from("thread,mechanism,cycle,planned_ns,actual_ns,latency_ns\n");
+    for (thread, mechanism, lat) in [(0, "mock", 500), (1, "clock_nanosleep", 30_000)] {
+        for cycle in 0..20u64 {
+            let planned = 1_000_000_000 + cycle * 1_000_000;
+            csv.push_str(&format!("{thread},{mechanism},{cycle},{planned},{},{lat}\n", planned + lat));
+        }
+    }
+    std::fs::write(&t, csv).unwrap();
+    let png = dir.path().join("x.png");
+    let o = rtick(&["report", path_str(&t), "--plot", path_str(&png)]);
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("clock_nanosleep") && out.contains("mock"), "{out}");
+    assert!(out.contains(&format!("plot: {} (Timeline)", png.display())), "{out}");
+    assert_eq!(png_size(&png), (1200, 720));
+}
+
 fn png_size(p: &Path) -> (u32, u32) {
     let b = std::fs::read(p).unwrap();
     assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");

@@ -1,6 +1,6 @@
 //! What reading time costs: every clock's read cost, resolution, observed
 //! granularity and whether the vDSO serves it; the TSC's flags, frequency
-//! and cross-CPU consistency (seed 001: clock_gettime took 26 ns there).
+//! and cross-CPU consistency.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

@@ -1,11 +1,10 @@
 //! Systematic error of periodic timers: ticks counted against the time they
-//! should cover (seed 003 found periodic itimers 10 % and 50 % off).
+//! should cover (periodic itimers have been seen 10 % and 50 % off).
 //!
 //! Each case arms one periodic mechanism for a while, counts what it
 //! delivers, and compares with elapsed / period on the timer's own time base:
 //! wall time, or, for ITIMER_VIRTUAL and ITIMER_PROF, the process's CPU time
-//! (a busy thread keeps the process on the CPU while they count, as seed 003
-//! does).
+//! (a busy thread keeps the process on the CPU while they count).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -78,6 +78,7 @@ pub mod schedule;
 pub mod stats;
 mod sys;
 pub mod system;
+pub mod text;
 pub mod time;
 pub mod wait;
 

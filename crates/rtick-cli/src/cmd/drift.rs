@@ -12,7 +12,7 @@ use crate::cli::DriftArgs;
 use crate::export::atomic::AtomicFile;
 use crate::Usage;
 
-/// Seed 003's periods, plus 100 µs.
+/// The default periods: 10 ms, one just off it, 1 ms, and 100 µs.
 pub const DEFAULT_PERIODS_US: [i64; 4] = [10_000, 9_998, 1_000, 100];
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -146,8 +146,8 @@ impl AbReport {
             let w = &c.at_switches;
             if w.wakeups > 0 {
                 s.push_str(&format!(
-                    "  {} wake-up(s) within {} of a switch, in neither: {} / {} / {}\n",
-                    w.wakeups,
+                    "  {} within {} of a switch, in neither: {} / {} / {}\n",
+                    rtick::text::count(w.wakeups as u64, "wake-up"),
                     self.guard,
                     f(w.p50),
                     f(w.p99),
@@ -325,7 +325,7 @@ mod tests {
         assert!(out.contains("   1990  21.4 / 66.0 / 900.0"), "{out}");
         assert!(out.contains("    995  20.0 / 60.0 / 1800.0"), "{out}");
         assert!(out.contains("p50 ×1.07, p99 ×1.10\n"), "{out}");
-        assert!(out.contains("  8 wake-up(s) within 2.00 ms of a switch, in neither: 20.5 / 90.0 / 90.0"), "{out}");
+        assert!(out.contains("  8 wake-ups within 2.00 ms of a switch, in neither: 20.5 / 90.0 / 90.0"), "{out}");
         assert!(out.contains("worst wake-ups of clock_nanosleep T0 not traced:\n  cycle 1500  1.80 ms: not traced (a plain stretch of the A/B)"), "{out}");
     }
 

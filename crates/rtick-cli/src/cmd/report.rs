@@ -122,7 +122,7 @@ fn against_baseline(a: &ReportArgs, old: &Input, new: &Input) -> bool {
     v.failed
 }
 
-/// Seed 001's distribution table of every series, in buckets of `width`.
+/// The distribution table (bucket, count, rate) of every series, in buckets of `width`.
 fn print_buckets(inputs: &[Input], width: rtick::Nanos, nsecs: bool) -> Result<()> {
     for input in inputs {
         for s in &input.series {

@@ -48,9 +48,9 @@ pub fn static_warnings(cfg: &MeasureConfig, sys: &SystemInfo) -> Vec<String> {
         }
         if cfg.threads.len() >= sys.cpus.max(1) && cfg.mechanisms.contains(&Mechanism::Spin) {
             w.push(format!(
-                "spin: {} real-time spinning thread(s) on {} CPU(s): nothing else runs on them, rtick's own main thread included",
-                cfg.threads.len(),
-                sys.cpus
+                "spin: {} on {}: nothing else runs on them, rtick's own main thread included",
+                rtick::text::count(cfg.threads.len() as u64, "real-time spinning thread"),
+                rtick::text::count(sys.cpus as u64, "CPU")
             ));
         }
     }

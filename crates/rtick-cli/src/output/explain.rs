@@ -37,7 +37,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
             cells[3]
         ));
         for (reason, n) in &e.unmatched {
-            s.push_str(&format!("  {n} wake-up(s) not split: {reason}\n"));
+            s.push_str(&format!("  {} not split: {reason}\n", rtick::text::count(*n as u64, "wake-up")));
         }
     }
     for e in b.series.iter().filter(|e| !e.spikes.is_empty()) {

@@ -27,11 +27,10 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
     };
     let _ = writeln!(
         w,
-        "rtick {} {command}: {} | interval {interval} | {bound}{order} | {} thread{}",
+        "rtick {} {command}: {} | interval {interval} | {bound}{order} | {}",
         run.rtick_version,
         c.mechanisms.join(", "),
-        c.threads,
-        if c.threads == 1 { "" } else { "s" }
+        rtick::text::count(c.threads as u64, "thread")
     );
     let _ = writeln!(w, "  kernel        {} {} — preemption: {}", s.kernel, s.kernel_version, s.preempt);
     let hres = match s.hres_active {
@@ -163,10 +162,9 @@ pub fn load_summary(l: &LoadJson) -> String {
         let cpu = if l.ran_ns > 0 { 100.0 * k.cpu_time_ns as f64 / l.ran_ns as f64 } else { 0.0 };
         let _ = writeln!(
             w,
-            "load: {} {} worker{}: {} {}/s, CPU {cpu:.0}% ({})",
+            "load: {} {}: {} {}/s, CPU {cpu:.0}% ({})",
             k.kind,
-            k.workers,
-            if k.workers == 1 { "" } else { "s" },
+            rtick::text::count(k.workers as u64, "worker"),
             si(k.rate_per_s),
             k.unit,
             k.detail

@@ -54,7 +54,11 @@ impl LiveLine {
             .take(4)
             .map(|(i, t)| format!("T{i} n {} min {} avg {} max {}", t.count, f(t.min), f(t.avg), f(t.max)))
             .collect();
-        let more = if p.threads.len() > 4 { format!(" (+{} threads)", p.threads.len() - 4) } else { String::new() };
+        let more = if p.threads.len() > 4 {
+            format!(" (+{})", rtick::text::count((p.threads.len() - 4) as u64, "thread"))
+        } else {
+            String::new()
+        };
         self.bar.set_message(format!(
             "{} ({}/{}) {}{more} {}",
             p.mechanism,

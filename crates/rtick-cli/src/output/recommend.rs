@@ -59,7 +59,7 @@ fn describe(f: &Figure<'_>, nsecs: bool) -> String {
     let show =
         |ns: i64| if nsecs { format!("{} {}", fmt_latency(ns, true), unit(true)) } else { Nanos(ns).to_string() };
     let slack = f.slack.map(|s| format!(" with {} slack", show(s))).unwrap_or_default();
-    let over = if f.overruns > 0 { format!(", {} overruns", f.overruns) } else { String::new() };
+    let over = if f.overruns > 0 { format!(", {}", rtick::text::count(f.overruns, "overrun")) } else { String::new() };
     format!("{}{slack}: p99 {} at {:.1} % CPU{over}", f.mechanism, show(f.p99), f.cpu)
 }
 

@@ -103,12 +103,6 @@ fn spikes_height(n: usize) -> u32 {
     }
 }
 
-macro_rules! try_plot {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow!("drawing the plot: {e}"))?
-    };
-}
-
 /// Draws the picture on `root`, which has [`size`]'s size.
 pub fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, inputs: &[Input]) -> Result<()>
 where
@@ -160,9 +154,12 @@ where
     all.truncate(MAX_SPIKES);
     let n = all.len();
     let caption = if total > n {
-        format!("The {n} worst of {total} spikes: each phase's share of the wake-up's latency")
+        format!(
+            "The {n} worst of {}: each phase's share of the wake-up's latency",
+            rtick::text::count(total as u64, "spike")
+        )
     } else {
-        format!("{n} spikes, worst first: each phase's share of the wake-up's latency")
+        format!("{}, worst first: each phase's share of the wake-up's latency", rtick::text::count(n as u64, "spike"))
     };
     let labels: Vec<String> =
         all.iter().map(|(l, s)| format!("{l}  cycle {}  {}", s.cycle, Nanos(s.latency_ns))).collect();
@@ -174,7 +171,8 @@ where
         .margin_right(30)
         .x_label_area_size(45)
         .y_label_area_size(360)
-        .build_cartesian_2d(0f64..100f64, (0..n).into_segmented()));
+        // n rows: 0..=n-1 (an i32 range's end is a row of its own).
+        .build_cartesian_2d(0f64..100f64, (0..n.saturating_sub(1)).into_segmented()));
     try_plot!(chart
         .configure_mesh()
         .disable_y_mesh()
@@ -282,7 +280,7 @@ where
     let x_desc =
         if d.dists[0].is_empty() { "percentile (p50, p99 and max kept)" } else { "percentile of the wake-ups" };
     let mut chart = try_plot!(ChartBuilder::on(area)
-        .caption(format!("{} ({} wake-ups)", d.label, d.phases.matched), (FAMILY, 18))
+        .caption(format!("{} ({})", d.label, rtick::text::count(d.phases.matched as u64, "wake-up")), (FAMILY, 18))
         .margin(12)
         .margin_right(24)
         .x_label_area_size(50)

@@ -19,7 +19,7 @@ pub fn percentiles(d: &Dist, max: i64) -> [i64; 6] {
     out
 }
 
-/// Seed 001's distribution table: (bucket lower edge, count), non-empty
+/// The distribution table: (bucket lower edge, count), non-empty
 /// buckets of `width` ns, with the overflow as a last `None` bucket.
 pub fn buckets(d: &Dist, width: i64) -> Vec<(Option<i64>, u64)> {
     let mut out: Vec<(Option<i64>, u64)> = Vec::new();

@@ -153,7 +153,7 @@ pub fn verdict(findings: &[Finding]) -> String {
     let count = |s: Status| findings.iter().filter(|f| f.status == s).count();
     let (fail, warn) = (count(Status::Fail), count(Status::Warn));
     let unread = findings.iter().filter(|f| f.is_unreadable()).count();
-    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let plural = |n: usize, w: &str| crate::text::count(n as u64, w);
     let tail = if unread > 0 { format!(" ({} could not be read)", plural(unread, "check")) } else { String::new() };
     if count(Status::Ok) == 0 && fail == 0 && warn == 0 {
         return format!("cannot tell: nothing could be checked{tail}");

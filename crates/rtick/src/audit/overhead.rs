@@ -77,7 +77,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         Finding::new(
             "kernel.mitigations",
             Status::Info,
-            format!("{} CPU-vulnerability mitigation(s) cost time on every kernel entry", costly.len()),
+            format!("{} cost time on every kernel entry", crate::text::count(costly.len() as u64, "CPU-vulnerability mitigation")),
         )
         .evidence(costly.join("; "))
         .impact("each system call and interrupt pays for them (from a few hundred ns to µs): a timing loop enters the kernel at least once per period")

@@ -1,5 +1,5 @@
-//! C-states, the PM QoS CPU latency request, cpufreq and turbo (seed 004's
-//! week-long hunt ended at C-states).
+//! C-states, the PM QoS CPU latency request, cpufreq and turbo (a
+//! week-long latency hunt can end at C-states).
 
 use super::read::Context;
 use super::{Finding, Status};

@@ -1,4 +1,4 @@
-//! High-resolution timers and the clocksource (seeds 000 and 001).
+//! High-resolution timers and the clocksource.
 
 use super::read::Context;
 use super::{Finding, Status};

@@ -40,7 +40,9 @@ impl std::fmt::Display for Culprit {
             Culprit::Idle => f.write_str("idle"),
             Culprit::Irq { irq, name } => write!(f, "IRQ {irq} {name}"),
             Culprit::Softirq(n) => write!(f, "softirq {n}"),
-            Culprit::Hrtimer { function, .. } => write!(f, "hrtimer callback {function:#x}"),
+            Culprit::Hrtimer { function, .. } => {
+                write!(f, "hrtimer callback {}", crate::ktrace::kallsyms::describe(*function))
+            }
         }
     }
 }

@@ -13,6 +13,7 @@
 //!   with timestamps rebuilt as the kernel does and lost events counted;
 //! - [`events`]: the typed events the analysis reads;
 //! - [`instance`]: `instances/rtick-<pid>`, never the global trace;
+//! - [`kallsyms`]: kernel addresses named from `/proc/kallsyms`;
 //! - [`reader`]: the thread that drains the buffers during the run;
 //! - [`Session`]: all of it from start to [`Capture`];
 //! - [`Stream`]: the same instance read by its owner as it goes, for a
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 pub mod events;
 pub mod format;
 pub mod instance;
+pub mod kallsyms;
 pub mod page;
 pub mod reader;
 mod session;

@@ -1,4 +1,4 @@
-//! The per-wake-up trace (seed 001's planned-vs-actual record).
+//! The per-wake-up trace (the planned-vs-actual record).
 //!
 //! Each measuring thread pushes rows into its own preallocated lock-free
 //! single-producer ring; a non-real-time writer drains them. A full ring

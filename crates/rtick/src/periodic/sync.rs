@@ -19,7 +19,7 @@ pub struct SyncConfig {
     pub kp: f64,
     /// Integral gain (per cycle).
     pub ki: f64,
-    /// The largest shift applied in one cycle (seed 004 adjusts by up to 5 µs).
+    /// The largest shift applied in one cycle (for example up to 5 µs).
     pub max_step: Nanos,
     /// Where in the reference cycle the deadlines should fall.
     pub offset: Nanos,

@@ -1,4 +1,4 @@
-//! `mlockall` with prefaulting (seed 002), undone on drop, and the bounds of
+//! `mlockall` with prefaulting, undone on drop, and the bounds of
 //! what may be prefaulted: a heap prefault that exceeds the memory the
 //! process may lock, or a stack prefault that exceeds the thread's stack,
 //! would end the process (an aborted allocation, a stack overflow) instead of

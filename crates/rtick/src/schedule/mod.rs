@@ -14,7 +14,7 @@
 //!              |d0       |d1 ...........  ^w1^w2   |d3
 //! ```
 //!
-//! `skip` is seed 001's "jump forward" time-check timer; `catch-up` keeps the
+//! `skip` is the "jump forward" time-check timer; `catch-up` keeps the
 //! cycle count (every period gets its wake-up, late ones back to back).
 //!
 //! [`Grid`] is the whole of the loop's time keeping, as a pure state

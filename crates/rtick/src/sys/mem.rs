@@ -1,4 +1,4 @@
-//! Memory locking and prefaulting (seed 002): page faults are latency. Also
+//! Memory locking and prefaulting: page faults are latency. Also
 //! the sizes that bound a prefault: physical memory, RLIMIT_MEMLOCK, and the
 //! calling thread's stack.
 

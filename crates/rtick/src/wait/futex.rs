@@ -1,5 +1,5 @@
 //! Waiting on a futex or a condition variable that nobody signals: the
-//! timeout is the wake-up (seed 004 replaced its sleeps with such waits).
+//! timeout is the wake-up.
 
 use std::sync::atomic::AtomicU32;
 

@@ -1,5 +1,5 @@
 //! A POSIX timer delivered to an asynchronous signal handler (SIGEV_SIGNAL):
-//! the classic signal path, which seed 000 explains is slow because the
+//! the classic signal path, which is slow because the
 //! kernel delivers the signal in thread context, not from the timer interrupt.
 //! The wake-up time is the handler's entry (that is where such programs do
 //! their work); the thread waits in `sigsuspend`. The signal goes to the

@@ -1,7 +1,7 @@
 //! Signal-based interval timers: POSIX timers and ITIMER_REAL.
 //!
 //! Their expiry is delivered as a signal, which the kernel cannot do from the
-//! hard interrupt (seed 000): the wake-up goes through signal delivery in
+//! hard interrupt: the wake-up goes through signal delivery in
 //! thread context, which is why these are slower than `clock_nanosleep`.
 //! The kernel keeps their grid; expirations that happen while a signal is
 //! still pending are merged (`si_overrun`), so an overrun always skips.

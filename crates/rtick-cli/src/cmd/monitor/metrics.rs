@@ -203,11 +203,8 @@ impl Collector {
                 _ => None,
             };
             for m in &cfg.mechanisms {
-                let labels = SeriesLabels {
-                    mechanism: m.name().to_string(),
-                    cpu: cpu.map_or("any".to_string(), |c| c.to_string()),
-                    thread: t.to_string(),
-                };
+                let labels =
+                    SeriesLabels { mechanism: m.name().to_string(), cpu: cpu_label(cpu), thread: t.to_string() };
                 series.push(Series {
                     labels: labels.clone(),
                     mechanism: *m,
@@ -434,6 +431,12 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo, tracing: bool) -> Vec<(&
         // every latency: figures of traced and untraced machines differ.
         ("tracing", if tracing { "on" } else { "off" }.to_string()),
     ]
+}
+
+/// A series' CPU as `/metrics` labels it and `/spikes` spells it: its number
+/// when the thread is pinned to one CPU, else "any".
+pub fn cpu_label(cpu: Option<usize>) -> String {
+    cpu.map_or("any".to_string(), |c| c.to_string())
 }
 
 #[cfg(test)]

@@ -96,7 +96,8 @@ struct SpikeJson {
     time: String,
     monotonic_ns: i64,
     mechanism: &'static str,
-    cpu: Option<usize>,
+    /// As `/metrics` labels it: the CPU, or "any" for an unpinned thread.
+    cpu: String,
     thread: u32,
     cycle: u64,
     latency_ns: i64,
@@ -115,7 +116,7 @@ impl From<&Spike> for SpikeJson {
             time: humantime::format_rfc3339_nanos(s.wall).to_string(),
             monotonic_ns: s.monotonic_ns,
             mechanism: s.mechanism,
-            cpu: s.cpu,
+            cpu: super::metrics::cpu_label(s.cpu),
             thread: s.thread,
             cycle: s.cycle,
             latency_ns: s.latency_ns,
@@ -186,5 +187,15 @@ mod tests {
         );
         assert!(a.get("unexplained").is_none());
         assert_eq!((b["unexplained"].as_str(), b.get("explain")), (Some("no reason"), None));
+    }
+
+    #[test]
+    fn a_spike_spells_its_cpu_as_the_metrics_label_does() {
+        let mut log = SpikeLog::new(Nanos::from_us(50));
+        log.offer(spike(60_000, 1));
+        log.offer(Spike { cpu: None, ..spike(70_000, 2) });
+        let v: serde_json::Value = serde_json::from_str(&log.json()).unwrap();
+        let cpus: Vec<&str> = v["spikes"].as_array().unwrap().iter().map(|s| s["cpu"].as_str().unwrap()).collect();
+        assert_eq!(cpus, ["1", "any"]);
     }
 }
