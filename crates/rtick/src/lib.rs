@@ -61,6 +61,8 @@
 //! println!("p99 {} ns over {} wake-ups", s.percentiles[2], s.count);
 //! ```
 
+#![deny(unsafe_code)]
+
 pub mod audit;
 pub mod cgroup;
 pub mod clock;
@@ -74,6 +76,8 @@ pub mod periodic;
 pub mod rt;
 pub mod schedule;
 pub mod stats;
+// The one place that calls the C library: every unsafe block is here.
+#[allow(unsafe_code)]
 mod sys;
 pub mod system;
 pub mod time;
