@@ -62,6 +62,8 @@
 //! ```
 
 #![deny(unsafe_code)]
+// Library code never prints: it returns what happened, and its user says it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro))]
 
 pub mod audit;
 pub mod cgroup;
