@@ -4,6 +4,8 @@
 //! failed (`audit` found a failure, `measure --fail-if` a violation, `report
 //! --baseline` a regression).
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cmd;
 mod export;

@@ -281,10 +281,18 @@ rtick_status rtick_block_timer_signals(void);
 
 // Reads `clock` (an rtick_clock) into `*out_ns`, in nanoseconds (vDSO read).
 // An unknown clock is RTICK_ERR_INVALID.
+//
+// # Safety
+//
+// `out_ns` is NULL or points to a writable `int64_t`.
 rtick_status rtick_now_ns(int32_t clock, int64_t *out_ns);
 
 // Fills `cfg` with the defaults: 1 ms, clock_nanosleep, CLOCK_MONOTONIC,
 // skip, start now, hybrid slack auto, sync kp 0.1 ki 0.01 max step 5 µs.
+//
+// # Safety
+//
+// `cfg` is NULL or points to a writable `rtick_periodic_config`.
 rtick_status rtick_periodic_config_init(struct rtick_periodic_config *cfg);
 
 // Creates a loop in the calling thread (which will run it): applies `rt`
@@ -293,6 +301,11 @@ rtick_status rtick_periodic_config_init(struct rtick_periodic_config *cfg);
 // bound to this thread: call every rtick_periodic_* function on it, free
 // included, from here (another thread gets RTICK_ERR_THREAD); other threads
 // read its telemetry through rtick_periodic_telemetry_handle.
+//
+// # Safety
+//
+// `cfg` and `rt` are NULL or point to valid configs (`rt->cpus`: NULL or
+// `rt->n_cpus` readable `uint32_t`); `out` is NULL or points to a writable pointer.
 rtick_status rtick_periodic_create(const struct rtick_periodic_config *cfg,
                                    const struct rtick_rt_config *rt,
                                    struct rtick_periodic **out);
@@ -300,57 +313,119 @@ rtick_status rtick_periodic_create(const struct rtick_periodic_config *cfg,
 // Waits for the next deadline; fills `tick` (may be NULL). With
 // RTICK_OVERRUN_FAIL, an overrun returns RTICK_ERR_OVERRUN (the loop has
 // already skipped ahead; keep calling).
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed; `tick` is
+// NULL or points to a writable `rtick_tick`.
 rtick_status rtick_periodic_wait(struct rtick_periodic *p, struct rtick_tick *tick);
 
 // Changes the period (1 ns to 73 years) from the last deadline on.
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed.
 rtick_status rtick_periodic_set_period(struct rtick_periodic *p, int64_t period_ns);
 
 // Moves every following deadline by `by_ns` (negative: earlier); the next
 // deadline must stay a time on the clock (0 to 146 years).
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed.
 rtick_status rtick_periodic_shift(struct rtick_periodic *p, int64_t by_ns);
 
 // Feeds the reference clock's reading at the last deadline (ns, at most
 // 146 years either way) to the PI controller; the bounded shift applied
 // goes to `correction_ns` (may be NULL).
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed;
+// `correction_ns` is NULL or points to a writable `int64_t`.
 rtick_status rtick_periodic_sync(struct rtick_periodic *p,
                                  int64_t reference_ns,
                                  int64_t *correction_ns);
 
 // The loop's telemetry, from the thread that runs it (others: RTICK_ERR_THREAD;
 // they use a telemetry handle).
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed; `out` is
+// NULL or points to a writable `rtick_telemetry`.
 rtick_status rtick_periodic_telemetry(const struct rtick_periodic *p, struct rtick_telemetry *out);
 
 // A handle on the loop's telemetry that other threads may read while the
 // loop runs (free it with rtick_telemetry_handle_free; it outlives the loop).
 // Made in the loop's thread; the handle itself may go to any thread.
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed; `out` is
+// NULL or points to a writable pointer.
 rtick_status rtick_periodic_telemetry_handle(const struct rtick_periodic *p,
                                              struct rtick_telemetry_handle **out);
 
 // A snapshot through a telemetry handle (any thread).
+//
+// # Safety
+//
+// `h` is NULL or a handle from rtick_periodic_telemetry_handle not yet
+// freed; `out` is NULL or points to a writable `rtick_telemetry`.
 rtick_status rtick_telemetry_snapshot(const struct rtick_telemetry_handle *h,
                                       struct rtick_telemetry *out);
 
 // Frees a telemetry handle (NULL is ignored).
+//
+// # Safety
+//
+// `h` is NULL or a handle from rtick_periodic_telemetry_handle not yet freed
+// (it is freed here: do not use it again).
 void rtick_telemetry_handle_free(struct rtick_telemetry_handle *h);
 
 // Frees the loop, disarms its timer and undoes its real-time setup (NULL is
 // ignored). From a thread other than the loop's: RTICK_ERR_THREAD, and the
 // loop is not freed (its setup is that thread's to undo).
+//
+// # Safety
+//
+// `p` is NULL or a loop from rtick_periodic_create not yet freed (on
+// RTICK_OK it is freed: do not use it again).
 rtick_status rtick_periodic_free(struct rtick_periodic *p);
 
 // Looks a mechanism up by its command-line name ("clock_nanosleep", "hybrid", …).
+//
+// # Safety
+//
+// `name` is NULL or a NUL-terminated string; `out` is NULL or points to a
+// writable `int32_t`.
 rtick_status rtick_mechanism_from_name(const char *name, int32_t *out);
 
 // Fills `cfg` with "change nothing".
+//
+// # Safety
+//
+// `cfg` is NULL or points to a writable `rtick_rt_config`.
 rtick_status rtick_rt_config_init(struct rtick_rt_config *cfg);
 
 // Applies `cfg` to the calling thread (and the process, for memory and
 // cpu_dma_latency). On failure nothing stays changed.
+//
+// # Safety
+//
+// `cfg` is NULL or points to a valid `rtick_rt_config` (`cpus`: NULL or
+// `n_cpus` readable `uint32_t`); `out` is NULL or points to a writable pointer.
 rtick_status rtick_rt_apply(const struct rtick_rt_config *cfg, struct rtick_rt_guard **out);
 
 // Undoes a setup and frees the guard (NULL is ignored). From a thread other
 // than the one that applied it: RTICK_ERR_THREAD, and nothing is undone
 // (it would change that other thread).
+//
+// # Safety
+//
+// `g` is NULL or a guard from rtick_rt_apply not yet freed (on RTICK_OK it
+// is freed: do not use it again).
 rtick_status rtick_rt_restore(struct rtick_rt_guard *g);
 
 #ifdef __cplusplus

@@ -15,16 +15,15 @@
 //! they refuse with `RTICK_ERR_THREAD` and change nothing. The calls are
 //! not async-signal-safe: one made from a signal handler that interrupted a
 //! call on the same object is refused the same way.
-
 //!
 //! Pointer contract: every pointer argument is checked for NULL; a non-NULL
 //! pointer must point to a valid object of its type (for `rtick_periodic*`
 //! and the other opaque handles: one returned by this library and not yet
-//! freed). The functions are the C ABI and meant to be called from C, hence
-//! safe `extern "C"` signatures rather than `unsafe fn`.
+//! freed). Rust cannot check that, so the functions taking pointers are
+//! `unsafe extern "C"`, each with its `# Safety` section.
 
 #![allow(non_camel_case_types)]
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod periodic;
 mod rt;
@@ -107,8 +106,12 @@ pub extern "C" fn rtick_block_timer_signals() -> rtick_status {
 
 /// Reads `clock` (an rtick_clock) into `*out_ns`, in nanoseconds (vDSO read).
 /// An unknown clock is RTICK_ERR_INVALID.
+///
+/// # Safety
+///
+/// `out_ns` is NULL or points to a writable `int64_t`.
 #[no_mangle]
-pub extern "C" fn rtick_now_ns(clock: i32, out_ns: *mut i64) -> rtick_status {
+pub unsafe extern "C" fn rtick_now_ns(clock: i32, out_ns: *mut i64) -> rtick_status {
     guard(|| {
         let c = clock_from_i32(clock).ok_or_else(|| invalid(&format!("rtick_now_ns: unknown clock {clock}")))?;
         // SAFETY: checked for NULL; the caller passes a writable int64_t.

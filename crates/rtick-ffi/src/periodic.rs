@@ -29,8 +29,12 @@ pub struct rtick_telemetry_handle {
 
 /// Fills `cfg` with the defaults: 1 ms, clock_nanosleep, CLOCK_MONOTONIC,
 /// skip, start now, hybrid slack auto, sync kp 0.1 ki 0.01 max step 5 µs.
+///
+/// # Safety
+///
+/// `cfg` is NULL or points to a writable `rtick_periodic_config`.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_config_init(cfg: *mut rtick_periodic_config) -> rtick_status {
+pub unsafe extern "C" fn rtick_periodic_config_init(cfg: *mut rtick_periodic_config) -> rtick_status {
     guard(|| {
         // SAFETY: checked for NULL; the caller passes a writable struct.
         let cfg = unsafe { cfg.as_mut() }.ok_or_else(|| invalid("rtick_periodic_config_init: cfg is NULL"))?;
@@ -58,8 +62,13 @@ pub extern "C" fn rtick_periodic_config_init(cfg: *mut rtick_periodic_config) ->
 /// bound to this thread: call every rtick_periodic_* function on it, free
 /// included, from here (another thread gets RTICK_ERR_THREAD); other threads
 /// read its telemetry through rtick_periodic_telemetry_handle.
+///
+/// # Safety
+///
+/// `cfg` and `rt` are NULL or point to valid configs (`rt->cpus`: NULL or
+/// `rt->n_cpus` readable `uint32_t`); `out` is NULL or points to a writable pointer.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_create(
+pub unsafe extern "C" fn rtick_periodic_create(
     cfg: *const rtick_periodic_config,
     rt: *const rtick_rt_config,
     out: *mut *mut rtick_periodic,
@@ -98,7 +107,8 @@ pub extern "C" fn rtick_periodic_create(
             });
         // SAFETY: checked for NULL inside; the caller passes a valid struct.
         if let Some(rt) = unsafe { rt.as_ref() } {
-            b = b.setup(crate::rt::setup_of(rt)?);
+            // SAFETY: rt's cpus holds n_cpus values (this function's contract).
+            b = b.setup(unsafe { crate::rt::setup_of(rt) }?);
         }
         let inner = b.build().map_err(|e| status_of(&e))?;
         *out = Box::into_raw(Box::new(rtick_periodic { inner: Bound::new(inner) }));
@@ -109,9 +119,16 @@ pub extern "C" fn rtick_periodic_create(
 /// Waits for the next deadline; fills `tick` (may be NULL). With
 /// RTICK_OVERRUN_FAIL, an overrun returns RTICK_ERR_OVERRUN (the loop has
 /// already skipped ahead; keep calling).
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed; `tick` is
+/// NULL or points to a writable `rtick_tick`.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_tick) -> rtick_status {
-    with_loop(p, "rtick_periodic_wait", |l| {
+pub unsafe extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_tick) -> rtick_status {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, "rtick_periodic_wait", |l| {
         let t = l.wait().map_err(|e| status_of(&e))?;
         // SAFETY: checked for NULL; the caller passes a writable struct.
         if let Some(out) = unsafe { tick.as_mut() } {
@@ -129,28 +146,33 @@ pub extern "C" fn rtick_periodic_wait(p: *mut rtick_periodic, tick: *mut rtick_t
 }
 
 /// Runs `f` on the loop `p` points to, once the call is let through: from
-/// the loop's thread, and not from inside another call on it.
+/// the loop's thread, and not from inside another call on it. A shared
+/// reference to the wrapper asserts nothing about the loop inside its
+/// UnsafeCell, which its owner may hold as `&mut` right now (in
+/// rtick_periodic_wait): only `enter` makes a reference to the loop, after
+/// the owner check.
 fn with_loop(
-    p: *const rtick_periodic,
+    p: Option<&rtick_periodic>,
     what: &str,
     f: impl FnOnce(&mut Periodic) -> Result<(), rtick_status>,
 ) -> rtick_status {
     guard(|| {
-        // SAFETY: checked for NULL; p comes from rtick_periodic_create and is
-        // not freed (the pointer contract). A shared reference to the wrapper
-        // asserts nothing about the loop inside its UnsafeCell, which its
-        // owner may hold as `&mut` right now (in rtick_periodic_wait): only
-        // `enter` makes a reference to the loop, after the owner check.
-        let p = unsafe { p.as_ref() }.ok_or_else(|| invalid(&format!("{what}: loop is NULL")))?;
+        let p = p.ok_or_else(|| invalid(&format!("{what}: loop is NULL")))?;
         p.inner.enter(what, "loop", f)
     })
 }
 
 /// Changes the period (1 ns to 73 years) from the last deadline on.
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_set_period(p: *mut rtick_periodic, period_ns: i64) -> rtick_status {
+pub unsafe extern "C" fn rtick_periodic_set_period(p: *mut rtick_periodic, period_ns: i64) -> rtick_status {
     const WHAT: &str = "rtick_periodic_set_period";
-    with_loop(p, WHAT, |l| {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, WHAT, |l| {
         let period = values::length(WHAT, "period_ns", period_ns, 1)?;
         l.set_period(period).map_err(|e| status_of(&e))
     })
@@ -158,9 +180,15 @@ pub extern "C" fn rtick_periodic_set_period(p: *mut rtick_periodic, period_ns: i
 
 /// Moves every following deadline by `by_ns` (negative: earlier); the next
 /// deadline must stay a time on the clock (0 to 146 years).
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_shift(p: *mut rtick_periodic, by_ns: i64) -> rtick_status {
-    with_loop(p, "rtick_periodic_shift", |l| {
+pub unsafe extern "C" fn rtick_periodic_shift(p: *mut rtick_periodic, by_ns: i64) -> rtick_status {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, "rtick_periodic_shift", |l| {
         let next = l.next_deadline().as_ns();
         if !next.checked_add(by_ns).is_some_and(|t| (0..=MAX_TIME_NS).contains(&t)) {
             return Err(invalid(&format!(
@@ -175,13 +203,20 @@ pub extern "C" fn rtick_periodic_shift(p: *mut rtick_periodic, by_ns: i64) -> rt
 /// Feeds the reference clock's reading at the last deadline (ns, at most
 /// 146 years either way) to the PI controller; the bounded shift applied
 /// goes to `correction_ns` (may be NULL).
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed;
+/// `correction_ns` is NULL or points to a writable `int64_t`.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_sync(
+pub unsafe extern "C" fn rtick_periodic_sync(
     p: *mut rtick_periodic,
     reference_ns: i64,
     correction_ns: *mut i64,
 ) -> rtick_status {
-    with_loop(p, "rtick_periodic_sync", |l| {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, "rtick_periodic_sync", |l| {
         if !(-MAX_TIME_NS..=MAX_TIME_NS).contains(&reference_ns) {
             return Err(invalid(&format!(
                 "rtick_periodic_sync: reference_ns {reference_ns} is out of range: give -{MAX_TIME_NS} to {MAX_TIME_NS} ns"
@@ -198,13 +233,20 @@ pub extern "C" fn rtick_periodic_sync(
 
 /// The loop's telemetry, from the thread that runs it (others: RTICK_ERR_THREAD;
 /// they use a telemetry handle).
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed; `out` is
+/// NULL or points to a writable `rtick_telemetry`.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut rtick_telemetry) -> rtick_status {
+pub unsafe extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut rtick_telemetry) -> rtick_status {
     // SAFETY: checked for NULL; the caller passes a writable struct.
     let Some(out) = (unsafe { out.as_mut() }) else {
         return guard(|| Err(invalid("rtick_periodic_telemetry: out is NULL")));
     };
-    with_loop(p, "rtick_periodic_telemetry", |l| {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, "rtick_periodic_telemetry", |l| {
         *out = telemetry_of(&l.telemetry().snapshot());
         Ok(())
     })
@@ -213,8 +255,13 @@ pub extern "C" fn rtick_periodic_telemetry(p: *const rtick_periodic, out: *mut r
 /// A handle on the loop's telemetry that other threads may read while the
 /// loop runs (free it with rtick_telemetry_handle_free; it outlives the loop).
 /// Made in the loop's thread; the handle itself may go to any thread.
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed; `out` is
+/// NULL or points to a writable pointer.
 #[no_mangle]
-pub extern "C" fn rtick_periodic_telemetry_handle(
+pub unsafe extern "C" fn rtick_periodic_telemetry_handle(
     p: *const rtick_periodic,
     out: *mut *mut rtick_telemetry_handle,
 ) -> rtick_status {
@@ -222,15 +269,22 @@ pub extern "C" fn rtick_periodic_telemetry_handle(
     let Some(out) = (unsafe { out.as_mut() }) else {
         return guard(|| Err(invalid("rtick_periodic_telemetry_handle: out is NULL")));
     };
-    with_loop(p, "rtick_periodic_telemetry_handle", |l| {
+    // SAFETY: p is NULL or a live loop (this function's contract); only the
+    // wrapper is borrowed, as `with_loop` says.
+    with_loop(unsafe { p.as_ref() }, "rtick_periodic_telemetry_handle", |l| {
         *out = Box::into_raw(Box::new(rtick_telemetry_handle { inner: l.telemetry() }));
         Ok(())
     })
 }
 
 /// A snapshot through a telemetry handle (any thread).
+///
+/// # Safety
+///
+/// `h` is NULL or a handle from rtick_periodic_telemetry_handle not yet
+/// freed; `out` is NULL or points to a writable `rtick_telemetry`.
 #[no_mangle]
-pub extern "C" fn rtick_telemetry_snapshot(
+pub unsafe extern "C" fn rtick_telemetry_snapshot(
     h: *const rtick_telemetry_handle,
     out: *mut rtick_telemetry,
 ) -> rtick_status {
@@ -245,8 +299,13 @@ pub extern "C" fn rtick_telemetry_snapshot(
 }
 
 /// Frees a telemetry handle (NULL is ignored).
+///
+/// # Safety
+///
+/// `h` is NULL or a handle from rtick_periodic_telemetry_handle not yet freed
+/// (it is freed here: do not use it again).
 #[no_mangle]
-pub extern "C" fn rtick_telemetry_handle_free(h: *mut rtick_telemetry_handle) {
+pub unsafe extern "C" fn rtick_telemetry_handle_free(h: *mut rtick_telemetry_handle) {
     if !h.is_null() {
         // SAFETY: h comes from rtick_periodic_telemetry_handle and is freed once.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(unsafe { Box::from_raw(h) })));
@@ -256,8 +315,13 @@ pub extern "C" fn rtick_telemetry_handle_free(h: *mut rtick_telemetry_handle) {
 /// Frees the loop, disarms its timer and undoes its real-time setup (NULL is
 /// ignored). From a thread other than the loop's: RTICK_ERR_THREAD, and the
 /// loop is not freed (its setup is that thread's to undo).
+///
+/// # Safety
+///
+/// `p` is NULL or a loop from rtick_periodic_create not yet freed (on
+/// RTICK_OK it is freed: do not use it again).
 #[no_mangle]
-pub extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) -> rtick_status {
+pub unsafe extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) -> rtick_status {
     guard(|| {
         // SAFETY: checked for NULL; p comes from rtick_periodic_create and is
         // not freed yet. Only the wrapper is borrowed, as in `with_loop`.
@@ -272,8 +336,13 @@ pub extern "C" fn rtick_periodic_free(p: *mut rtick_periodic) -> rtick_status {
 }
 
 /// Looks a mechanism up by its command-line name ("clock_nanosleep", "hybrid", …).
+///
+/// # Safety
+///
+/// `name` is NULL or a NUL-terminated string; `out` is NULL or points to a
+/// writable `int32_t`.
 #[no_mangle]
-pub extern "C" fn rtick_mechanism_from_name(name: *const c_char, out: *mut i32) -> rtick_status {
+pub unsafe extern "C" fn rtick_mechanism_from_name(name: *const c_char, out: *mut i32) -> rtick_status {
     guard(|| {
         if name.is_null() || out.is_null() {
             return Err(invalid("rtick_mechanism_from_name: NULL argument"));

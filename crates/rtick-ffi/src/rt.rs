@@ -15,8 +15,12 @@ pub struct rtick_rt_guard {
 }
 
 /// Fills `cfg` with "change nothing".
+///
+/// # Safety
+///
+/// `cfg` is NULL or points to a writable `rtick_rt_config`.
 #[no_mangle]
-pub extern "C" fn rtick_rt_config_init(cfg: *mut rtick_rt_config) -> rtick_status {
+pub unsafe extern "C" fn rtick_rt_config_init(cfg: *mut rtick_rt_config) -> rtick_status {
     guard(|| {
         // SAFETY: checked for NULL; the caller passes a writable struct.
         let cfg = unsafe { cfg.as_mut() }.ok_or_else(|| invalid("rtick_rt_config_init: cfg is NULL"))?;
@@ -40,7 +44,11 @@ const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 
 /// The setup `c` asks for, every value checked (the stack prefault against
 /// the calling thread's stack: call it in the thread that applies it).
-pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
+///
+/// # Safety
+///
+/// `c.cpus` is NULL or points to `c.n_cpus` readable `u32`s.
+pub(crate) unsafe fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
     let mut s = Setup::new();
     if c.policy == rtick_policy::RTICK_POLICY_UNCHANGED as i32 && c.priority != 0 {
         return Err(invalid(&format!(
@@ -69,8 +77,8 @@ pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
                 c.n_cpus
             )));
         }
-        // SAFETY: the caller passes n_cpus readable values at cpus (checked
-        // for NULL); at most MAX_CPUS of them, far below isize::MAX bytes.
+        // SAFETY: n_cpus readable values at cpus (this function's contract;
+        // checked for NULL); at most MAX_CPUS of them, far below isize::MAX bytes.
         let cpus = unsafe { std::slice::from_raw_parts(c.cpus, c.n_cpus) };
         s = s.affinity(&cpus.iter().map(|&c| c as usize).collect::<Vec<_>>());
     }
@@ -89,15 +97,21 @@ pub(crate) fn setup_of(c: &rtick_rt_config) -> Result<Setup, rtick_status> {
 
 /// Applies `cfg` to the calling thread (and the process, for memory and
 /// cpu_dma_latency). On failure nothing stays changed.
+///
+/// # Safety
+///
+/// `cfg` is NULL or points to a valid `rtick_rt_config` (`cpus`: NULL or
+/// `n_cpus` readable `uint32_t`); `out` is NULL or points to a writable pointer.
 #[no_mangle]
-pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rtick_rt_guard) -> rtick_status {
+pub unsafe extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rtick_rt_guard) -> rtick_status {
     guard(|| {
         // SAFETY: checked for NULL; the caller passes valid pointers.
         let (cfg, out) = unsafe { (cfg.as_ref(), out.as_mut()) };
         let cfg = cfg.ok_or_else(|| invalid("rtick_rt_apply: cfg is NULL"))?;
         let out = out.ok_or_else(|| invalid("rtick_rt_apply: out is NULL"))?;
         *out = std::ptr::null_mut();
-        let g = setup_of(cfg)?.apply().map_err(|e| status_of(&e))?;
+        // SAFETY: cfg's cpus holds n_cpus values (this function's contract).
+        let g = unsafe { setup_of(cfg) }?.apply().map_err(|e| status_of(&e))?;
         *out = Box::into_raw(Box::new(rtick_rt_guard { inner: Bound::new(g) }));
         Ok(())
     })
@@ -106,8 +120,13 @@ pub extern "C" fn rtick_rt_apply(cfg: *const rtick_rt_config, out: *mut *mut rti
 /// Undoes a setup and frees the guard (NULL is ignored). From a thread other
 /// than the one that applied it: RTICK_ERR_THREAD, and nothing is undone
 /// (it would change that other thread).
+///
+/// # Safety
+///
+/// `g` is NULL or a guard from rtick_rt_apply not yet freed (on RTICK_OK it
+/// is freed: do not use it again).
 #[no_mangle]
-pub extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) -> rtick_status {
+pub unsafe extern "C" fn rtick_rt_restore(g: *mut rtick_rt_guard) -> rtick_status {
     guard(|| {
         // SAFETY: checked for NULL; g comes from rtick_rt_apply and is not
         // freed yet. Only the wrapper is borrowed: the check reads its owner.

@@ -404,7 +404,7 @@ pub fn explain(m: DriftMechanism, period: Nanos, hz: Option<u32>, work: Nanos) -
 /// jiffies counter in /proc/timer_list over 200 ms.
 pub fn detect_hz(root: &SysRoot) -> Option<u32> {
     if let Some(hz) =
-        crate::audit::KernelConfig::read(root).and_then(|c| c.get("CONFIG_HZ").and_then(|v| v.parse().ok()))
+        crate::system::KernelConfig::read(root).and_then(|c| c.get("CONFIG_HZ").and_then(|v| v.parse().ok()))
     {
         return Some(hz);
     }

@@ -61,6 +61,10 @@
 //! println!("p99 {} ns over {} wake-ups", s.percentiles[2], s.count);
 //! ```
 
+#![deny(unsafe_code)]
+// Library code never prints: it returns what happened, and its user says it.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro))]
+
 pub mod audit;
 pub mod cgroup;
 pub mod child_cgroup;
@@ -76,6 +80,8 @@ pub mod periodic;
 pub mod rt;
 pub mod schedule;
 pub mod stats;
+// The one place that calls the C library: every unsafe block is here.
+#[allow(unsafe_code)]
 mod sys;
 pub mod system;
 pub mod text;

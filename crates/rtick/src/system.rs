@@ -10,6 +10,7 @@
 pub mod cpustat;
 mod hres;
 mod hypervisor;
+mod kconfig;
 mod preempt;
 
 use std::fs;
@@ -17,9 +18,8 @@ use std::path::{Path, PathBuf};
 
 pub use hres::{CpuHres, HresActive, TIMER_LIST};
 pub use hypervisor::{Hypervisor, VirtSigns, Virtualization, DMI, VM_VENDORS};
+pub use kconfig::KernelConfig;
 pub use preempt::{debugfs_mode, Preempt, PreemptInputs, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
-
-use crate::audit::KernelConfig;
 
 /// What the measurement header and warnings need to know about the system.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -30,10 +30,6 @@ pub const MAX_SPAN_TEXT: &str = "73 years";
 impl Nanos {
     /// Zero.
     pub const ZERO: Nanos = Nanos(0);
-    /// From nanoseconds.
-    pub const fn from_ns(ns: i64) -> Self {
-        Nanos(ns)
-    }
     /// From microseconds.
     pub const fn from_us(us: i64) -> Self {
         Nanos(us * 1_000)
@@ -49,10 +45,6 @@ impl Nanos {
     /// The value in nanoseconds.
     pub const fn as_ns(self) -> i64 {
         self.0
-    }
-    /// The value in (fractional) microseconds, for display.
-    pub fn as_us_f64(self) -> f64 {
-        self.0 as f64 / 1e3
     }
     /// The value in (fractional) seconds, for display.
     pub fn as_secs_f64(self) -> f64 {

@@ -87,20 +87,34 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     }
 
     // Started last, just before the run: nothing is traced while setting up.
-    let mut explaining = a
+    let measured = a
         .explain
         .map(|over| {
             let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
             Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
-        .transpose()?;
-    // The header's last line, when the buffers follow the cap rather than the CPU count.
-    if let Some(b) = explaining.as_ref().map(|e| e.buffers).filter(|b| b.capped() && !a.quiet) {
-        println!("  explain       kernel trace buffers {}", b.describe());
-    }
-    let (report, rows, kept, ran) = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
-    // Restored with the other settings, before anything else can fail.
-    idle.map(IdleLimit::restore).transpose()?;
+        .transpose()
+        .and_then(|mut explaining| {
+            // The header's last line, when the buffers follow the cap rather than the CPU count.
+            if let Some(b) = explaining.as_ref().map(|e| e.buffers).filter(|b| b.capped() && !a.quiet) {
+                println!("  explain       kernel trace buffers {}", b.describe());
+            }
+            let m = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
+            Ok((m, explaining))
+        });
+    // Restored with the other settings, before anything else can fail, and
+    // on a failed run too (a failed restore is said, then the run's error).
+    let restored = idle.map(IdleLimit::restore).transpose();
+    let ((report, rows, kept, ran), explaining) = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            if let Err(r) = restored {
+                eprintln!("rtick: restoring cpuidle states: {r}");
+            }
+            return Err(e);
+        }
+    };
+    restored?;
     let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
     let rows = match (&explanation, &outputs.trace) {
         (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),

@@ -1,8 +1,8 @@
 //! The kernel: PREEMPT_RT, the preemption model, HZ, NO_HZ, high-resolution timers.
 
 use super::read::Context;
-use super::{Finding, KernelConfig, Status};
-use crate::system::{Preempt, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
+use super::{Finding, Status};
+use crate::system::{KernelConfig, Preempt, PreemptModel, PreemptSource, DEBUGFS_PREEMPT};
 
 pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     out.push(preempt_rt(&ctx.preempt, ctx.config.as_ref()));

@@ -23,8 +23,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::SysRoot;
 
-pub use read::KernelConfig;
-
 const UNREADABLE: &str = "unreadable or missing: ";
 
 /// How a finding bears on precise timing.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::input::Task;
-use crate::ktrace::{softirq_name, Event, EventKind};
+use crate::ktrace::{softirq_name, Event, EventKind, Switch};
 use crate::time::{Nanos, Time};
 
 /// Something that took a CPU's time.
@@ -71,90 +71,11 @@ impl Timeline {
     /// Builds the timeline of the events of one CPU, sorted by time.
     /// Intervals still open at the end close at `end`.
     pub fn build(events: &[Event], end: Time) -> Timeline {
-        let mut t = Timeline::default();
-        let mut current: Option<(Time, Culprit)> = None;
-        let mut open: Vec<(Time, Culprit)> = Vec::new();
-        let close =
-            |open: &mut Vec<(Time, Culprit)>, at: Time, pred: &dyn Fn(&Culprit) -> bool, out: &mut Vec<Span>| {
-                if let Some(i) = open.iter().rposition(|(_, c)| pred(c)) {
-                    let (start, what) = open.remove(i);
-                    out.push(Span { start, end: at, what });
-                }
-            };
-        // When each pid was last made runnable here, and first seen running
-        // (as an event's common_pid), since the current span began: the
-        // switch into a task is sometimes not recorded (on this VM's CPU 1 no
-        // switch out of the idle task ever is), and is inferred from them.
-        let mut woken: HashMap<i32, Time> = HashMap::new();
-        let mut seen: HashMap<i32, Time> = HashMap::new();
+        let mut b = Builder::default();
         for e in events {
-            if e.pid != 0 {
-                seen.entry(e.pid).or_insert(e.ts);
-            }
-            match &e.kind {
-                EventKind::SchedWakeup(w) => {
-                    woken.insert(w.pid, e.ts);
-                }
-                EventKind::SchedSwitch(sw) => {
-                    let prev = Task::new(&sw.prev_comm, sw.prev_pid, sw.prev_prio);
-                    let current_pid = current.as_ref().map(|(_, c)| match c {
-                        Culprit::Task(t) => t.pid,
-                        _ => 0,
-                    });
-                    if current_pid.is_some_and(|p| p != prev.pid) && !prev.is_idle() {
-                        // The switch into `prev` was not recorded: it ran from
-                        // its wake-up here (or its first event) until now.
-                        let since = current.as_ref().map_or(e.ts, |(s, _)| *s);
-                        let start = woken
-                            .get(&prev.pid)
-                            .or(seen.get(&prev.pid))
-                            .copied()
-                            .filter(|&t| t >= since)
-                            .unwrap_or(e.ts);
-                        if let Some((s0, what)) = current.take() {
-                            t.tasks.push(Span { start: s0, end: start, what });
-                        }
-                        current = Some((start, Culprit::Task(prev)));
-                    }
-                    if let Some((start, what)) = current.take() {
-                        t.tasks.push(Span { start, end: e.ts, what });
-                    }
-                    let next = Task::new(&sw.next_comm, sw.next_pid, sw.next_prio);
-                    current = Some((e.ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next) }));
-                    woken.clear();
-                    seen.clear();
-                }
-                EventKind::IrqHandlerEntry { irq, name } => {
-                    open.push((e.ts, Culprit::Irq { irq: *irq, name: name.to_string() }))
-                }
-                EventKind::IrqHandlerExit { irq, .. } => {
-                    close(&mut open, e.ts, &|c| matches!(c, Culprit::Irq { irq: i, .. } if i == irq), &mut t.interrupts)
-                }
-                EventKind::SoftirqEntry { vec } => open.push((e.ts, Culprit::Softirq(softirq_name(*vec)))),
-                EventKind::SoftirqExit { vec } => {
-                    let name = softirq_name(*vec);
-                    close(&mut open, e.ts, &|c| *c == Culprit::Softirq(name), &mut t.interrupts)
-                }
-                EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
-                    open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
-                }
-                EventKind::HrtimerExpireExit { hrtimer } => close(
-                    &mut open,
-                    e.ts,
-                    &|c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer),
-                    &mut t.interrupts,
-                ),
-                _ => {}
-            }
+            b.event(e);
         }
-        if let Some((start, what)) = current {
-            t.tasks.push(Span { start, end: end.max(start), what });
-        }
-        for (start, what) in open {
-            t.interrupts.push(Span { start, end: end.max(start), what });
-        }
-        t.interrupts.sort_by_key(|s| s.start);
-        t
+        b.finish(end)
     }
 
     /// The task current at `at` (None before the first switch seen).
@@ -191,6 +112,102 @@ impl Timeline {
         }
         out.sort_by_key(|c| std::cmp::Reverse(c.1));
         out
+    }
+}
+
+/// [`Timeline::build`] between two events: the task span in progress and
+/// the interrupt work entered but not yet left.
+#[derive(Default)]
+struct Builder {
+    t: Timeline,
+    /// The task running since when.
+    current: Option<(Time, Culprit)>,
+    /// Interrupt work entered, innermost last.
+    open: Vec<(Time, Culprit)>,
+    /// When each pid was last made runnable here, and first seen running
+    /// (as an event's common_pid), since the current span began: the
+    /// switch into a task is sometimes not recorded (on this VM's CPU 1 no
+    /// switch out of the idle task ever is), and is inferred from them.
+    woken: HashMap<i32, Time>,
+    seen: HashMap<i32, Time>,
+}
+
+impl Builder {
+    fn event(&mut self, e: &Event) {
+        if e.pid != 0 {
+            self.seen.entry(e.pid).or_insert(e.ts);
+        }
+        match &e.kind {
+            EventKind::SchedWakeup(w) => {
+                self.woken.insert(w.pid, e.ts);
+            }
+            EventKind::SchedSwitch(sw) => self.switch(e.ts, sw),
+            EventKind::IrqHandlerEntry { irq, name } => {
+                self.open.push((e.ts, Culprit::Irq { irq: *irq, name: name.to_string() }))
+            }
+            EventKind::IrqHandlerExit { irq, .. } => {
+                self.close(e.ts, |c| matches!(c, Culprit::Irq { irq: i, .. } if i == irq))
+            }
+            EventKind::SoftirqEntry { vec } => self.open.push((e.ts, Culprit::Softirq(softirq_name(*vec)))),
+            EventKind::SoftirqExit { vec } => {
+                let name = softirq_name(*vec);
+                self.close(e.ts, |c| *c == Culprit::Softirq(name))
+            }
+            EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
+                self.open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
+            }
+            EventKind::HrtimerExpireExit { hrtimer } => {
+                self.close(e.ts, |c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer))
+            }
+            _ => {}
+        }
+    }
+
+    /// A context switch at `ts`: the current task's span ends, the next one's begins.
+    fn switch(&mut self, ts: Time, sw: &Switch) {
+        let prev = Task::new(&sw.prev_comm, sw.prev_pid, sw.prev_prio);
+        let current_pid = self.current.as_ref().map(|(_, c)| match c {
+            Culprit::Task(t) => t.pid,
+            _ => 0,
+        });
+        if current_pid.is_some_and(|p| p != prev.pid) && !prev.is_idle() {
+            // The switch into `prev` was not recorded: it ran from
+            // its wake-up here (or its first event) until now.
+            let since = self.current.as_ref().map_or(ts, |(s, _)| *s);
+            let start =
+                self.woken.get(&prev.pid).or(self.seen.get(&prev.pid)).copied().filter(|&t| t >= since).unwrap_or(ts);
+            if let Some((s0, what)) = self.current.take() {
+                self.t.tasks.push(Span { start: s0, end: start, what });
+            }
+            self.current = Some((start, Culprit::Task(prev)));
+        }
+        if let Some((start, what)) = self.current.take() {
+            self.t.tasks.push(Span { start, end: ts, what });
+        }
+        let next = Task::new(&sw.next_comm, sw.next_pid, sw.next_prio);
+        self.current = Some((ts, if next.is_idle() { Culprit::Idle } else { Culprit::Task(next) }));
+        self.woken.clear();
+        self.seen.clear();
+    }
+
+    /// Interrupt work left at `at`: the innermost open span `pred` matches.
+    fn close(&mut self, at: Time, pred: impl Fn(&Culprit) -> bool) {
+        if let Some(i) = self.open.iter().rposition(|(_, c)| pred(c)) {
+            let (start, what) = self.open.remove(i);
+            self.t.interrupts.push(Span { start, end: at, what });
+        }
+    }
+
+    /// The timeline, with every span still open closed at `end`.
+    fn finish(mut self, end: Time) -> Timeline {
+        if let Some((start, what)) = self.current {
+            self.t.tasks.push(Span { start, end: end.max(start), what });
+        }
+        for (start, what) in self.open {
+            self.t.interrupts.push(Span { start, end: end.max(start), what });
+        }
+        self.t.interrupts.sort_by_key(|s| s.start);
+        self.t
     }
 }
 

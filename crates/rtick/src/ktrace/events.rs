@@ -287,18 +287,6 @@ impl Event {
     pub fn irqs_off(&self) -> bool {
         self.flags & 0x01 != 0
     }
-    /// In a hard interrupt (TRACE_FLAG_HARDIRQ).
-    pub fn in_hardirq(&self) -> bool {
-        self.flags & 0x08 != 0
-    }
-    /// In a softirq (TRACE_FLAG_SOFTIRQ).
-    pub fn in_softirq(&self) -> bool {
-        self.flags & 0x10 != 0
-    }
-    /// In an NMI (TRACE_FLAG_NMI).
-    pub fn in_nmi(&self) -> bool {
-        self.flags & 0x40 != 0
-    }
 }
 
 /// What became of one raw record.
@@ -451,7 +439,7 @@ mod tests {
         let p = record();
         let Decoded::Event(e) = d.decode(&RawRecord { ts: 99, payload: &p }) else { panic!() };
         assert_eq!((e.ts, e.pid, e.flags, e.preempt_count), (Time(99), 17, 0x0d, 2));
-        assert!(e.irqs_off() && e.in_hardirq() && !e.in_softirq() && !e.in_nmi());
+        assert!(e.irqs_off());
         let want = Wakeup { comm: Comm::new(b"rtick"), pid: 4242, prio: 9, target_cpu: 1 };
         assert_eq!(e.kind, EventKind::SchedWakeup(want));
         assert_eq!(want.comm.to_string(), "rtick");

@@ -193,13 +193,6 @@ pub struct SetupGuard {
     _thread_bound: PhantomData<*const ()>,
 }
 
-impl SetupGuard {
-    /// Whether memory is locked.
-    pub fn memory_locked(&self) -> bool {
-        self.memory.is_some()
-    }
-}
-
 impl Drop for SetupGuard {
     fn drop(&mut self) {
         let _ = sched::set_scheduler(self.policy.0, self.policy.1);

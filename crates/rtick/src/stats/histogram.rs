@@ -80,12 +80,6 @@ impl SignedHistogram {
         }
     }
 
-    /// Adds every value of `other` to this one.
-    pub fn add(&mut self, other: &SignedHistogram) {
-        let _ = self.pos.add(&other.pos);
-        let _ = self.neg.add(&other.neg);
-    }
-
     /// Every recorded bucket as (value, count), ascending by value; each value
     /// is the bucket's highest equivalent value (negative buckets: lowest magnitude).
     pub fn buckets(&self) -> Vec<(i64, u64)> {

@@ -53,16 +53,6 @@ impl LatencyStats {
         &self.hist
     }
 
-    /// Merges another series into this one.
-    pub fn merge(&mut self, other: &LatencyStats) {
-        self.hist.add(&other.hist);
-        self.count += other.count;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
-    }
-
     /// The summary of what was recorded.
     pub fn summary(&self) -> Summary {
         if self.count == 0 {
@@ -134,20 +124,5 @@ mod tests {
         assert_eq!(m.percentile("50"), Some(400));
         assert_eq!(m.percentile("99.999"), Some(900));
         assert!(m.percentiles.windows(2).all(|w| w[0] <= w[1]));
-    }
-
-    #[test]
-    fn merge_equals_recording_everything() {
-        let (mut a, mut b, mut all) = (LatencyStats::new(), LatencyStats::new(), LatencyStats::new());
-        for v in 0..1000 {
-            if v % 3 == 0 {
-                a.record(v - 100)
-            } else {
-                b.record(v * 7)
-            }
-            all.record(if v % 3 == 0 { v - 100 } else { v * 7 });
-        }
-        a.merge(&b);
-        assert_eq!(a.summary(), all.summary());
     }
 }

@@ -10,8 +10,83 @@ use std::io;
 use std::mem::MaybeUninit;
 
 use super::check_code;
-use crate::clock::PosixClock;
 use crate::time::{Nanos, Time};
+
+/// A POSIX clock the kernel has had since Linux 3.10 (CLOCK_TAI is the
+/// youngest): the clocks `rtick clocks` surveys, and those a loop runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PosixClock {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_MONOTONIC_RAW: not slewed by NTP.
+    MonotonicRaw,
+    /// CLOCK_MONOTONIC_COARSE: the last tick's time, cheap to read.
+    MonotonicCoarse,
+    /// CLOCK_REALTIME.
+    Realtime,
+    /// CLOCK_REALTIME_COARSE.
+    RealtimeCoarse,
+    /// CLOCK_BOOTTIME.
+    Boottime,
+    /// CLOCK_TAI.
+    Tai,
+    /// CLOCK_PROCESS_CPUTIME_ID: CPU time of the process.
+    ProcessCputime,
+    /// CLOCK_THREAD_CPUTIME_ID: CPU time of the calling thread.
+    ThreadCputime,
+}
+
+impl PosixClock {
+    /// Every POSIX clock, in the order `rtick clocks` lists them.
+    pub const ALL: [PosixClock; 9] = [
+        PosixClock::Monotonic,
+        PosixClock::MonotonicRaw,
+        PosixClock::MonotonicCoarse,
+        PosixClock::Realtime,
+        PosixClock::RealtimeCoarse,
+        PosixClock::Boottime,
+        PosixClock::Tai,
+        PosixClock::ProcessCputime,
+        PosixClock::ThreadCputime,
+    ];
+
+    /// The kernel's clock id.
+    #[inline]
+    pub fn raw(self) -> libc::clockid_t {
+        match self {
+            PosixClock::Monotonic => libc::CLOCK_MONOTONIC,
+            PosixClock::MonotonicRaw => libc::CLOCK_MONOTONIC_RAW,
+            PosixClock::MonotonicCoarse => libc::CLOCK_MONOTONIC_COARSE,
+            PosixClock::Realtime => libc::CLOCK_REALTIME,
+            PosixClock::RealtimeCoarse => libc::CLOCK_REALTIME_COARSE,
+            PosixClock::Boottime => libc::CLOCK_BOOTTIME,
+            PosixClock::Tai => libc::CLOCK_TAI,
+            PosixClock::ProcessCputime => libc::CLOCK_PROCESS_CPUTIME_ID,
+            PosixClock::ThreadCputime => libc::CLOCK_THREAD_CPUTIME_ID,
+        }
+    }
+
+    /// The name as the kernel spells it (`CLOCK_MONOTONIC_RAW`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            PosixClock::Monotonic => "CLOCK_MONOTONIC",
+            PosixClock::MonotonicRaw => "CLOCK_MONOTONIC_RAW",
+            PosixClock::MonotonicCoarse => "CLOCK_MONOTONIC_COARSE",
+            PosixClock::Realtime => "CLOCK_REALTIME",
+            PosixClock::RealtimeCoarse => "CLOCK_REALTIME_COARSE",
+            PosixClock::Boottime => "CLOCK_BOOTTIME",
+            PosixClock::Tai => "CLOCK_TAI",
+            PosixClock::ProcessCputime => "CLOCK_PROCESS_CPUTIME_ID",
+            PosixClock::ThreadCputime => "CLOCK_THREAD_CPUTIME_ID",
+        }
+    }
+
+    /// Reads the clock (through the vDSO where the kernel serves it there).
+    #[inline]
+    pub fn now(self) -> Time {
+        now(self)
+    }
+}
 
 /// Reads `clock` through the vDSO (no system call for the usual clocks).
 ///

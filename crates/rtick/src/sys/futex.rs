@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn futex_and_condvar_time_out_at_the_deadline() {
-        let c = crate::clock::PosixClock::Monotonic;
+        let c = crate::sys::clock::PosixClock::Monotonic;
         let w = AtomicU32::new(0);
         let d = super::super::clock::now(c) + Nanos::from_us(300);
         wait_bitset_until(&w, 0, d, false).unwrap();
@@ -131,7 +131,7 @@ mod tests {
     fn futex_on_a_changed_word_is_eagain() {
         let w = AtomicU32::new(1);
         // A deadline far off: were the mismatch ignored, this would time out, Ok.
-        let d = super::super::clock::now(crate::clock::PosixClock::Monotonic) + Nanos::from_secs(30);
+        let d = super::super::clock::now(crate::sys::clock::PosixClock::Monotonic) + Nanos::from_secs(30);
         let e = wait_bitset_until(&w, 0, d, false).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EAGAIN), "{e}");
     }

@@ -83,14 +83,26 @@ pub fn timer_slack() -> io::Result<Nanos> {
     Ok(Nanos(check_ret(ret)? as i64))
 }
 
-/// (user, system) CPU time of `who` (RUSAGE_THREAD or RUSAGE_SELF).
-fn cpu_times(who: libc::c_int) -> (Nanos, Nanos) {
-    let mut ru = MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: ru is a valid out pointer; getrusage cannot fail for these `who` on Linux.
-    let ru = unsafe {
-        libc::getrusage(who, ru.as_mut_ptr());
-        ru.assume_init()
+/// Whose CPU time [`cpu_times`] reads: the only two `getrusage` takes
+/// that this module asks for, so no other `who` can reach the call.
+#[derive(Copy, Clone)]
+enum Usage {
+    Thread,
+    Process,
+}
+
+/// (user, system) CPU time of the calling thread or of the process.
+fn cpu_times(who: Usage) -> (Nanos, Nanos) {
+    let who = match who {
+        Usage::Thread => libc::RUSAGE_THREAD,
+        Usage::Process => libc::RUSAGE_SELF,
     };
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out pointer. Linux fails getrusage only for an
+    // unknown `who` (EINVAL) or a bad pointer (EFAULT), neither possible
+    // here; had it failed, ru would still hold zeros, never uninit memory.
+    unsafe { libc::getrusage(who, &mut ru) };
     // time_t and suseconds_t are narrower than i64 on 32-bit targets.
     #[allow(clippy::unnecessary_cast)]
     let us = |tv: libc::timeval| Nanos::from_us(tv.tv_sec as i64 * 1_000_000 + tv.tv_usec as i64);
@@ -99,13 +111,13 @@ fn cpu_times(who: libc::c_int) -> (Nanos, Nanos) {
 
 /// CPU time (user + system) consumed by the calling thread (`getrusage(RUSAGE_THREAD)`).
 pub fn thread_cpu_time() -> Nanos {
-    let (user, system) = cpu_times(libc::RUSAGE_THREAD);
+    let (user, system) = cpu_times(Usage::Thread);
     user + system
 }
 
 /// CPU time used by the whole process: (user, user + system) (`getrusage(RUSAGE_SELF)`).
 pub fn process_cpu_time() -> (Nanos, Nanos) {
-    let (user, system) = cpu_times(libc::RUSAGE_SELF);
+    let (user, system) = cpu_times(Usage::Process);
     (user, user + system)
 }
 

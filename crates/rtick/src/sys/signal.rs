@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use super::check_code;
 use super::claim::{Claim, InUse};
-use crate::clock::PosixClock;
+use super::clock::PosixClock;
 use crate::time::Time;
 
 /// The signal rtick's POSIX timers use: the first real-time signal glibc leaves free.

@@ -12,8 +12,8 @@
 
 use std::fmt;
 
+use super::KernelConfig;
 use super::{boot_param, SysRoot};
-use crate::audit::KernelConfig;
 
 /// The run-time preemption mode (`/sys/kernel/debug/sched/preempt`).
 pub const DEBUGFS_PREEMPT: &str = "/sys/kernel/debug/sched/preempt";

@@ -263,7 +263,7 @@ mod tests {
         let mut last = None;
         // 98 % at 3.5 µs, 2 % at 40 µs: the p99 is in the 40 µs bucket.
         for i in 0..6400u32 {
-            let v = if i % 50 == 0 { Nanos::from_us(40) } else { Nanos::from_ns(3_500) };
+            let v = if i % 50 == 0 { Nanos::from_us(40) } else { Nanos(3_500) };
             if let Some(p) = t.record(v) {
                 last = Some(p);
             }
@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(last, Some(Nanos::from_us(41)));
         // The machine calms down: after enough quiet samples the tail decays away.
         for _ in 0..40_000 {
-            if let Some(p) = t.record(Nanos::from_ns(3_500)) {
+            if let Some(p) = t.record(Nanos(3_500)) {
                 last = Some(p);
             }
         }
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(slack_for(Nanos::from_ms(2), Nanos::from_ms(1)), (Nanos::from_ms(1), true));
         assert_eq!(slack_for(Nanos::from_us(18), Nanos::from_us(10)), (Nanos::from_us(10), true));
         // 18 µs · 1.25 + 2 µs = 24.5 µs fits in ¾ of 50 µs (37.5 µs).
-        assert_eq!(slack_for(Nanos::from_us(18), Nanos::from_us(50)), (Nanos::from_ns(24_500), false));
+        assert_eq!(slack_for(Nanos::from_us(18), Nanos::from_us(50)), (Nanos(24_500), false));
     }
 
     #[test]
@@ -293,8 +293,8 @@ mod tests {
         h.arm(now, Nanos::from_ms(10)).unwrap();
         assert_eq!(h.slack, slack_for(cal.overshoot_p99, Nanos::from_ms(10)).0);
         // A period shorter than the overshoot allows: the slack becomes the whole period.
-        h.arm(now, Nanos::from_ns(100)).unwrap();
-        assert_eq!(h.slack, Nanos::from_ns(100));
+        h.arm(now, Nanos(100)).unwrap();
+        assert_eq!(h.slack, Nanos(100));
         assert!(h.calibration.unwrap().spins_whole_period);
         let d = h.now() + Nanos::from_us(50);
         assert!(h.wait(d).unwrap().actual >= d);
