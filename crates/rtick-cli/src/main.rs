@@ -9,13 +9,11 @@
 mod cli;
 mod cmd;
 mod export;
-mod gates;
 mod load;
 #[cfg(feature = "mock")]
 mod mock;
 mod output;
 mod plot;
-mod report;
 mod units;
 
 use std::process::ExitCode;

@@ -24,7 +24,7 @@ use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOpt
 
 use rtick::child_cgroup::ChildCgroup;
 
-use crate::export::json::LoadCommandJson;
+use rtick_model::json::LoadCommandJson;
 
 /// How long the group has to end after SIGTERM before SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);

@@ -29,8 +29,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::export::json::{LoadJson, LoadKindJson};
 pub use command::signal_name;
+use rtick_model::json::{LoadJson, LoadKindJson};
 pub use spec::{Kind, LoadPlan};
 use workers::{KindCounters, Workers};
 

@@ -3,9 +3,9 @@
 
 use crate::cli::MeasureArgs;
 use crate::cmd::plan::{cpu_list, Cpus};
-use crate::export::json::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson};
 use crate::Usage;
 use rtick::system::SysRoot;
+use rtick_model::json::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson};
 
 use super::memory::{Buffer, LastLevelCache};
 

@@ -4,7 +4,7 @@
 
 use rtick::system::cpustat::CpuTimes;
 
-use crate::export::json::CpuBusyJson;
+use rtick_model::json::CpuBusyJson;
 
 /// Per CPU present in both readings: the share of its time not idle
 /// (user, system, interrupts, steal), in percent. I/O wait counts as idle,

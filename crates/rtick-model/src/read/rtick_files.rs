@@ -6,11 +6,11 @@ use rtick::stats::LatencyStats;
 use serde::de::Error as _;
 use serde::Deserializer;
 
-use super::breakdown::{Breakdown, Wakeup};
 use super::{row, Dist, Series, Timeline};
-use crate::cmd::explain::ExplainJson;
-use crate::export::json::{LoadJson, PercentilesJson, ResultJson};
-use crate::export::trace::{HEADER, PHASE_HEADER};
+use crate::breakdown::{Breakdown, Wakeup};
+use crate::json::ExplainJson;
+use crate::json::{LoadJson, PercentilesJson, ResultJson};
+use crate::trace_csv::{HEADER, PHASE_HEADER};
 
 pub const TRACE_HEADER: &str = "thread,mechanism,cycle,planned_ns,actual_ns,latency_ns";
 
