@@ -440,7 +440,10 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     assert!(other.len() == 1 && other[0].starts_with("not_timer_woken "), "hybrid: {other:?}");
     for (m, (explained, did_not_sleep, other)) in &by {
         let others: f64 = other.iter().map(|o| o.rsplit(' ').next().unwrap().parse::<f64>().unwrap()).sum();
-        assert!(*explained >= 300.0, "{m}: {explained} explained, {did_not_sleep} did not sleep or were crowded out, {other:?}");
+        assert!(
+            *explained >= 300.0,
+            "{m}: {explained} explained, {did_not_sleep} did not sleep or were crowded out, {other:?}"
+        );
         assert!(others * 100.0 <= *explained, "{m}: {explained} explained, not: {other:?}");
     }
     // The log: each spike with its breakdown (phases adding up to its
