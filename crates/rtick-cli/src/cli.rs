@@ -53,7 +53,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
-    /// Print the distribution in buckets of this width (seed 001's table) [plain number: µs].
+    /// Print the distribution in buckets of this width as a table of bucket, count and rate [plain number: µs].
     #[arg(long, value_name = "WIDTH", allow_negative_numbers = true, value_parser = units::micros)]
     pub buckets: Option<Nanos>,
 

@@ -327,7 +327,7 @@ pub fn explain(m: DriftMechanism, period: Nanos, hz: Option<u32>, work: Nanos) -
         DriftMechanism::RelativeLoop => {
             let share = 100.0 * work.as_ns() as f64 / (period + work).as_ns() as f64;
             format!(
-                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles (seed 004's warning): use absolute deadlines"
+                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles: use absolute deadlines"
             )
         }
         DriftMechanism::AbsoluteLoop => {
