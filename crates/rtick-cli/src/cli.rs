@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use rtick::clock_survey::CostSpec;
 use rtick::rt::Policy;
 use rtick::wait::HybridSlack;
 use rtick::{ClockId, Nanos, OverrunPolicy};
@@ -54,7 +55,7 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 
     /// Print the distribution in buckets of this width as a table of bucket, count and rate [plain number: µs].
-    #[arg(long, value_name = "WIDTH", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(long, value_name = "WIDTH", allow_hyphen_values = true, value_parser = units::micros)]
     pub buckets: Option<Nanos>,
 
     /// Write the results as JSON, in the schema of rtick measure --json.
@@ -65,8 +66,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
-    /// What to draw [default: what the inputs support best].
-    #[arg(long, value_name = "KIND", value_enum)]
+    /// With --plot: what to draw [default: what the inputs support best].
+    #[arg(long, value_name = "KIND", value_enum, requires = "plot")]
     pub plot_kind: Option<crate::plot::PlotKind>,
 
     /// Write the HdrHistogram interval log format.
@@ -94,6 +95,12 @@ pub struct ReportArgs {
     pub metrics: Option<Vec<usize>>,
 }
 
+/// A clap value parser for a count in `min..=max`: a value beyond is clap's
+/// one-line error naming the option and the range.
+fn count(min: usize, max: usize) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min as u64..=max as u64)
+}
+
 /// Options of `rtick clocks`.
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
@@ -101,16 +108,16 @@ pub struct ClocksArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Batches timed per clock (the median and p99 are over batches).
-    #[arg(long, value_name = "N", default_value = "200", value_parser = clap::value_parser!(usize))]
+    /// Batches timed per clock (the median and p99 are over batches) [2 to 1000000; batches × reads at most 100000000].
+    #[arg(long, value_name = "N", default_value = "200", value_parser = count(2, CostSpec::MAX_BATCHES))]
     pub batches: usize,
 
-    /// Reads per batch.
-    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(usize))]
+    /// Reads per batch [1 to 1000000].
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = count(1, CostSpec::MAX_READS))]
     pub reads: usize,
 
-    /// Timestamp exchanges per CPU pair in the cross-CPU test.
-    #[arg(long, value_name = "N", default_value = "20000", value_parser = clap::value_parser!(usize))]
+    /// Timestamp exchanges per CPU pair in the cross-CPU test [1 to 10000000].
+    #[arg(long, value_name = "N", default_value = "20000", value_parser = count(1, rtick::clock_survey::MAX_ROUNDS))]
     pub rounds: usize,
 }
 
@@ -121,16 +128,16 @@ pub struct DriftArgs {
     #[arg(short = 'm', long = "mechanism", value_name = "NAME[,NAME…]", value_delimiter = ',')]
     pub mechanisms: Option<Vec<String>>,
 
-    /// Periods, comma-separated [default: 10000,9998,1000,100 µs].
-    #[arg(long = "period", value_name = "TIME[,TIME…]", value_delimiter = ',', allow_negative_numbers = true, value_parser = units::micros)]
+    /// Periods, comma-separated, each from 10 µs to the duration [default: 10000,9998,1000,100 µs].
+    #[arg(long = "period", value_name = "TIME[,TIME…]", value_delimiter = ',', allow_hyphen_values = true, value_parser = units::micros)]
     pub periods: Option<Vec<Nanos>>,
 
     /// Counting time per case [plain number: s].
-    #[arg(short = 'D', long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(short = 'D', long, value_name = "TIME", default_value = "1", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Nanos,
 
     /// Simulated work per cycle of relative-loop and absolute-loop [plain number: µs].
-    #[arg(long, value_name = "TIME", default_value = "50", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(long, value_name = "TIME", default_value = "50", allow_hyphen_values = true, value_parser = units::micros)]
     pub work: Nanos,
 
     /// Write the results as JSON: {rtick_version, hz, results: [...]}.
@@ -167,19 +174,19 @@ pub struct MeasureArgs {
     pub compare: bool,
 
     /// Slice length of --compare [plain number: s].
-    #[arg(long, value_name = "TIME", default_value = "1", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(long, value_name = "TIME", default_value = "1", allow_hyphen_values = true, value_parser = units::duration)]
     pub slice: Nanos,
 
     /// Stop after this many wake-ups per thread (and mechanism).
-    #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = units::loops)]
+    #[arg(short, long, value_name = "N", allow_hyphen_values = true, value_parser = units::loops)]
     pub loops: Option<u64>,
 
     /// Run each mechanism this long [plain number: s; or 500ms, 2m …]. Default 10 s (3 s with --compare) unless --loops is given.
-    #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 
     /// Stop when a latency exceeds this [plain number: µs]; reports the cycle and value.
-    #[arg(short, long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(short, long, value_name = "US", allow_hyphen_values = true, value_parser = units::micros)]
     pub breaktrace: Option<Nanos>,
 
     /// With -b: write a line into the kernel trace (trace_marker) at the break and stop tracing (tracing_on = 0), as cyclictest --tracemark does, so the trace ends at the spike.
@@ -194,7 +201,7 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", default_value = "5", requires = "explain")]
     pub explain_top: usize,
 
-    /// The tracefs directory --tracemark writes to, or an instance in it (…/instances/NAME) [default: where tracefs is mounted].
+    /// The tracefs directory --tracemark writes to, or an instance in it (…/instances/NAME) [default: where tracefs is mounted, else /sys/kernel/tracing].
     #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
     pub tracefs: Option<PathBuf>,
 
@@ -219,7 +226,7 @@ pub struct MeasureArgs {
     pub histogram: Option<PathBuf>,
 
     /// Range of the --histogram buckets [plain number: µs].
-    #[arg(long, value_name = "TIME", default_value = "1000", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(long, value_name = "TIME", default_value = "1000", allow_hyphen_values = true, value_parser = units::micros)]
     pub histogram_max: Nanos,
 
     /// Trace ring capacity per thread, in rows.
@@ -259,7 +266,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N")]
     pub deepest_idle_state: Option<usize>,
 
-    /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state.
+    /// Test-only: read and write /sys under DIR (a fake tree) for --deepest-idle-state,
+    /// and read the cache size the memory load follows there.
     /// Only in test builds (feature `mock`), like the `--mock-*` options: a
     /// release binary never writes `disable` files outside /sys (always `None` there).
     #[cfg_attr(feature = "mock", arg(long, hide = true, value_name = "DIR"))]
@@ -267,7 +275,7 @@ pub struct MeasureArgs {
     pub sysfs_root: Option<PathBuf>,
 
     /// Discard each mechanism's first TIME of wake-ups on every thread, before its duration or loops [plain number: s].
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub warm_up: Option<Nanos>,
 
     /// With --explain: measure what tracing adds, inside this run. The tracing is switched off and on every PERIOD [plain number: s; at least 200 ms; default 1 s, with --compare half a slice at most], and the wake-ups of the traced and the plain stretches are compared (p50, p99 and their ratios); only the traced ones are explained.
@@ -284,7 +292,7 @@ pub struct LoopArgs {
     pub mechanisms: Option<Vec<String>>,
 
     /// Period between wake-ups [plain number: µs; or 1ms, 20kHz …].
-    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_negative_numbers = true, value_parser = units::interval)]
+    #[arg(short, long, value_name = "INTERVAL", default_value = "1000", allow_hyphen_values = true, value_parser = units::interval)]
     pub interval: Nanos,
 
     /// Measuring threads; without N, one per allowed CPU.
@@ -320,11 +328,11 @@ pub struct LoopArgs {
     pub no_mlock: bool,
 
     /// Hold /dev/cpu_dma_latency at this many µs during the run (0 keeps CPUs out of deep C-states). Default: leave the system as it is.
-    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::dma_latency)]
+    #[arg(long, value_name = "US", allow_hyphen_values = true, value_parser = units::dma_latency)]
     pub dma_latency: Option<i32>,
 
     /// Timer slack of the measuring threads [plain number: ns].
-    #[arg(long, value_name = "NS", default_value = "1", allow_negative_numbers = true, value_parser = units::timer_slack)]
+    #[arg(long, value_name = "NS", default_value = "1", allow_hyphen_values = true, value_parser = units::timer_slack)]
     pub timer_slack: Nanos,
 
     /// After an overrun: skip to the next future deadline, or catch up on every missed one.
@@ -332,7 +340,7 @@ pub struct LoopArgs {
     pub overrun: OverrunPolicy,
 
     /// hybrid's spin slack: auto (calibrated) or a time [plain number: µs].
-    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_negative_numbers = true, value_parser = units::hybrid_slack)]
+    #[arg(long, value_name = "auto|TIME", default_value = "auto", allow_hyphen_values = true, value_parser = units::hybrid_slack)]
     pub hybrid_slack: HybridSlack,
 }
 
@@ -344,24 +352,24 @@ pub struct MonitorArgs {
     #[command(flatten)]
     pub looping: LoopArgs,
 
-    /// Address of the HTTP endpoint (/metrics, /spikes); loopback only unless told otherwise.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    /// Address of the HTTP endpoint (/metrics, /spikes): IP:PORT, or NAME:PORT with the name resolved (its first IPv4 address); loopback only unless told otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464", value_parser = units::listen)]
     pub listen: std::net::SocketAddr,
 
     /// Keep a log of the latest wake-ups later than this, served as JSON at /spikes [plain number: µs].
-    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = units::micros)]
+    #[arg(long, value_name = "US", allow_hyphen_values = true, value_parser = units::micros)]
     pub spike: Option<Nanos>,
 
     /// Why was it late, for every spike: trace the measured CPUs all the time (an instance of rtick's own in tracefs, the last seconds of events kept) and split each spike's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each, at /spikes and in rtick_spikes_total's phase and cause labels. Tracing adds to every wake-up's latency. Needs tracefs, and root (its files are root's, mode 0640: or CAP_DAC_OVERRIDE).
     #[arg(long, requires = "spike")]
     pub explain: bool,
 
-    /// The tracefs directory --explain traces in [default: /sys/kernel/tracing].
+    /// The tracefs directory --explain traces in [default: where tracefs is mounted, else /sys/kernel/tracing].
     #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
     pub tracefs: Option<std::path::PathBuf>,
 
     /// Stop after this long [plain number: s] (default: run until Ctrl-C or SIGTERM).
-    #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true, value_parser = units::duration)]
+    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 
     /// Print only warnings, not the header.

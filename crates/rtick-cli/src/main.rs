@@ -46,6 +46,16 @@ pub fn stop_flag() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBoo
     Ok(stop)
 }
 
+/// The values clap would list on its error's next line (a `ValueEnum`
+/// option's kinds), for the one line printed: " (one of: a, b)".
+fn valid(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(v)) if !v.is_empty() => format!(" (one of: {})", v.join(", ")),
+        _ => String::new(),
+    }
+}
+
 fn main() -> ExitCode {
     rtick::info::default_sigpipe();
     // Before any thread exists: the timer signals must be blocked in every
@@ -71,7 +81,7 @@ fn main() -> ExitCode {
                 true => lines.take_while(|l| !l.trim().is_empty()).map(str::trim).collect(),
                 false => Vec::new(),
             };
-            eprintln!("rtick: {first}{}{}", if listed.is_empty() { "" } else { " " }, listed.join(", "));
+            eprintln!("rtick: {first}{}{}{}", if listed.is_empty() { "" } else { " " }, listed.join(", "), valid(&e));
             return ExitCode::from(2);
         }
     };

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Once;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -53,6 +53,33 @@ pub fn default_kind(inputs: &[Input]) -> PlotKind {
     }
 }
 
+/// Whether `inputs` hold what `kind` draws: when not, why, naming the
+/// option (a usage error, found before anything is printed or run).
+pub fn check_kind(inputs: &[Input], kind: PlotKind) -> Result<(), String> {
+    let mut series = inputs.iter().flat_map(|i| &i.series);
+    let (ok, why) = match kind {
+        PlotKind::Histogram => (series.any(has_dist), "the inputs hold no distribution (cyclictest JSON needs -h)"),
+        PlotKind::Timeline => (series.any(|s| s.timeline.is_some()), "needs an rtick --trace file"),
+        PlotKind::Percentiles => (
+            series.any(|s| has_dist(s) || s.result.percentiles_ns.is_some()),
+            "the inputs hold no percentiles (cyclictest JSON needs -h)",
+        ),
+        PlotKind::Breakdown => (
+            breakdown::has_phases(inputs),
+            "needs the kernel phases of a run: measure --explain's --json or --trace file",
+        ),
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!("--plot-kind {}: {why}", format!("{kind:?}").to_lowercase())),
+    }
+}
+
+/// Whether a series has a distribution to draw.
+fn has_dist(s: &Series) -> bool {
+    s.dist.as_ref().is_some_and(|d| !d.weighted.is_empty())
+}
+
 fn font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -88,6 +115,7 @@ impl Format {
 
 /// Draws `kind` of `inputs` in memory, as the bytes of a `format` file.
 fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
+    check_kind(inputs, kind).map_err(|e| anyhow!(e))?;
     font();
     let many = inputs.len() > 1;
     let series: Vec<(String, &Series)> =
@@ -164,10 +192,8 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(Strin
 where
     DB::ErrorType: 'static,
 {
-    let with: Vec<_> = series.iter().filter(|s| s.1.dist.as_ref().is_some_and(|d| !d.weighted.is_empty())).collect();
-    if with.is_empty() {
-        bail!("--plot-kind histogram: the inputs hold no distribution (cyclictest JSON needs -h)");
-    }
+    // Not empty: `draw` checked the kind.
+    let with: Vec<_> = series.iter().filter(|s| has_dist(s.1)).collect();
     let max_ns = with.iter().map(|s| s.1.result.max_ns.max(1)).max().unwrap_or(1);
     let min_ns = with.iter().map(|s| s.1.result.min_ns.min(0)).min().unwrap_or(0);
     // About 400 bins across the range, at least each source's resolution.
@@ -257,10 +283,8 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[(String
 where
     DB::ErrorType: 'static,
 {
+    // Not empty: `draw` checked the kind.
     let with: Vec<_> = series.iter().filter(|s| s.1.timeline.is_some()).collect();
-    if with.is_empty() {
-        bail!("--plot-kind timeline needs an rtick --trace file");
-    }
     fn tl<'s>(s: &&(String, &'s Series)) -> &'s crate::report::Timeline {
         s.1.timeline.as_ref().expect("filtered")
     }
@@ -324,7 +348,7 @@ where
         .filter_map(|(name, s)| {
             let floor = 0.01; // µs: the log axis starts at 10 ns
             let pts: Vec<(f64, f64)> = match &s.dist {
-                Some(d) if !d.weighted.is_empty() => (0..=250)
+                Some(d) if has_dist(s) => (0..=250)
                     .map(|i| {
                         let x = i as f64 * 5.0 / 250.0;
                         let q = 1.0 - 10f64.powf(-x);
@@ -343,9 +367,6 @@ where
             Some((name.clone(), pts))
         })
         .collect();
-    if curves.is_empty() {
-        bail!("--plot-kind percentiles: the inputs hold no percentiles (cyclictest JSON needs -h)");
-    }
     let ymax = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(0.02, f64::max) * 2.0;
     let mut chart = try_plot!(ChartBuilder::on(root)
         .caption("Latency percentiles", (FAMILY, 26))

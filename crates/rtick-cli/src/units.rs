@@ -2,7 +2,8 @@
 //!
 //! Plain numbers keep cyclictest's units (µs for intervals and thresholds,
 //! seconds for durations); a unit may always be given: `500us`, `1.5ms`,
-//! `10s`, `2m`, `1h`, and for intervals a rate: `20kHz`.
+//! `10s`, `2m`, `1h`, and for intervals a rate: `20kHz`. Also the address
+//! `monitor --listen` takes.
 
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
@@ -130,9 +131,56 @@ pub fn dma_latency(s: &str) -> Result<i32, String> {
     i32::try_from(v.as_ns() / 1000).map_err(|_| format!("'{s}' is too large"))
 }
 
+/// The form `--listen` takes, for its errors.
+const LISTEN_FORM: &str = "give IP:PORT or NAME:PORT, e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464 or localhost:9464";
+
+/// clap value parser: `monitor --listen`'s address. A host name is resolved
+/// (its first IPv4 address, else its first).
+pub fn listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("'{s}' has no port: {LISTEN_FORM}"));
+    };
+    let port: u16 = port.parse().map_err(|_| format!("'{s}': the port must be a number 0-65535: {LISTEN_FORM}"))?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(format!("'{s}' has no address: {LISTEN_FORM}"));
+    }
+    let found: Vec<std::net::SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("'{s}': '{host}' is neither an IP address nor a name that resolves ({e}): {LISTEN_FORM}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("'{host}' resolves to no address: {LISTEN_FORM}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_takes_ip_port_or_a_resolved_name() {
+        assert_eq!(listen("127.0.0.1:9560"), Ok("127.0.0.1:9560".parse().unwrap()));
+        assert_eq!(listen("[::1]:9560"), Ok("[::1]:9560".parse().unwrap()));
+        assert!(listen("localhost:9560").unwrap().ip().is_loopback());
+        for (bad, why) in [
+            ("nonsense", "has no port"),
+            (":99999", "0-65535"),
+            ("127.0.0.1:http", "0-65535"),
+            (":9560", "has no address"),
+            ("no-such-host.invalid:9560", "neither an IP address nor a name that resolves"),
+        ] {
+            let e = listen(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains("IP:PORT"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn plain_numbers_keep_cyclictest_units() {

@@ -35,6 +35,12 @@ fn invalid_values_exit_2_with_one_line() {
         (&["--timer-slack", "0"], "--timer-slack"),
         (&["--dma-latency", "-1"], "--dma-latency"),
         (&["-b", "0"], "--breaktrace"),
+        // A negative time with a unit is a value, not an unknown option.
+        (&["-b", "-5us"], "--breaktrace"),
+        (&["-D", "-1s"], "--duration"),
+        (&["-i", "-1ms"], "--interval"),
+        (&["--warm-up", "-2s"], "--warm-up"),
+        (&["--histogram-max", "-1ms"], "--histogram-max"),
         (&["--json", "/nonexistent-dir/r.json"], "--json"),
         (&["--trace", "/nonexistent-dir/t.csv"], "--trace"),
         (&["--histogram", "/"], "--histogram"),
@@ -97,4 +103,42 @@ fn help_and_version_exit_0() {
         let o = rtick(a);
         assert_eq!(o.status.code(), Some(0), "{a:?}");
     }
+}
+
+/// `rtick ARGS` refused before anything is done: exit 2, one line with
+/// every `why`, nothing on stdout.
+fn refused(args: &[&str], why: &[&str]) {
+    let o = rtick(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line, got: {err}");
+    for w in why {
+        assert!(err.contains(w), "{args:?}: should say {w:?}: {err}");
+    }
+    assert!(stdout(&o).is_empty(), "{args:?}: printed {}", stdout(&o));
+}
+
+#[test]
+fn report_options_are_checked_before_anything_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/cyclictest-hist.json");
+    let png = dir.path().join("p.png");
+    let plot = ["report", fixture, "--plot", path_str(&png), "--plot-kind"];
+    refused(&[&plot[..], &["pie"]].concat(), &["--plot-kind", "histogram, timeline, percentiles, breakdown"]);
+    // No kernel phases in a run without --explain: a usage error, before the report.
+    refused(&[&plot[..], &["breakdown"]].concat(), &["--plot-kind breakdown", "measure --explain"]);
+    refused(&[&plot[..], &["timeline"]].concat(), &["--plot-kind timeline", "--trace"]);
+    refused(&["report", fixture, "--plot-kind", "histogram"], &["--plot"]);
+    refused(&["report", fixture, "--buckets", "-1us"], &["--buckets", "must not be negative"]);
+    refused(&["report", fixture, "--buckets", "0"], &["--buckets", "greater than zero"]);
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "no plot file");
+}
+
+#[test]
+fn monitor_listen_says_the_form_it_takes() {
+    for bad in ["nonsense", ":99999", "127.0.0.1:http", "no-such-host.invalid:9560"] {
+        refused(&["monitor", "--listen", bad, "-D", "1"], &["--listen", "IP:PORT", "127.0.0.1:9464"]);
+    }
+    refused(&["monitor", "--spike", "-5us"], &["--spike", "must not be negative"]);
+    refused(&["monitor", "-D", "-1s"], &["--duration", "must not be negative"]);
 }

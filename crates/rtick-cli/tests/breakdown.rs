@@ -67,13 +67,14 @@ fn the_breakdown_is_drawn_from_json_trace_or_both() {
         let refs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
         draws_whole_pictures(&refs, dir.path());
     }
-    // A run without phases cannot draw one: an error, and no file.
+    // A run without phases cannot draw one: a usage error before the report, and no file.
     let dir = tempfile::tempdir().unwrap();
     let ct = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/cyclictest-hist-classic.txt");
     let out = dir.path().join("b.png");
     let o = rtick(&["report", path_str(&ct), "--plot", path_str(&out), "--plot-kind", "breakdown"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("needs the kernel phases of a run"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
     assert!(!out.exists());
     no_temporaries(dir.path());
 }

@@ -105,21 +105,86 @@ fn drift_json_and_invariants() {
     assert!(out.contains("1000 µs") && out.contains("itimer-prof:"), "{out}");
 }
 
+/// Each case exits 2 with one line naming the option (and the bound it
+/// passes), before any output file is made.
 #[test]
 fn drift_bad_input_exits_2() {
-    for args in [
-        &["drift", "--period", "0"][..],
-        &["drift", "--period", "-5"],
-        &["drift", "--period", "abc"],
-        &["drift", "--period", "5us"],
-        &["drift", "-D", "0"],
-        &["drift", "-m", "sundial"],
-        &["drift", "--json", "/nonexistent-dir/d.json"],
-        &["clocks", "--batches", "0"],
-        &["clocks", "--json", "/nonexistent-dir/c.json"],
-    ] {
+    let cases: &[(&[&str], &str)] = &[
+        (&["drift", "--period", "0"], "--period"),
+        (&["drift", "--period", "-5"], "--period"),
+        (&["drift", "--period", "abc"], "--period"),
+        (&["drift", "--period", "5us"], "--period"),
+        (&["drift", "-D", "0"], "--duration"),
+        (&["drift", "-m", "sundial"], "--mechanism"),
+        (&["drift", "--period", "1h", "-m", "timerfd", "-D", "1"], "longer than -D/--duration 1.000 s"),
+        (&["drift", "--period", "4s", "-m", "itimer-real", "-D", "1"], "longer than -D/--duration"),
+        (&["drift", "--period", "1ms,2s", "-D", "1500ms"], "--period: 2.000 s is longer"),
+        (&["clocks", "--batches", "0"], "--batches"),
+        (&["clocks", "--batches", "99999999999"], "--batches <N>': 99999999999 is not in 2..=1000000"),
+        (&["clocks", "--batches", "18446744073709551615"], "is not in 2..=1000000"),
+        (&["clocks", "--reads", "18446744073709551615"], "--reads <N>': 18446744073709551615 is not in 1..=1000000"),
+        (&["clocks", "--rounds", "18446744073709551615"], "--rounds <N>': 18446744073709551615 is not in 1..=10000000"),
+        (&["clocks", "--rounds", "0"], "--rounds"),
+        (&["clocks", "--batches", "1000000", "--reads", "101"], "--batches × --reads: 1000000 × 101"),
+    ];
+    for (args, names) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("out.json");
+        let o = rtick(&[args, &["--json", path_str(&j)][..]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: should say {names}: {err}");
+        assert!(!j.exists(), "{args:?}: wrote {}", j.display());
+    }
+    for args in [&["drift", "--json", "/nonexistent-dir/d.json"][..], &["clocks", "--json", "/nonexistent-dir/c.json"]]
+    {
         let o = rtick(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// SIGINT or SIGTERM during a case of a 4 s period ends `drift` well
+/// before the period, for every mechanism; the output says which case was
+/// cut short, and the JSON is written, marked interrupted, without it.
+#[test]
+fn a_signal_ends_drift_within_its_period() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let signals = [rustix::process::Signal::INT, rustix::process::Signal::TERM];
+    for (i, m) in
+        ["timerfd", "itimer-real", "itimer-virtual", "itimer-prof", "posix-timer", "relative-loop", "absolute-loop"]
+            .into_iter()
+            .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("d.json");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rtick"))
+            .args(["drift", "-m", m, "--period", "4s", "-D", "5", "--json", path_str(&j)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The header comes once the signal handlers are in place.
+        let header = lines.next().expect("no header").unwrap();
+        assert!(header.starts_with("rtick ") && header.contains(" drift: "), "{header}");
+        std::thread::sleep(Duration::from_millis(500));
+        let pid = rustix::process::Pid::from_child(&child);
+        let sent = Instant::now();
+        rustix::process::kill_process(pid, signals[i % 2]).expect("drift is our child");
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        let status = child.wait().unwrap();
+        let took = sent.elapsed();
+        // Generous for a loaded VM, and far under the 4 s period.
+        assert!(took < Duration::from_millis(2500), "{m}: ended {took:?} after the signal");
+        assert_eq!(status.code(), Some(0), "{m}: {status:?}");
+        let text = rest.join("\n");
+        assert!(text.contains(&format!("interrupted during {m} at 4000000 µs")), "{m}: {text}");
+        let json = json(&j);
+        assert_eq!(json["interrupted"], true, "{m}: {json}");
+        assert_eq!(json["results"].as_array().map(Vec::len), Some(0), "{m}: {json}");
     }
 }

@@ -479,7 +479,6 @@ fn bad_load_and_phase_values_are_usage_errors_without_files() {
     for (args, says) in [
         (&["--load", "gpu"][..], "--load: unknown load 'gpu'"),
         (&["--load", "cpu:0"], "--load: cpu:0: give at least 1 worker"),
-        (&["--load", "memory:256"], "--load: the loads would hold "),
         (&["--load", "timers:257"], "--load: timers:257: more than 256 workers"),
         (&["--load", "cpu", "--load-cpus", "99"], "--load-cpus: CPU 99 does not exist"),
         (&["--load", "cpu", "--load-cpus", "x"], "--load-cpus: 'x' is not a CPU list"),

@@ -95,3 +95,52 @@ fn without_phases_every_row_has_a_null_phase_and_no_ratios() {
     assert_eq!(j["phase_ratios"].as_array().unwrap().len(), 0);
     assert!(!stdout(&o).contains("phase "), "{}", stdout(&o));
 }
+
+/// A machine whose last-level cache is 300 MiB (a fake sysfs): the default
+/// memory load (a worker per CPU, twice the cache each) would be beyond the
+/// loads' 1 GiB cap; its buffers shrink to fit, the header says so, and
+/// the run goes on under the load.
+#[test]
+fn a_default_memory_load_fits_the_cap_of_a_machine_with_a_large_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("sys/devices/system/cpu/cpu0/cache/index3");
+    std::fs::create_dir_all(&cache).unwrap();
+    for (f, v) in [("level", "3"), ("type", "Unified"), ("size", "307200K")] {
+        std::fs::write(cache.join(f), format!("{v}\n")).unwrap();
+    }
+    let j = dir.path().join("r.json");
+    let o = rtick(&[
+        "measure",
+        "-m",
+        "mock",
+        "--mock-latencies=500",
+        "-l",
+        "10",
+        "--policy",
+        "other",
+        "--no-mlock",
+        "--sysfs-root",
+        path_str(dir.path()),
+        "--load",
+        "memory",
+        "--phases",
+        "idle,loaded",
+        "--json",
+        path_str(&j),
+    ]);
+    ok(&o);
+    let workers = std::thread::available_parallelism().unwrap().get().min(256);
+    // The cap less the workers' 128 KiB stacks, shared, in whole MiB.
+    let each = (((1usize << 30) - workers * (128 << 10)) / workers) >> 20;
+    let said = match each {
+        600.. => "600 MiB buffer per worker (L3 cache 300 MiB × 2)".to_string(),
+        _ => format!("{each} MiB buffer per worker (L3 cache 300 MiB × 2, capped to fit 1024 MiB for all loads)"),
+    };
+    let out = stdout(&o);
+    assert!(out.contains(&format!("  load memory   {said}\n")), "{out}");
+    let k = &json(&j)["load"]["kinds"][0];
+    assert_eq!(k["kind"], "memory");
+    assert_eq!(k["workers"], workers);
+    assert_eq!(k["error"], serde_json::Value::Null, "{k}");
+    assert!(k["work"].as_u64().unwrap() > 0, "{k}");
+}

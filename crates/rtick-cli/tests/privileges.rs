@@ -5,6 +5,8 @@
 
 mod common;
 use common::*;
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
 
 use std::process::{Command, Output};
 
@@ -73,6 +75,36 @@ fn explicit_mlock_fails_with_the_fix() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("mlockall") && err.contains("CAP_IPC_LOCK"), "{err}");
+}
+
+/// tracefs mounted but not this user's (its root is root's, mode 0700 on
+/// recent kernels; its files 0640): `--tracemark` says so, not that it is
+/// not mounted.
+#[test]
+fn tracemark_without_access_to_tracefs_names_the_permission() {
+    if !is_root() {
+        skip("needs root to run rtick as nobody", false);
+        return;
+    }
+    if let Err((why, kernel_lacks_it)) = support::tracefs() {
+        skip(why, kernel_lacks_it);
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--"])
+        .arg(env!("CARGO_BIN_EXE_rtick"))
+        .args(["measure", "-b", "10", "--tracemark", "-l", "20", "--policy", "other", "--no-mlock"])
+        .output();
+    let o = match o {
+        Ok(o) if !stderr(&o).contains("setpriv:") => o,
+        Ok(o) => return skip(&format!("setpriv cannot run as nobody here: {}", stderr(&o).trim()), false),
+        Err(e) => return skip(&format!("setpriv is not installed (util-linux): {e}"), false),
+    };
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("Permission denied") && err.contains("CAP_DAC_OVERRIDE"), "{err}");
+    assert!(!err.contains("not mounted") && !err.contains("mount -t"), "tracefs is mounted: {err}");
 }
 
 /// A child cgroup of ours, which RT group scheduling starts without a

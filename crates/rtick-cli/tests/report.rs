@@ -251,9 +251,9 @@ fn plots_are_images_of_the_expected_size() {
         path_str(&m),
     ]));
     assert_eq!(png_size(&m), (1200, 720));
-    // A kind the input cannot support is a clear error, not an empty picture.
+    // A kind the input cannot support is a usage error before the report, not an empty picture.
     let o = rtick(&["report", path_str(&ct), "--plot", path_str(&dir.path().join("x.png")), "--plot-kind", "timeline"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("needs an rtick --trace file"));
     assert!(!dir.path().join("x.png").exists());
     for bad in [

@@ -55,6 +55,19 @@ pub struct CostSpec {
     pub reads: usize,
 }
 
+impl CostSpec {
+    /// The most batches: each keeps one `f64` (8 MB at most).
+    pub const MAX_BATCHES: usize = 1_000_000;
+    /// The most reads per batch.
+    pub const MAX_READS: usize = 1_000_000;
+    /// The most reads of one clock (batches × reads): at a system call's
+    /// cost in a VM, about a minute per clock.
+    pub const MAX_TOTAL_READS: u64 = 100_000_000;
+}
+
+/// The most timestamp exchanges per CPU pair in [`cross_cpu`].
+pub const MAX_ROUNDS: usize = 10_000_000;
+
 impl Default for CostSpec {
     fn default() -> Self {
         CostSpec { batches: 200, reads: 1000 }

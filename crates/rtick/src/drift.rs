@@ -11,7 +11,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
+use std::os::fd::AsFd;
+
 use crate::sys::fd::TimerFd;
+use crate::sys::poll_fd::wait_readable;
 use crate::sys::signal::{self, SigSet};
 use crate::sys::timer::{self, Itimer, Notify, PosixTimer};
 use crate::sys::{clock, sched};
@@ -146,20 +149,36 @@ impl DriftResult {
     }
 }
 
-/// Runs one case. The signals of [`DriftMechanism::signals`] must be blocked
-/// in every thread of the process.
-pub fn run_case(case: &DriftCase) -> Result<DriftResult> {
+/// How long a wait of a case runs before it looks at the stop flag again:
+/// a stop ends a case within about this, whatever the period.
+pub const STOP_CHECK: Nanos = Nanos::from_ms(50);
+
+/// Runs one case, or stops it within [`STOP_CHECK`] once `stop` is set:
+/// `None` then (a count cut short covers neither the duration nor whole
+/// periods, so it is no result). The signals of [`DriftMechanism::signals`]
+/// must be blocked in every thread of the process.
+pub fn run_case(case: &DriftCase, stop: &AtomicBool) -> Result<Option<DriftResult>> {
     if case.period <= Nanos::ZERO || case.duration <= Nanos::ZERO {
         return Err(Error::Invalid("period and duration must be greater than zero".into()));
     }
-    match case.mechanism {
-        DriftMechanism::ItimerReal => itimer(case, Itimer::Real, libc::SIGALRM),
-        DriftMechanism::ItimerVirtual => itimer(case, Itimer::Virtual, libc::SIGVTALRM),
-        DriftMechanism::ItimerProf => itimer(case, Itimer::Prof, libc::SIGPROF),
-        DriftMechanism::Timerfd => timerfd(case),
-        DriftMechanism::PosixTimer => posix_timer(case),
-        DriftMechanism::RelativeLoop | DriftMechanism::AbsoluteLoop => sleep_loop(case),
+    if case.period > case.duration {
+        return Err(Error::Invalid(format!(
+            "a period of {} is longer than the duration {}: not one tick would be counted; give a longer duration",
+            case.period, case.duration
+        )));
     }
+    match case.mechanism {
+        DriftMechanism::ItimerReal => itimer(case, Itimer::Real, libc::SIGALRM, stop),
+        DriftMechanism::ItimerVirtual => itimer(case, Itimer::Virtual, libc::SIGVTALRM, stop),
+        DriftMechanism::ItimerProf => itimer(case, Itimer::Prof, libc::SIGPROF, stop),
+        DriftMechanism::Timerfd => timerfd(case, stop),
+        DriftMechanism::PosixTimer => posix_timer(case, stop),
+        DriftMechanism::RelativeLoop | DriftMechanism::AbsoluteLoop => sleep_loop(case, stop),
+    }
+}
+
+fn stopped(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed)
 }
 
 fn mono() -> Time {
@@ -176,7 +195,7 @@ fn spin_for(d: Nanos) {
 /// Counts an itimer's signals. The timer is claimed first: the process has
 /// one of each, and an `itimer` loop (ITIMER_REAL) alive at the same time
 /// would share it, so this fails instead of counting the other's signals.
-fn itimer(case: &DriftCase, which: Itimer, signo: libc::c_int) -> Result<DriftResult> {
+fn itimer(case: &DriftCase, which: Itimer, signo: libc::c_int, stop: &AtomicBool) -> Result<Option<DriftResult>> {
     if !signal::is_blocked(signo) {
         return Err(Error::Invalid(format!("signal {signo} must be blocked before measuring {}", case.mechanism)));
     }
@@ -204,20 +223,23 @@ fn itimer(case: &DriftCase, which: Itimer, signo: libc::c_int) -> Result<DriftRe
         let (wall0, cpu0) = (mono(), sched::process_cpu_time());
         timer.arm(case.period, case.period).map_err(|e| Error::sys(format!("setitimer({})", which.name()), e, ""))?;
         let mut ticks = 0u64;
-        while mono() - wall0 < case.duration {
-            if signal::wait_timeout(&set, Nanos::from_ms(50)) {
+        while mono() - wall0 < case.duration && !stopped(stop) {
+            if signal::wait_timeout(&set, STOP_CHECK) {
                 ticks += 1;
             }
         }
         let (wall1, cpu1) = (mono(), sched::process_cpu_time());
         timer.disarm().map_err(|e| Error::sys(format!("setitimer({}, 0)", which.name()), e, ""))?;
         signal::drain(&set);
+        if stopped(stop) {
+            return Ok(None);
+        }
         let elapsed = match case.mechanism {
             DriftMechanism::ItimerVirtual => cpu1.0 - cpu0.0,
             DriftMechanism::ItimerProf => cpu1.1 - cpu0.1,
             _ => wall1 - wall0,
         };
-        Ok(DriftResult::new(case.mechanism, case.period, ticks, elapsed, case.mechanism.cpu_time(), 0))
+        Ok(Some(DriftResult::new(case.mechanism, case.period, ticks, elapsed, case.mechanism.cpu_time(), 0)))
     })
 }
 
@@ -245,21 +267,32 @@ fn while_busy<T>(busy: bool, count: impl FnOnce() -> T) -> T {
     })
 }
 
-fn timerfd(case: &DriftCase) -> Result<DriftResult> {
+/// Counts a timerfd's expirations; it is read only once poll says it is
+/// readable, so that a stop is seen between ticks however far apart.
+fn timerfd(case: &DriftCase, stop: &AtomicBool) -> Result<Option<DriftResult>> {
     let tfd = TimerFd::new(libc::CLOCK_MONOTONIC).map_err(|e| Error::sys("timerfd_create", e, ""))?;
     let t0 = mono();
     tfd.arm(t0 + case.period, case.period).map_err(|e| Error::sys("timerfd_settime", e, ""))?;
     let (mut ticks, mut merged, mut last) = (0u64, 0u64, t0);
+    let mut ready = Vec::with_capacity(1);
     while last - t0 < case.duration {
+        if stopped(stop) {
+            return Ok(None);
+        }
+        let n =
+            wait_readable(&[tfd.as_fd()], STOP_CHECK, &mut ready).map_err(|e| Error::sys("poll(timerfd)", e, ""))?;
+        if n == 0 {
+            continue;
+        }
         let n = tfd.read().map_err(|e| Error::sys("read(timerfd)", e, ""))?;
         ticks += n;
         merged += n.saturating_sub(1);
         last = mono();
     }
-    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged))
+    Ok(Some(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged)))
 }
 
-fn posix_timer(case: &DriftCase) -> Result<DriftResult> {
+fn posix_timer(case: &DriftCase, stop: &AtomicBool) -> Result<Option<DriftResult>> {
     let signo = signal::timer_signal();
     signal::block(&[signo]).map_err(|e| Error::sys("pthread_sigmask", e, ""))?;
     let set = SigSet::of(&[signo]);
@@ -269,34 +302,66 @@ fn posix_timer(case: &DriftCase) -> Result<DriftResult> {
     let t0 = mono();
     t.arm_periodic(t0 + case.period, case.period).map_err(|e| Error::sys("timer_settime", e, ""))?;
     let (mut ticks, mut merged, mut last) = (0u64, 0u64, t0);
-    while last - t0 < case.duration {
-        let got = signal::wait(&set).map_err(|e| Error::sys("sigwaitinfo", e, ""))?;
+    while last - t0 < case.duration && !stopped(stop) {
+        let Some(got) = signal::wait_within(&set, STOP_CHECK) else { continue };
         ticks += 1 + got.timer_overrun as u64;
         merged += got.timer_overrun as u64;
         last = mono();
     }
     drop(t);
     signal::drain(&set);
-    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged))
+    if stopped(stop) {
+        return Ok(None);
+    }
+    Ok(Some(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, merged)))
 }
 
-fn sleep_loop(case: &DriftCase) -> Result<DriftResult> {
+/// Work, then a sleep. The relative loop's sleep is one relative
+/// clock_nanosleep of the period when that is no longer than
+/// [`STOP_CHECK`]; a longer one sleeps to now + period in steps.
+fn sleep_loop(case: &DriftCase, stop: &AtomicBool) -> Result<Option<DriftResult>> {
     let t0 = mono();
     let mut next = t0 + case.period;
     let mut ticks = 0u64;
     let mut last = t0;
+    let nanosleep = |e| Error::sys("clock_nanosleep", e, "");
     while last - t0 < case.duration {
-        spin_for(case.work);
-        if case.mechanism == DriftMechanism::RelativeLoop {
-            clock::sleep_for(libc::CLOCK_MONOTONIC, case.period).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
-        } else {
-            clock::sleep_until(libc::CLOCK_MONOTONIC, next).map_err(|e| Error::sys("clock_nanosleep", e, ""))?;
-            next += case.period;
+        if stopped(stop) {
+            return Ok(None);
         }
+        spin_for(case.work);
+        let slept = match case.mechanism {
+            DriftMechanism::RelativeLoop if case.period <= STOP_CHECK => {
+                clock::sleep_for(libc::CLOCK_MONOTONIC, case.period).map_err(nanosleep)?;
+                true
+            }
+            DriftMechanism::RelativeLoop => sleep_until_unless(mono() + case.period, stop).map_err(nanosleep)?,
+            _ => sleep_until_unless(next, stop).map_err(nanosleep)?,
+        };
+        if !slept {
+            return Ok(None);
+        }
+        next += case.period;
         ticks += 1;
         last = mono();
     }
-    Ok(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, 0))
+    Ok(Some(DriftResult::new(case.mechanism, case.period, ticks, last - t0, false, 0)))
+}
+
+/// Sleeps until `deadline` (absolute, CLOCK_MONOTONIC) in steps of at most
+/// [`STOP_CHECK`]; false if `stop` was set first.
+fn sleep_until_unless(deadline: Time, stop: &AtomicBool) -> std::io::Result<bool> {
+    loop {
+        let now = mono();
+        if now >= deadline {
+            return Ok(true);
+        }
+        if stopped(stop) {
+            return Ok(false);
+        }
+        let step = if deadline - now > STOP_CHECK { now + STOP_CHECK } else { deadline };
+        clock::sleep_until(libc::CLOCK_MONOTONIC, step)?;
+    }
 }
 
 /// Why a mechanism errs as it does, inferred from its kind, the period, the
@@ -327,7 +392,7 @@ pub fn explain(m: DriftMechanism, period: Nanos, hz: Option<u32>, work: Nanos) -
         DriftMechanism::RelativeLoop => {
             let share = 100.0 * work.as_ns() as f64 / (period + work).as_ns() as f64;
             format!(
-                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles: use absolute deadlines"
+                "each cycle lasts the work ({work}) + the relative sleep ({period}) + the wake-up latency, so it loses at least {share:.1} % of the cycles, and more with every late wake-up: the lag adds up cycle after cycle and is never caught up; use absolute deadlines"
             )
         }
         DriftMechanism::AbsoluteLoop => {
@@ -439,11 +504,58 @@ mod tests {
                     duration: Nanos::from_ms(10),
                     work: Nanos::ZERO,
                 };
-                let e = run_case(&case).unwrap_err();
+                let e = run_case(&case, &AtomicBool::new(false)).unwrap_err();
                 assert!(e.to_string().contains(&format!("a period of {ns} ns cannot be kept")), "{e}");
             }
         })
         .join()
         .unwrap();
+    }
+
+    /// A period of 10 s counted for 20 s: a stop set 200 ms in ends the
+    /// case within a few checks, not the period, and yields no result.
+    #[test]
+    fn a_stop_ends_every_wait_within_a_few_checks() {
+        use std::sync::Arc;
+        use std::time::{Duration, Instant};
+        for mechanism in [
+            DriftMechanism::Timerfd,
+            DriftMechanism::PosixTimer,
+            DriftMechanism::RelativeLoop,
+            DriftMechanism::AbsoluteLoop,
+        ] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let setter = Arc::clone(&stop);
+            let case = DriftCase {
+                mechanism,
+                period: Nanos::from_secs(10),
+                duration: Nanos::from_secs(20),
+                work: Nanos::ZERO,
+            };
+            let got = within(Duration::from_secs(60), move || {
+                let t0 = Instant::now();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(200));
+                    setter.store(true, Ordering::Relaxed);
+                });
+                (run_case(&case, &stop).map_err(|e| e.to_string()), t0.elapsed())
+            });
+            let (res, took) = got.unwrap_or_else(|| panic!("{mechanism}: still waiting a minute after the stop"));
+            assert_eq!(res, Ok(None), "{mechanism}");
+            // Generous for a loaded VM, yet far under the 10 s period.
+            assert!(took < Duration::from_secs(5), "{mechanism}: took {took:?} to stop");
+        }
+    }
+
+    #[test]
+    fn a_period_longer_than_the_duration_is_refused() {
+        let case = DriftCase {
+            mechanism: DriftMechanism::Timerfd,
+            period: Nanos::from_secs(4),
+            duration: Nanos::from_secs(1),
+            work: Nanos::ZERO,
+        };
+        let e = run_case(&case, &AtomicBool::new(false)).unwrap_err().to_string();
+        assert!(e.contains("longer than the duration"), "{e}");
     }
 }

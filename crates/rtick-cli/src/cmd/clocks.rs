@@ -58,10 +58,15 @@ pub struct CrossCpuJson {
 }
 
 pub fn run(a: &ClocksArgs) -> Result<()> {
-    for (opt, v, min) in [("--batches", a.batches, 2), ("--reads", a.reads, 1), ("--rounds", a.rounds, 1)] {
-        if v < min {
-            return Err(Usage(format!("{opt}: {v} is too small (at least {min})")).into());
-        }
+    // Each bound alone is clap's; their product bounds the reads of each clock.
+    if (a.batches as u64).saturating_mul(a.reads as u64) > CostSpec::MAX_TOTAL_READS {
+        return Err(Usage(format!(
+            "--batches × --reads: {} × {} reads of each clock is more than {}; give fewer batches or reads",
+            a.batches,
+            a.reads,
+            CostSpec::MAX_TOTAL_READS
+        ))
+        .into());
     }
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let root = SysRoot::default();

@@ -21,6 +21,9 @@ pub struct DriftFile {
     /// CONFIG_HZ (null when neither the config nor /proc/timer_list tells).
     pub hz: Option<u32>,
     pub interrupted: bool,
+    /// The case a stop cut short (`MECHANISM at PERIOD`), left out of the results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_case: Option<String>,
     pub results: Vec<DriftJson>,
     pub unavailable: Vec<crate::export::json::UnavailableJson>,
 }
@@ -88,6 +91,13 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     if let Some(p) = periods.iter().find(|p| **p < Nanos::from_us(10)) {
         return Err(Usage(format!("--period: {p} is too short to count (at least 10us)")).into());
     }
+    if let Some(p) = periods.iter().find(|p| **p > a.duration) {
+        return Err(Usage(format!(
+            "--period: {p} is longer than -D/--duration {}: not one tick would be counted; give a duration of at least the period",
+            a.duration
+        ))
+        .into());
+    }
     let cases = mechanisms.len() * periods.len();
     let total = i64::try_from(cases).ok().and_then(|n| a.duration.as_ns().checked_mul(n)).ok_or_else(|| {
         Usage(format!(
@@ -117,7 +127,9 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     let file = run_cases(a, &mechanisms, &periods, hz, &stop);
     println!();
     print_explanations(&file.results);
-    if file.interrupted {
+    if let Some(cut) = &file.interrupted_case {
+        println!("interrupted during {cut}, which is not counted: results so far");
+    } else if file.interrupted {
         println!("interrupted: results so far");
     }
     if let Some(f) = json {
@@ -156,6 +168,7 @@ fn run_cases(
         rtick_version: env!("CARGO_PKG_VERSION").into(),
         hz,
         interrupted: false,
+        interrupted_case: None,
         results: Vec::new(),
         unavailable: Vec::new(),
     };
@@ -165,8 +178,14 @@ fn run_cases(
                 file.interrupted = true;
                 return file;
             }
-            match drift::run_case(&DriftCase { mechanism: m, period: p, duration: a.duration, work: a.work }) {
-                Ok(r) => {
+            let case = DriftCase { mechanism: m, period: p, duration: a.duration, work: a.work };
+            match drift::run_case(&case, stop) {
+                Ok(None) => {
+                    file.interrupted = true;
+                    file.interrupted_case = Some(format!("{m} at {}", period(p.as_ns())));
+                    return file;
+                }
+                Ok(Some(r)) => {
                     let j = row(&r, hz, a.work);
                     print_row(&j);
                     file.results.push(j);

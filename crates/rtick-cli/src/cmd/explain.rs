@@ -3,7 +3,7 @@
 //! afterwards each wake-up is split into its kernel phases and the worst
 //! ones are explained, with their culprits named.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -15,14 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use super::explain_ab::{AbJson, AbReport, Alternating};
 use crate::report::breakdown::Breakdown;
-
-/// Where tracefs is when `--tracefs` does not say.
-const TRACEFS: &str = "/sys/kernel/tracing";
-
-/// The tracefs root `--explain` traces in: `--tracefs`, or [`TRACEFS`].
-pub fn tracefs_root(tracefs: Option<&Path>) -> PathBuf {
-    tracefs.map_or_else(|| PathBuf::from(TRACEFS), Path::to_path_buf)
-}
 
 /// Warnings for the instances left by an rtick that was killed: they still
 /// trace, and so slow every wake-up measured now. Not removed: in a
@@ -40,6 +32,52 @@ pub fn stale_warnings(tracefs: &Path) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The kernel's trace buffers of `--explain` (measure's and monitor's), in
+/// all: 64 MiB, each traced CPU's at most ktrace's default of 8 MiB.
+const BUFFERS_KB: usize = 64 << 10;
+/// The least buffer of a CPU (the reader drains it when a quarter full):
+/// below it, even a quiet CPU's events would be lost between drains.
+const MIN_BUFFER_KB: usize = 64;
+
+/// Each traced CPU's kernel buffer: ktrace's default, or on a machine of
+/// many traced CPUs an even share of [`BUFFERS_KB`] (at least
+/// [`MIN_BUFFER_KB`]), so that the buffers follow the cap, not the CPU count.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TraceBuffers {
+    /// A CPU's buffer, KiB: a multiple of 4 (whole pages).
+    pub kb: usize,
+    /// The CPUs traced.
+    pub cpus: usize,
+}
+
+impl TraceBuffers {
+    pub fn for_cpus(cpus: usize) -> TraceBuffers {
+        let cpus = cpus.max(1);
+        let kb = (BUFFERS_KB / cpus / 4 * 4).clamp(MIN_BUFFER_KB, rtick::ktrace::DEFAULT_BUFFER_KB);
+        TraceBuffers { kb, cpus }
+    }
+
+    /// Cut below the default to fit the cap.
+    pub fn capped(&self) -> bool {
+        self.kb < rtick::ktrace::DEFAULT_BUFFER_KB
+    }
+
+    /// `8 MiB a CPU`, or `168 KiB a CPU (8 MiB a CPU capped to fit 64 MiB for 384 CPUs)`.
+    pub fn describe(&self) -> String {
+        let kib = |kb: usize| if kb % 1024 == 0 { format!("{} MiB", kb >> 10) } else { format!("{kb} KiB") };
+        let mut s = format!("{} a CPU", kib(self.kb));
+        if self.capped() {
+            s += &format!(
+                " ({} a CPU capped to fit {} for {} CPUs)",
+                kib(rtick::ktrace::DEFAULT_BUFFER_KB),
+                kib(BUFFERS_KB),
+                self.cpus
+            );
+        }
+        s
+    }
 }
 
 /// `--explain` matches the run's wake-ups to kernel events on
@@ -62,6 +100,8 @@ pub struct Explaining {
     last_sample: Option<Instant>,
     choice: SpikeChoice,
     ab: Option<Alternating>,
+    /// The kernel buffers traced into.
+    pub buffers: TraceBuffers,
 }
 
 impl Explaining {
@@ -75,11 +115,13 @@ impl Explaining {
         ab: Option<Option<Nanos>>,
     ) -> Result<Explaining> {
         let cpus = cfg.measured_cpus()?;
-        let root = tracefs_root(tracefs);
+        let root = rtick::ktrace::root(tracefs);
         stale_warnings(&root).iter().for_each(|w| println!("warning: {w}"));
-        let session = Session::start(&root, &cpus, &Options::default()).context("--explain")?;
+        let buffers = TraceBuffers::for_cpus(cpus.len());
+        let opts = Options { buffer_kb: buffers.kb, ..Options::default() };
+        let session = Session::start(&root, &cpus, &opts).context("--explain")?;
         let ab = ab.map(|p| Alternating::new(super::explain_ab::period(p, cfg), cfg));
-        let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice, ab };
+        let mut e = Explaining { session, cpus, steal: Vec::new(), last_sample: None, choice, ab, buffers };
         e.sample_steal();
         Ok(e)
     }
@@ -255,5 +297,24 @@ impl From<&Spike> for SpikeJson {
                 .collect(),
             line: s.line(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TraceBuffers;
+
+    /// Many traced CPUs (an unpinned thread on a 384-CPU machine) share the
+    /// 64 MiB instead of taking 8 MiB each, and the header says so.
+    #[test]
+    fn trace_buffers_follow_the_cap_not_the_cpu_count() {
+        for cpus in [0, 1, 2, 8, 9, 64, 384, 1024] {
+            let b = TraceBuffers::for_cpus(cpus);
+            assert!(b.kb * b.cpus <= 64 << 10 && b.kb % 4 == 0 && b.kb >= 64, "{cpus} CPUs: {b:?}");
+        }
+        assert_eq!(TraceBuffers::for_cpus(8).describe(), "8 MiB a CPU");
+        let big = TraceBuffers::for_cpus(384);
+        assert_eq!(big.kb, 168);
+        assert_eq!(big.describe(), "168 KiB a CPU (8 MiB a CPU capped to fit 64 MiB for 384 CPUs)");
     }
 }

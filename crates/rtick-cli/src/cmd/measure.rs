@@ -88,6 +88,10 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
             Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
         .transpose()?;
+    // The header's last line, when the buffers follow the cap rather than the CPU count.
+    if let Some(b) = explaining.as_ref().map(|e| e.buffers).filter(|b| b.capped() && !a.quiet) {
+        println!("  explain       kernel trace buffers {}", b.describe());
+    }
     let (report, rows, kept, ran) = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
     // Restored with the other settings, before anything else can fail.
     idle.map(IdleLimit::restore).transpose()?;

@@ -23,6 +23,7 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
+use super::explain::TraceBuffers;
 use super::measure::{run_file, settle, Held};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
@@ -152,10 +153,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
 /// 20 kHz, 180 000 events a second of 80 bytes, about 4 s of one CPU's; at
 /// 1 kHz the window's seconds take 1 to 2 MiB).
 const EVENTS_BYTES: usize = 64 << 20;
-/// The kernel's trace buffers, in all: 64 MiB, at most 8 MiB a CPU (the
-/// default of `measure --explain`; the collector reads them ten times a
-/// second, and 8 MiB hold a second of a 20 kHz loop), at least 1 MiB.
-const BUFFERS_KB: usize = 64 << 10;
 
 /// How long the window of kernel events lasts: the collector's lag (it
 /// drains ten times a second; a loaded machine holds it off longer), and
@@ -165,12 +162,11 @@ fn keep(interval: Nanos) -> Nanos {
 }
 
 /// The sizes `--explain` takes for `cpus` traced CPUs: each CPU's kernel
-/// buffer (KiB) and the events its window holds at most.
-fn trace_sizes(cpus: usize) -> (usize, usize) {
-    let cpus = cpus.max(1);
-    let buffer_kb = (BUFFERS_KB / cpus).clamp(1 << 10, rtick::ktrace::DEFAULT_BUFFER_KB);
-    let cap = rtick::explain::Recent::cap(EVENTS_BYTES / std::mem::size_of::<rtick::ktrace::Event>() / cpus);
-    (buffer_kb, cap)
+/// buffer (as `measure --explain`'s; the collector reads them ten times a
+/// second) and the events its window holds at most.
+fn trace_sizes(cpus: usize) -> (TraceBuffers, usize) {
+    let cap = rtick::explain::Recent::cap(EVENTS_BYTES / std::mem::size_of::<rtick::ktrace::Event>() / cpus.max(1));
+    (TraceBuffers::for_cpus(cpus), cap)
 }
 
 /// Starts tracing the measured CPUs for `--explain`; with the header's line
@@ -181,17 +177,17 @@ fn start_trace(
     warnings: &mut Vec<String>,
 ) -> Result<(rtick::explain::Live, String)> {
     let cpus = cfg.measured_cpus()?;
-    let root = super::explain::tracefs_root(a.tracefs.as_deref());
-    let (buffer_kb, cap) = trace_sizes(cpus.len());
+    let root = rtick::ktrace::root(a.tracefs.as_deref());
+    let (buffers, cap) = trace_sizes(cpus.len());
     let keep = keep(cfg.interval);
     warnings.extend(super::explain::stale_warnings(&root));
-    let live = rtick::explain::Live::start(&root, &cpus, buffer_kb, keep, cap).context("--explain")?;
+    let live = rtick::explain::Live::start(&root, &cpus, buffers.kb, keep, cap).context("--explain")?;
     let event = std::mem::size_of::<rtick::ktrace::Event>();
     let line = format!(
-        "kernel trace of CPU {}, its last {keep} kept (at most {} MiB; kernel buffers {} MiB a CPU): every spike explained; tracing adds to every latency",
+        "kernel trace of CPU {}, its last {keep} kept (at most {} MiB; kernel buffers {}): every spike explained; tracing adds to every latency",
         rtick::system::format_cpu_list(&cpus),
         (cap * event * cpus.len()) >> 20,
-        buffer_kb >> 10
+        buffers.describe()
     );
     Ok((live, line))
 }
@@ -265,13 +261,15 @@ mod tests {
     fn the_trace_takes_bounded_memory() {
         let event = std::mem::size_of::<rtick::ktrace::Event>();
         for cpus in [1, 2, 7, 8, 9, 64, 1024] {
-            let (kb, cap) = trace_sizes(cpus);
+            let (buffers, cap) = trace_sizes(cpus);
             assert!(cap * event * cpus <= EVENTS_BYTES, "{cpus} CPUs: {cap} events a CPU");
             assert!(cap.is_power_of_two(), "{cpus} CPUs: {cap}");
-            assert!((1 << 10..=8 << 10).contains(&kb), "{cpus} CPUs: {kb} KiB");
-            assert!(kb * cpus <= BUFFERS_KB || kb == 1 << 10, "{cpus} CPUs: {kb} KiB a CPU");
+            let kb = buffers.kb;
+            assert!((64..=8 << 10).contains(&kb) && kb % 4 == 0, "{cpus} CPUs: {kb} KiB");
+            assert!(kb * cpus <= 64 << 10, "{cpus} CPUs: {kb} KiB a CPU");
+            assert_eq!(buffers.capped(), cpus > 8, "{cpus} CPUs");
         }
-        assert_eq!(trace_sizes(1).0, 8 << 10);
+        assert_eq!(trace_sizes(1).0.kb, 8 << 10);
     }
 
     #[test]

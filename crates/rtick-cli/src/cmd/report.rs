@@ -57,6 +57,9 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         // The file named is not one report reads: the user's to fix, like an option's value.
         .map_err(Usage)?;
     let baseline = a.baseline.as_ref().map(|b| report::load(b, unit_of_hist)).transpose().map_err(Usage)?;
+    if let Some(kind) = a.plot_kind {
+        plot::check_kind(&inputs, kind).map_err(Usage)?;
+    }
 
     for input in &inputs {
         println!("== {} ({})", input.path.display(), input.kind.name());

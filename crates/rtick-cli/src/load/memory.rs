@@ -62,20 +62,57 @@ fn parse_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok()?.checked_mul(mult).filter(|&b| b > 0)
 }
 
-/// Half of a worker's buffer for this machine's cache, and the cache.
-fn half_buffer() -> (usize, Option<LastLevelCache>) {
-    let llc = LastLevelCache::read(&SysRoot::default());
-    // Two halves, each the size of the cache: a pass cannot stay in it.
-    (llc.map_or(FALLBACK_BUFFER / 2, |c| c.bytes.max(CHUNK)).next_multiple_of(CHUNK), llc)
+/// `300 MiB`, or `1536 KiB` when not whole MiB.
+fn size_text(bytes: usize) -> String {
+    if bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
 }
 
-/// A worker's buffer, in bytes (for the plan's memory cap).
-pub fn buffer_bytes() -> usize {
-    2 * half_buffer().0
+/// The smallest buffer, and the step of every size: whole MiB, two
+/// chunks each way.
+const MIN_BUFFER: usize = 1 << 20;
+const _: () = assert!(MIN_BUFFER % (2 * CHUNK) == 0, "each half is whole chunks");
+
+/// A memory worker's buffer: twice the last-level cache (two halves, each
+/// the size of the cache, so a pass cannot stay in it), unless the loads'
+/// memory cap leaves each worker less.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    /// Its size, whole MiB.
+    pub bytes: usize,
+    /// The cache it follows; `None` when sysfs does not say.
+    pub llc: Option<LastLevelCache>,
+    /// The cap (bytes for all loads) that cut it below twice the cache.
+    pub capped_by: Option<usize>,
 }
 
-pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> Result<String> {
-    let (half, llc) = half_buffer();
+impl Buffer {
+    /// The buffer for `llc` within `share` bytes (a worker's share of
+    /// `cap`), never below 1 MiB.
+    pub fn fit(llc: Option<LastLevelCache>, share: usize, cap: usize) -> Buffer {
+        let wanted = llc.map_or(FALLBACK_BUFFER, |c| 2 * c.bytes.max(CHUNK)).next_multiple_of(MIN_BUFFER);
+        let room = (share / MIN_BUFFER * MIN_BUFFER).max(MIN_BUFFER);
+        let bytes = wanted.min(room);
+        Buffer { bytes, llc, capped_by: (bytes < wanted).then_some(cap) }
+    }
+
+    /// `512 MiB buffer per worker (L3 cache 300 MiB × 2, capped to fit 1024 MiB for all loads)`.
+    pub fn describe(&self) -> String {
+        let cache = match self.llc {
+            Some(c) => format!("L{} cache {} × 2", c.level, size_text(c.bytes)),
+            None => "cache size unreadable".into(),
+        };
+        let capped =
+            self.capped_by.map_or(String::new(), |cap| format!(", capped to fit {} for all loads", size_text(cap)));
+        format!("{} buffer per worker ({cache}{capped})", size_text(self.bytes))
+    }
+}
+
+pub fn start(w: &mut Workers, workers: usize, buffer: Buffer, counters: &Arc<KindCounters>) -> Result<String> {
+    let half = buffer.bytes / 2;
     for i in 0..workers {
         let cpu = w.next_cpu();
         w.spawn(format!("load-memory{i}"), cpu, counters, move |ctx| {
@@ -109,10 +146,7 @@ pub fn start(w: &mut Workers, workers: usize, counters: &Arc<KindCounters>) -> R
             Ok(())
         })?;
     }
-    Ok(match llc {
-        Some(c) => format!("{} MiB buffer per worker (L{} cache {} KiB)", (2 * half) >> 20, c.level, c.bytes >> 10),
-        None => format!("{} MiB buffer per worker (cache size unreadable)", (2 * half) >> 20),
-    })
+    Ok(buffer.describe())
 }
 
 #[cfg(test)]

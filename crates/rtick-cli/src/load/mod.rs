@@ -77,7 +77,10 @@ impl Running {
             let counters = std::sync::Arc::new(KindCounters::default());
             let detail = match kind {
                 Kind::Cpu => cpu::start(&mut running.workers, workers, &counters)?,
-                Kind::Memory => memory::start(&mut running.workers, workers, &counters)?,
+                Kind::Memory => {
+                    let buffer = plan.memory.expect("a plan with memory workers sizes their buffer");
+                    memory::start(&mut running.workers, workers, buffer, &counters)?
+                }
                 Kind::Io => io::start(&mut running.workers, workers, &counters)?,
                 Kind::Net => net::start(&mut running.workers, workers, &counters)?,
                 Kind::Sched => sched::start(&mut running.workers, workers, &counters)?,

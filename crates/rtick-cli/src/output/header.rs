@@ -100,6 +100,10 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
 fn load_and_phases(w: &mut String, run: &RunFile) {
     if let Some(l) = &run.load {
         let _ = writeln!(w, "  load          {}", load_line(l));
+        // Before the run a kind's detail is its sizing (its buffers, a default cut to fit).
+        for k in l.kinds.iter().filter(|k| !k.detail.is_empty()) {
+            let _ = writeln!(w, "  {:<14}{}", format!("load {}", k.kind), k.detail);
+        }
     }
     if !run.phases.is_empty() {
         let _ = writeln!(w, "  phases        {} per mechanism; the load starts between them", phase_list(&run.phases));

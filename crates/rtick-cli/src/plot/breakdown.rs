@@ -13,7 +13,7 @@
 //! JSON file and the trace of the same run (equal summaries) are drawn once:
 //! the trace's curves with the JSON's spikes.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -115,10 +115,8 @@ where
     DB::ErrorType: 'static,
 {
     let drawn = collect(inputs);
+    // Some mechanism has phases: `draw` checked with `has_phases`.
     let (n_spikes, n_mechs) = counts(&drawn);
-    if n_mechs == 0 {
-        bail!("--plot-kind breakdown needs the kernel phases of a run: measure --explain's --json or --trace file");
-    }
     let (legend, rest) = root.split_vertically(LEGEND_H);
     draw_legend(&legend)?;
     let (top, bottom) = rest.split_vertically(spikes_height(n_spikes));

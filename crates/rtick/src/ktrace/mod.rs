@@ -36,7 +36,7 @@
 //! instance's trace clock is `mono`, the clock of rtick's deadlines.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod events;
 pub mod format;
@@ -51,6 +51,34 @@ pub use instance::{remove_stale, stale, BufferStats};
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 pub use stream::Stream;
+
+/// Where tracefs is mounted by convention, and looked for last.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The tracefs root to use: `dir` when given, else where /proc/mounts says
+/// tracefs is mounted ([`TRACEFS`] first), else [`TRACEFS`], for the error
+/// that opening it will give to say how to mount it. Access is not checked
+/// here: opening a file in it says whether it is permitted.
+pub fn root(dir: Option<&Path>) -> PathBuf {
+    match dir {
+        Some(d) => d.to_path_buf(),
+        None => mounted(&std::fs::read_to_string("/proc/mounts").unwrap_or_default())
+            .unwrap_or_else(|| PathBuf::from(TRACEFS)),
+    }
+}
+
+/// The tracefs mount point in the text of /proc/mounts: [`TRACEFS`] when it
+/// is one, else the first listed.
+fn mounted(mounts: &str) -> Option<PathBuf> {
+    let points: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"tracefs")).then_some(*f.get(1)?)
+        })
+        .collect();
+    points.iter().find(|p| **p == TRACEFS).or(points.first()).map(PathBuf::from)
+}
 
 /// Why kernel tracing cannot run: each message one line, with its fix.
 #[derive(Debug, thiserror::Error)]

@@ -364,3 +364,12 @@ fn pause_switches_the_events_off_and_resume_on_again_leaving_the_global_trace() 
         resume_began - paused
     );
 }
+
+#[test]
+fn the_root_is_where_proc_mounts_says_tracefs_is() {
+    let mounts = "sysfs /sys sysfs rw 0 0\nnodev /mnt/t tracefs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\n";
+    assert_eq!(super::mounted(mounts), Some(PathBuf::from(super::TRACEFS)));
+    assert_eq!(super::mounted("nodev /mnt/t tracefs rw 0 0\n"), Some(PathBuf::from("/mnt/t")));
+    assert_eq!(super::mounted("sysfs /sys sysfs rw 0 0\n"), None);
+    assert_eq!(super::root(Some(Path::new("/x/instances/y"))), PathBuf::from("/x/instances/y"));
+}

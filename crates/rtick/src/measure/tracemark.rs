@@ -5,10 +5,11 @@
 //! writes them from a stack buffer, without allocating.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::ktrace;
 use crate::time::Nanos;
 use crate::wait::Mechanism;
 
@@ -23,32 +24,16 @@ pub struct TraceMark {
 
 impl TraceMark {
     /// Opens the files in `dir` (a tracefs directory, or an instance in
-    /// one), or when `None` in the tracefs found in /proc/mounts (or
-    /// debugfs's `tracing`). Nothing is mounted or written.
+    /// one), or when `None` in the tracefs root that `--explain` uses
+    /// ([`ktrace::root`]). Nothing is mounted or written.
     pub fn open(dir: Option<&Path>) -> Result<TraceMark> {
-        let dir = match dir {
-            Some(d) => d.to_path_buf(),
-            None => find_tracefs().ok_or_else(|| {
-                Error::sys(
-                    "finding tracefs in /proc/mounts",
-                    std::io::Error::from_raw_os_error(libc::ENOENT),
-                    "tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing",
-                )
-            })?,
-        };
+        let root = ktrace::root(dir);
         let open = |name: &str| {
-            OpenOptions::new().write(true).open(dir.join(name)).map_err(|e| {
-                let fix = match e.kind() {
-                    std::io::ErrorKind::PermissionDenied => "run as root (tracefs is root's)".to_string(),
-                    std::io::ErrorKind::NotFound => format!("{} is not a tracefs directory", dir.display()),
-                    _ => String::new(),
-                };
-                Error::sys(format!("open({})", dir.join(name).display()), e, fix)
-            })
+            OpenOptions::new().write(true).open(root.join(name)).map_err(|e| open_error(&root, name, dir.is_some(), e))
         };
         let (marker, tracing_on) = (open("trace_marker")?, open("tracing_on")?);
-        let was_on = std::fs::read_to_string(dir.join("tracing_on")).ok().map(|s| s.trim() != "0");
-        Ok(TraceMark { dir, marker, tracing_on, was_on })
+        let was_on = std::fs::read_to_string(root.join("tracing_on")).ok().map(|s| s.trim() != "0");
+        Ok(TraceMark { dir: root, marker, tracing_on, was_on })
     }
 
     /// The tracefs directory.
@@ -91,16 +76,19 @@ impl TraceMark {
     }
 }
 
-/// The tracefs mount point: the `tracefs` entry of /proc/mounts, else
-/// debugfs's `tracing` directory.
-fn find_tracefs() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let field = |l: &str, i: usize| l.split_whitespace().nth(i).map(str::to_string);
-    let of = |ty: &str| mounts.lines().find(|l| field(l, 2).as_deref() == Some(ty)).and_then(|l| field(l, 1));
-    of("tracefs")
-        .map(PathBuf::from)
-        .or_else(|| of("debugfs").map(|d| Path::new(&d).join("tracing")))
-        .filter(|d| d.join("trace_marker").exists())
+/// Why `name` in the tracefs directory `dir` (`explicit`: given by the
+/// user) could not be opened, in the words `--explain` uses for tracefs.
+fn open_error(dir: &Path, name: &str, explicit: bool, e: std::io::Error) -> Error {
+    match e.kind() {
+        ErrorKind::PermissionDenied => ktrace::Error::NotPermitted { path: dir.to_path_buf(), os: e }.into(),
+        ErrorKind::NotFound if !explicit || !dir.is_dir() => ktrace::Error::NotMounted(dir.to_path_buf()).into(),
+        ErrorKind::NotFound => Error::sys(
+            format!("open({})", dir.join(name).display()),
+            e,
+            format!("{} is not a tracefs directory", dir.display()),
+        ),
+        _ => Error::sys(format!("open({})", dir.join(name).display()), e, ""),
+    }
 }
 
 #[cfg(test)]
@@ -126,5 +114,17 @@ mod tests {
         let e = TraceMark::open(Some(d.path())).unwrap_err().to_string();
         assert!(e.contains("trace_marker") && e.contains("is not a tracefs directory"), "{e}");
         assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_missing_directory_is_not_mounted_and_a_refusal_is_a_permission() {
+        let d = tempfile::tempdir().unwrap();
+        let gone = d.path().join("tracing");
+        let e = TraceMark::open(Some(&gone)).unwrap_err().to_string();
+        assert!(e.contains("mount -t tracefs nodev"), "{e}");
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = open_error(d.path(), "trace_marker", false, denied);
+        assert!(e.is_permission(), "{e}");
+        assert!(e.to_string().contains("CAP_DAC_OVERRIDE") && !e.to_string().contains("mount"), "{e}");
     }
 }

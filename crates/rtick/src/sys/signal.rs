@@ -261,9 +261,21 @@ pub fn default_sigpipe() {
 
 /// Waits up to `timeout` for one of `set` (`sigtimedwait`); true if one came.
 pub fn wait_timeout(set: &SigSet, timeout: crate::time::Nanos) -> bool {
+    wait_within(set, timeout).is_some()
+}
+
+/// Waits up to `timeout` for one of `set` (`sigtimedwait`): what came, or
+/// `None` when nothing did (or a handled signal interrupted the wait).
+pub fn wait_within(set: &SigSet, timeout: crate::time::Nanos) -> Option<Received> {
     let ts = timeout.to_timespec();
-    // SAFETY: set and ts are valid; a NULL siginfo pointer is allowed.
-    unsafe { libc::sigtimedwait(&set.0, std::ptr::null_mut(), &ts) >= 0 }
+    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: set and ts are valid; info is a valid out pointer.
+    if unsafe { libc::sigtimedwait(&set.0, info.as_mut_ptr(), &ts) } < 0 {
+        return None;
+    }
+    // SAFETY: it was zeroed (a valid siginfo_t), then filled by sigtimedwait.
+    let info = unsafe { info.assume_init() };
+    Some(Received { timer_overrun: timer_overrun(&info) })
 }
 
 /// Dequeues every pending signal of `set` without waiting (they must be

@@ -216,7 +216,9 @@ mod tests {
                 duration: Nanos::from_ms(10),
                 work: Nanos::ZERO,
             };
-            let Err(e) = crate::drift::run_case(&case) else { panic!("drift ran on an ITIMER_REAL in use") };
+            let Err(e) = crate::drift::run_case(&case, &Default::default()) else {
+                panic!("drift ran on an ITIMER_REAL in use")
+            };
             assert!(matches!(e, Error::Unavailable { mechanism: "itimer-real", .. }), "{e:?}");
             drop(first);
             ItimerWait::new(ClockId::Monotonic).expect("a new itimer once the first is dropped");
