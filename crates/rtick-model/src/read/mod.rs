@@ -109,17 +109,17 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
                 let schema = u64::from(crate::json::SCHEMA_VERSION);
                 version(&v, "schema_version", schema, "rtick measure --json").map_err(at)?;
             }
-            let (series, b, l) = rtick_files::from_json(&v, &text).map_err(at)?;
-            breakdown = b;
-            load = l;
-            (Kind::RtickJson, series)
+            let run = rtick_files::from_json(&v, &text).map_err(at)?;
+            breakdown = run.breakdown;
+            load = run.load;
+            (Kind::RtickJson, run.series)
         } else {
             return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
         }
     } else if trimmed.starts_with(rtick_files::TRACE_HEADER) {
-        let (series, b) = rtick_files::from_trace(&text).map_err(at)?;
-        breakdown = b;
-        (Kind::RtickTrace, series)
+        let run = rtick_files::from_trace(&text).map_err(at)?;
+        breakdown = run.breakdown;
+        (Kind::RtickTrace, run.series)
     } else if text.lines().any(|l| cyclictest::rtick_section(l).is_some()) {
         (Kind::RtickHistogram, cyclictest::from_rtick_histogram(&text).map_err(at)?)
     } else if cyclictest::looks_like_histogram(&text) {
