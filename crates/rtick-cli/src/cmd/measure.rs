@@ -9,14 +9,13 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::explain::SpikeChoice;
+use rtick::explain::{ExplainedRun, SpikeChoice, Tracing};
 use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark, TraceRow};
 use rtick::rt::{self, DmaLatency, IdleLimit, IdleStates, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
 use rtick::system::{SysRoot, SystemInfo};
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
-use super::explain::{Explaining, Explanation};
 use super::phases::{Ran, Runs};
 use super::plan::{plan, Cpus};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
@@ -91,12 +90,12 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         .explain
         .map(|over| {
             let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
-            Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
+            super::explain::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
         .transpose()
         .and_then(|mut explaining| {
             // The header's last line, when the buffers follow the cap rather than the CPU count.
-            if let Some(b) = explaining.as_ref().map(|e| e.buffers).filter(|b| b.capped() && !a.quiet) {
+            if let Some(b) = explaining.as_ref().map(Tracing::buffers).filter(|b| b.capped() && !a.quiet) {
                 println!("  explain       kernel trace buffers {}", b.describe());
             }
             let m = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
@@ -115,7 +114,8 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         }
     };
     restored?;
-    let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
+    let explanation: Option<ExplainedRun> =
+        explaining.map(|e| super::explain::finish(e, &kept, &report)).transpose()?;
     let rows = match (&explanation, &outputs.trace) {
         (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),
         _ => rows,
@@ -123,7 +123,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     drop(kept);
     record_report(&mut file, &report);
     ran.record(&mut file);
-    file.explain = explanation.as_ref().map(Explanation::json);
+    file.explain = explanation.as_ref().map(super::explain::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
     file.gates = a.fail_if.as_ref().map(|g| {
@@ -138,7 +138,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     }
     print_results(a, &cfg, &file, &report, rows, &after);
     if let Some(e) = &explanation {
-        print!("{}", e.render(a.nsecs));
+        print!("{}", super::explain::render(e, a.nsecs));
     }
     if file.results.is_empty() && !report.interrupted {
         anyhow::bail!(
@@ -327,7 +327,7 @@ fn measure_restoring(
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
     held: Held,
-    mut explaining: Option<&mut Explaining>,
+    mut explaining: Option<&mut Tracing>,
 ) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>, Ran)> {
     // --explain needs every wake-up: the rings run, and the writer keeps the rows.
     let keep = explaining.is_some();

@@ -23,12 +23,12 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
-use super::explain::TraceBuffers;
 use super::measure::{run_file, settle, Held};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
 use crate::output::header;
 use crate::Usage;
+use rtick::explain::TraceBuffers;
 
 /// With several mechanisms: the slice each gets in turn …
 const SLICE: Nanos = Nanos::from_secs(1);
