@@ -23,7 +23,7 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
-use super::measure::{run_file, settle, Held};
+use super::measure::{mlock_detail, run_file, settle, take};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
 use crate::output::header;
@@ -93,7 +93,13 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg)).transpose()?.unzip();
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live, consumers);
 
-    let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
+    let req = rtick::session::Request {
+        mlock: plan.mlock,
+        mlock_explicit: plan.mlock_explicit,
+        dma_latency: a.looping.dma_latency,
+        idle: None,
+    };
+    let held = take(&req, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
     let (_beside, beside) = beside_the_loop(&cfg)?;
     // After the settings: the endpoint answers once they hold.
@@ -106,7 +112,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         // measure's header, with monitor's own bound (a run of several
         // mechanisms is only one round of the loop).
         let bound = a.duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d}"));
-        print!("{}", header::render_as(&file, &held.mlock_detail, "monitor", Some(&bound)));
+        print!("{}", header::render_as(&file, &mlock_detail(held.memory(), &cfg), "monitor", Some(&bound)));
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
         println!("  serving       {}", serving(a.listen, paths));
         println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));
