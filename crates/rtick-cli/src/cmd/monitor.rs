@@ -13,7 +13,6 @@
 mod http;
 mod metrics;
 mod spikes;
-mod window;
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;

@@ -32,6 +32,8 @@ mod run;
 mod testing;
 mod timeline;
 mod tracing;
+mod watch;
+mod window;
 
 use std::collections::HashMap;
 
@@ -42,6 +44,8 @@ pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
 pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
 pub use tracing::{ExplainedRun, TraceBuffers, Tracing};
+pub use watch::{Drained, NoBreakdown, SpikeWatcher, WatchedSpike};
+pub use window::{WindowMax, WINDOW_SECS};
 
 use crate::time::{Nanos, Time};
 
