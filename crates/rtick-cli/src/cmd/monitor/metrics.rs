@@ -35,7 +35,7 @@ use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
 
-use super::spikes::{Spike, SpikeLog, CAPACITY};
+use super::spikes::{LoggedSpike, SpikeLog, CAPACITY};
 
 pub mod latency;
 
@@ -289,7 +289,7 @@ impl Collector {
             Self::count(&self.spikes_total, &s.labels, blamed);
             let latency = row.actual - row.planned;
             let ago = clock_now - row.actual;
-            spikes.push(Spike {
+            spikes.push(LoggedSpike {
                 wall: wall_now - ago.max(Nanos::ZERO).to_std(),
                 monotonic_ns: (mono_now - ago).as_ns(),
                 mechanism: s.mechanism.name(),
