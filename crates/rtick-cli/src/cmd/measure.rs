@@ -18,7 +18,7 @@ use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
 use super::phases::{Ran, Runs};
-use super::plan::{plan, Cpus};
+use super::plan::{plan, Cpus, Plan};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
@@ -64,6 +64,8 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }
     let outputs = Outputs::create(a)?;
+    let idle = idle_states.as_ref().zip(a.deepest_idle_state);
+    let req = Request { idle, ..request(&plan, a.looping.dma_latency) };
     let mut cfg = plan.cfg;
     let sys = SystemInfo::read();
     let mut warnings = super::cleanup::warnings(a.tracefs.as_deref());
@@ -74,12 +76,6 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
 
     let stop = crate::stop_flag()?;
 
-    let req = Request {
-        mlock: plan.mlock,
-        mlock_explicit: plan.mlock_explicit,
-        dma_latency: a.looping.dma_latency,
-        idle: idle_states.as_ref().zip(a.deepest_idle_state),
-    };
     let mut held = take(&req, &mut warnings)?;
     let mut file = run_file(&cfg, &sys, &held, warnings);
     file.config.deepest_idle_state = held.idle().map(IdleLimit::deepest);
@@ -214,6 +210,11 @@ pub(super) fn settle(
     warnings.extend(static_warnings(cfg, sys));
     warnings.extend(audit_warnings(cfg, &findings));
     Ok(())
+}
+
+/// What `plan` (and --dma-latency) asks of the system, the idle states aside.
+pub(super) fn request<'a>(plan: &Plan, dma_latency: Option<i32>) -> Request<'a> {
+    Request { mlock: plan.mlock, mlock_explicit: plan.mlock_explicit, dma_latency, idle: None }
 }
 
 /// Takes the system settings `req` asks for, its fallbacks as warnings.

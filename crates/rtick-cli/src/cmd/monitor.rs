@@ -22,7 +22,7 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
-use super::measure::{mlock_detail, run_file, settle, take};
+use super::measure::{mlock_detail, request, run_file, settle, take};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
 use crate::output::header;
@@ -67,6 +67,7 @@ const ROW_BYTES: usize = std::mem::size_of::<measure::TraceRow>();
 
 pub fn run(a: &MonitorArgs) -> Result<()> {
     let plan = loop_plan(&a.looping, false, &Cpus::detect()?)?;
+    let req = request(&plan, a.looping.dma_latency);
     let mut cfg = plan.cfg;
     if cfg.mechanisms.len() > 1 {
         // The mechanisms take turns in short slices, so that each is
@@ -92,12 +93,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg)).transpose()?.unzip();
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live, consumers);
 
-    let req = rtick::session::Request {
-        mlock: plan.mlock,
-        mlock_explicit: plan.mlock_explicit,
-        dma_latency: a.looping.dma_latency,
-        idle: None,
-    };
     let held = take(&req, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
     let (_beside, beside) = beside_the_loop(&cfg)?;
