@@ -36,6 +36,7 @@
 //! - [`schedule`]: the absolute-deadline grid and the overrun policy;
 //! - [`rt`]: scheduling policy and priority, affinity, memory locking,
 //!   `/dev/cpu_dma_latency`, timer slack;
+//! - [`session`]: what a run takes from the system (with its fallbacks) and gives back;
 //! - [`stats`]: signed HdrHistograms with exact moments;
 //! - [`measure`]: the engine behind `rtick measure`;
 //! - [`system`]: what the system says about its timers;
@@ -79,6 +80,7 @@ pub mod measure;
 pub mod periodic;
 pub mod rt;
 pub mod schedule;
+pub mod session;
 pub mod stats;
 // The one place that calls the C library: every unsafe block is here.
 #[allow(unsafe_code)]

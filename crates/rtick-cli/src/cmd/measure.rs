@@ -9,16 +9,16 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::explain::SpikeChoice;
+use rtick::explain::{ExplainedRun, SpikeChoice, Tracing};
 use rtick::measure::{self, MeasureConfig, MeasureReport, TraceMark, TraceRow};
-use rtick::rt::{self, DmaLatency, IdleLimit, IdleStates, MemoryLock, Policy, DEFAULT_HEAP_PREFAULT};
+use rtick::rt::{IdleLimit, IdleStates, MemoryLock};
+use rtick::session::{self, Request, Restored, Session};
 use rtick::system::{SysRoot, SystemInfo};
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
 
-use super::explain::{Explaining, Explanation};
 use super::phases::{Ran, Runs};
-use super::plan::{plan, Cpus};
+use super::plan::{plan, Cpus, Plan};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
@@ -64,6 +64,8 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         crate::plot::check_path("--plot", p).map_err(Usage)?;
     }
     let outputs = Outputs::create(a)?;
+    let idle = idle_states.as_ref().zip(a.deepest_idle_state);
+    let req = Request { idle, ..request(&plan, a.looping.dma_latency) };
     let mut cfg = plan.cfg;
     let sys = SystemInfo::read();
     let mut warnings = super::cleanup::warnings(a.tracefs.as_deref());
@@ -74,16 +76,15 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
 
     let stop = crate::stop_flag()?;
 
-    let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
-    let idle = idle_states.zip(a.deepest_idle_state).map(|(s, n)| s.limit(n)).transpose()?;
+    let mut held = take(&req, &mut warnings)?;
     let mut file = run_file(&cfg, &sys, &held, warnings);
-    file.config.deepest_idle_state = idle.as_ref().map(IdleLimit::deepest);
-    file.config.cpuidle = idle.as_ref().map(IdleLimit::describe);
+    file.config.deepest_idle_state = held.idle().map(IdleLimit::deepest);
+    file.config.cpuidle = held.idle().map(IdleLimit::describe);
     runs.describe(&mut file, &cfg);
     if a.quiet {
         file.warnings.iter().for_each(|w| println!("warning: {w}"));
     } else {
-        print!("{}", header::render(&file, &held.mlock_detail));
+        print!("{}", header::render(&file, &mlock_detail(held.memory(), &cfg)));
     }
 
     // Started last, just before the run: nothing is traced while setting up.
@@ -91,31 +92,34 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
         .explain
         .map(|over| {
             let choice = SpikeChoice { top: a.explain_top, over: (over > Nanos::ZERO).then_some(over) };
-            Explaining::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
+            super::explain::start(a.tracefs.as_deref(), &cfg, choice, a.explain_ab)
         })
         .transpose()
         .and_then(|mut explaining| {
             // The header's last line, when the buffers follow the cap rather than the CPU count.
-            if let Some(b) = explaining.as_ref().map(|e| e.buffers).filter(|b| b.capped() && !a.quiet) {
+            if let Some(b) = explaining.as_ref().map(Tracing::buffers).filter(|b| b.capped() && !a.quiet) {
                 println!("  explain       kernel trace buffers {}", b.describe());
             }
-            let m = measure_restoring(a, (&cfg, &runs), &outputs, &stop, held, explaining.as_mut())?;
+            let m = measure_restoring(a, (&cfg, &runs), &outputs, &stop, &mut held, explaining.as_mut())?;
             Ok((m, explaining))
         });
     // Restored with the other settings, before anything else can fail, and
     // on a failed run too (a failed restore is said, then the run's error).
-    let restored = idle.map(IdleLimit::restore).transpose();
+    let Restored { idle: not_restored } = held.restore();
     let ((report, rows, kept, ran), explaining) = match measured {
         Ok(m) => m,
         Err(e) => {
-            if let Err(r) = restored {
+            if let Some(r) = not_restored {
                 eprintln!("rtick: restoring cpuidle states: {r}");
             }
             return Err(e);
         }
     };
-    restored?;
-    let explanation: Option<Explanation> = explaining.map(|e| e.finish(&kept, &report)).transpose()?;
+    if let Some(r) = not_restored {
+        return Err(r.into());
+    }
+    let explanation: Option<ExplainedRun> =
+        explaining.map(|e| super::explain::finish(e, &kept, &report)).transpose()?;
     let rows = match (&explanation, &outputs.trace) {
         (Some(e), Some(f)) => Some(write_with_phases(f.try_clone()?, &kept, |r| e.phases_of(r))?),
         _ => rows,
@@ -123,7 +127,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     drop(kept);
     record_report(&mut file, &report);
     ran.record(&mut file);
-    file.explain = explanation.as_ref().map(Explanation::json);
+    file.explain = explanation.as_ref().map(super::explain::json);
     let after = run_warnings(&cfg, &report);
     file.warnings.extend(after.iter().cloned());
     file.gates = a.fail_if.as_ref().map(|g| {
@@ -139,7 +143,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     }
     print_results(a, &cfg, &file, &report, rows, &after);
     if let Some(e) = &explanation {
-        print!("{}", e.render(a.nsecs));
+        print!("{}", super::explain::render(e, a.nsecs));
     }
     if file.results.is_empty() && !report.interrupted {
         anyhow::bail!(
@@ -202,47 +206,27 @@ pub(super) fn settle(
 ) -> Result<()> {
     let findings =
         rtick::audit::run(&rtick::system::SysRoot::default(), &rtick::audit::Options { run_commands: false });
-    settle_policy(cfg, policy_explicit, warnings)?;
+    let fallback = session::settle(cfg, sys, policy_explicit)?;
+    warnings.extend(fallback.map(|f| f.to_string()));
     warnings.extend(static_warnings(cfg, sys));
     warnings.extend(audit_warnings(cfg, &findings));
-    if let Some(rest) = rest_after_spinning(cfg, sys) {
-        cfg.rest_after_spinning = Some(rest);
-    }
     Ok(())
 }
 
-/// The system settings a run holds (locked memory, cpu_dma_latency):
-/// dropping it restores them.
-pub(super) struct Held {
-    mem: Option<MemoryLock>,
-    /// Held for its Drop, which releases /dev/cpu_dma_latency.
-    _dma: Option<DmaLatency>,
-    /// --dma-latency, and the value the system had before.
-    dma_asked: Option<i32>,
-    dma_system: Option<i32>,
-    /// How memory is locked, for the header.
-    pub mlock_detail: String,
+/// What `plan` (and --dma-latency) asks of the system, the idle states aside.
+pub(super) fn request<'a>(plan: &Plan, dma_latency: Option<i32>) -> Request<'a> {
+    Request { mlock: plan.mlock, mlock_explicit: plan.mlock_explicit, dma_latency, idle: None }
 }
 
-impl Held {
-    /// Locks memory (`mlock`: planned, asked for explicitly) and holds
-    /// cpu_dma_latency as planned.
-    pub(super) fn take(
-        mlock: (bool, bool),
-        cfg: &MeasureConfig,
-        dma_latency: Option<i32>,
-        warnings: &mut Vec<String>,
-    ) -> Result<Held> {
-        let mem = lock_memory(mlock.0, mlock.1, warnings)?;
-        let mlock_detail = mlock_detail(mem.as_ref(), cfg);
-        let dma_system = DmaLatency::current().map(|l| l.us());
-        let dma = dma_latency.map(DmaLatency::hold).transpose()?;
-        Ok(Held { mem, _dma: dma, dma_asked: dma_latency, dma_system, mlock_detail })
-    }
+/// Takes the system settings `req` asks for, its fallbacks as warnings.
+pub(super) fn take(req: &Request<'_>, warnings: &mut Vec<String>) -> Result<Session> {
+    let s = Session::take(req)?;
+    warnings.extend(s.fallbacks().iter().map(|f| f.to_string()));
+    Ok(s)
 }
 
 /// The run file before the run: what the header shows and the JSON keeps.
-pub(super) fn run_file(cfg: &MeasureConfig, sys: &SystemInfo, held: &Held, warnings: Vec<String>) -> RunFile {
+pub(super) fn run_file(cfg: &MeasureConfig, sys: &SystemInfo, held: &Session, warnings: Vec<String>) -> RunFile {
     RunFile {
         rtick_version: env!("CARGO_PKG_VERSION").into(),
         schema_version: json::SCHEMA_VERSION,
@@ -252,7 +236,7 @@ pub(super) fn run_file(cfg: &MeasureConfig, sys: &SystemInfo, held: &Held, warni
         interrupted: false,
         breaktrace: None,
         system: system_json(sys),
-        config: config_json(cfg, held.mem.is_some(), held.dma_asked, held.dma_system),
+        config: config_json(cfg, held.memory().is_some(), held.dma_asked, held.dma_system),
         warnings,
         results: Vec::new(),
         unavailable: Vec::new(),
@@ -264,52 +248,8 @@ pub(super) fn run_file(cfg: &MeasureConfig, sys: &SystemInfo, held: &Held, warni
     }
 }
 
-/// Real-time policy: probe it in a throw-away thread; fall back to
-/// SCHED_OTHER only when the policy was not asked for explicitly.
-fn settle_policy(cfg: &mut MeasureConfig, explicit: bool, warnings: &mut Vec<String>) -> Result<()> {
-    let wanted = cfg.threads[0].clone();
-    let Err(e) = rt::probe(&wanted) else { return Ok(()) };
-    if !e.is_permission() || explicit {
-        return Err(e.into());
-    }
-    warnings.push(format!(
-        "cannot use {} {} ({e}); measuring as SCHED_OTHER, whose wake-ups are far later",
-        wanted.policy, wanted.priority
-    ));
-    for t in &mut cfg.threads {
-        t.policy = Policy::Other;
-        t.priority = 0;
-    }
-    Ok(())
-}
-
-/// A real-time thread that spins into RT throttling is stopped for the rest
-/// of the throttling period: rest that long after its slices so the next
-/// mechanism does not inherit the stop.
-fn rest_after_spinning(cfg: &MeasureConfig, sys: &SystemInfo) -> Option<(f64, Nanos)> {
-    let (true, Some(rt), Some(period)) = (cfg.threads[0].policy.is_realtime(), sys.rt_runtime_us, sys.rt_period_us)
-    else {
-        return None;
-    };
-    (sys.rt_throttled() && period > rt).then(|| (rt as f64 / period as f64, Nanos::from_us(period - rt)))
-}
-
-/// Locks memory when planned; without it when that fails and was not asked for.
-fn lock_memory(wanted: bool, explicit: bool, warnings: &mut Vec<String>) -> Result<Option<MemoryLock>> {
-    if !wanted {
-        return Ok(None);
-    }
-    match MemoryLock::lock(DEFAULT_HEAP_PREFAULT) {
-        Ok(g) => Ok(Some(g)),
-        Err(e) if !explicit => {
-            warnings.push(format!("{e}; measuring without locked memory (page faults may show as latency)"));
-            Ok(None)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
+/// How memory is locked, for the header.
+pub(super) fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
     match mem {
         Some(m) => format!(
             "mlockall(MCL_CURRENT|MCL_FUTURE), {} MiB heap and {} KiB stack per thread prefaulted",
@@ -321,14 +261,14 @@ fn mlock_detail(mem: Option<&MemoryLock>, cfg: &MeasureConfig) -> String {
 }
 
 /// Runs the measurement (with the trace writer and the live line), then
-/// restores the system — the `held` guards — before anything else can fail.
+/// gives back what `held` holds (the idle states aside) before anything else can fail.
 fn measure_restoring(
     a: &MeasureArgs,
     (cfg, runs): (&MeasureConfig, &Runs),
     outputs: &Outputs,
     stop: &std::sync::atomic::AtomicBool,
-    held: Held,
-    mut explaining: Option<&mut Explaining>,
+    held: &mut Session,
+    mut explaining: Option<&mut Tracing>,
 ) -> Result<(MeasureReport, Option<u64>, Vec<TraceRow>, Ran)> {
     // --explain needs every wake-up: the rings run, and the writer keeps the rows.
     let keep = explaining.is_some();
@@ -349,7 +289,7 @@ fn measure_restoring(
         }
     });
     live.finish();
-    drop(held);
+    held.release();
     let (report, ran) = result?;
     drop(producers);
     let (rows, kept) = match writer {

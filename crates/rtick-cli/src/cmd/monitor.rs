@@ -13,7 +13,6 @@
 mod http;
 mod metrics;
 mod spikes;
-mod window;
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
@@ -23,12 +22,12 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
-use super::explain::TraceBuffers;
-use super::measure::{run_file, settle, Held};
+use super::measure::{mlock_detail, request, run_file, settle, take};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
 use crate::output::header;
 use crate::Usage;
+use rtick::explain::TraceBuffers;
 
 /// With several mechanisms: the slice each gets in turn …
 const SLICE: Nanos = Nanos::from_secs(1);
@@ -68,6 +67,7 @@ const ROW_BYTES: usize = std::mem::size_of::<measure::TraceRow>();
 
 pub fn run(a: &MonitorArgs) -> Result<()> {
     let plan = loop_plan(&a.looping, false, &Cpus::detect()?)?;
+    let req = request(&plan, a.looping.dma_latency);
     let mut cfg = plan.cfg;
     if cfg.mechanisms.len() > 1 {
         // The mechanisms take turns in short slices, so that each is
@@ -93,7 +93,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let (live, trace_line) = a.explain.then(|| start_trace(a, &cfg)).transpose()?.unzip();
     let mut collector = metrics::Collector::new(&cfg, &sys, a.spike, live, consumers);
 
-    let held = Held::take((plan.mlock, plan.mlock_explicit), &cfg, a.looping.dma_latency, &mut warnings)?;
+    let held = take(&req, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
     let (_beside, beside) = beside_the_loop(&cfg)?;
     // After the settings: the endpoint answers once they hold.
@@ -106,7 +106,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         // measure's header, with monitor's own bound (a run of several
         // mechanisms is only one round of the loop).
         let bound = a.duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d}"));
-        print!("{}", header::render_as(&file, &held.mlock_detail, "monitor", Some(&bound)));
+        print!("{}", header::render_as(&file, &mlock_detail(held.memory(), &cfg), "monitor", Some(&bound)));
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
         println!("  serving       {}", serving(a.listen, paths));
         println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));

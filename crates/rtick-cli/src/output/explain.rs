@@ -1,7 +1,7 @@
 //! Where the latency went, on the terminal: the table of each phase's
 //! p50 / p99 / max per mechanism, then one line per spike. `measure
 //! --explain` and `rtick report` both print through here, from the same
-//! model (`report::breakdown`), so a saved run reads back exactly as it was
+//! model (`rtick_model::breakdown`), so a saved run reads back exactly as it was
 //! shown.
 
 use rtick::explain::Phases;

@@ -23,6 +23,7 @@
 //! - *return to user*: interrupt work before the thread read its clock.
 
 pub mod ab;
+mod alternate;
 pub mod input;
 pub mod live;
 mod phases;
@@ -30,14 +31,21 @@ mod run;
 #[cfg(test)]
 mod testing;
 mod timeline;
+mod tracing;
+mod watch;
+mod window;
 
 use std::collections::HashMap;
 
+pub use alternate::{AbOutcome, Alternating};
 pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
 pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
 pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
 pub use timeline::{Culprit, Span, Timeline};
+pub use tracing::{ExplainedRun, TraceBuffers, Tracing};
+pub use watch::{Drained, NoBreakdown, SpikeWatcher, WatchedSpike};
+pub use window::{WindowMax, WINDOW_SECS};
 
 use crate::time::{Nanos, Time};
 

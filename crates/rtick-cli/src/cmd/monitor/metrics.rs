@@ -19,10 +19,9 @@
 //! every event of the wake-ups just drained is in it then, and each spike
 //! is explained from the last seconds of events before it is logged.
 
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -31,13 +30,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use rtick::explain::{not_timer_woken, Live, Recorded};
-use rtick::measure::{MeasureConfig, Progress, TraceConsumer, TraceRow};
+use rtick::explain::{Drained, Live, SpikeWatcher, WINDOW_SECS};
+use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
 
-use super::spikes::{Spike, SpikeLog, CAPACITY};
-use super::window::{WindowMax, WINDOW_SECS};
+use super::spikes::{LoggedSpike, SpikeLog, CAPACITY};
 
 pub mod latency;
 
@@ -65,9 +63,6 @@ pub struct SpikeLabels {
 
 type Float = Gauge<f64, AtomicU64>;
 
-/// Why a spike has no breakdown: (label token, reason for /spikes).
-type NoBreakdown = (&'static str, &'static str);
-
 /// What the HTTP workers read: the registry and the spike log.
 pub struct Exporter {
     pub registry: Registry,
@@ -86,7 +81,6 @@ struct Series {
     missed: Counter,
     dropped: Counter,
     max: Float,
-    window: WindowMax,
     /// count, overruns, missed, dropped at the last copy (of this run).
     copied: [u64; 4],
 }
@@ -109,26 +103,11 @@ pub struct Collector {
     exporter: Arc<Exporter>,
     series: Vec<Series>,
     mechanisms: Vec<rtick::Mechanism>,
-    consumers: Vec<TraceConsumer>,
     clock: ClockId,
-    interval: Nanos,
-    started: Instant,
-    /// `--spike`: wake-ups later than this are spikes.
-    threshold: Option<Nanos>,
+    /// The rings, the windows and the spikes, explained with `--explain`.
+    watcher: SpikeWatcher,
     spikes_total: Family<SpikeLabels, Counter>,
-    /// `--explain`: the kernel trace; `None` without, or once it failed.
-    live: Option<Live>,
-    explaining: bool,
     trace_lost: Counter,
-    trace_lost_copied: u64,
-    /// Each thread's id in the current run (0: not known yet).
-    tids: Vec<i32>,
-    /// Each thread's latest row of the current run: its previous wake-up
-    /// bounds the search for the next one's events.
-    prev: Vec<Option<TraceRow>>,
-    /// Each thread's spikes of this drain, the latest [`CAPACITY`]: (series,
-    /// row, the thread's previous row). Allocated once.
-    pending: Vec<VecDeque<(usize, TraceRow, Option<TraceRow>)>>,
 }
 
 impl Collector {
@@ -215,7 +194,6 @@ impl Collector {
                     missed: missed.get_or_create(&labels).clone(),
                     dropped: dropped.get_or_create(&labels).clone(),
                     max: max.get_or_create(&labels).clone(),
-                    window: WindowMax::default(),
                     copied: [0; 4],
                 });
             }
@@ -226,18 +204,9 @@ impl Collector {
             series,
             mechanisms: cfg.mechanisms.clone(),
             clock: cfg.clock,
-            interval: cfg.interval,
-            started: Instant::now(),
-            threshold: spike,
+            watcher: SpikeWatcher::new(cfg, consumers, spike, CAPACITY, live),
             spikes_total,
-            explaining: live.is_some(),
-            live,
             trace_lost,
-            trace_lost_copied: 0,
-            tids: vec![0; consumers.len()],
-            prev: vec![None; consumers.len()],
-            pending: (0..consumers.len()).map(|_| VecDeque::with_capacity(CAPACITY)).collect(),
-            consumers,
         }
     }
 
@@ -248,8 +217,7 @@ impl Collector {
     /// A new run starts: its threads count from zero again, and are new threads.
     pub fn new_run(&mut self) {
         self.series.iter_mut().for_each(|s| s.copied = [0; 4]);
-        self.tids.iter_mut().for_each(|t| *t = 0);
-        self.prev.iter_mut().for_each(|p| *p = None);
+        self.watcher.new_run();
     }
 
     /// Copies the counters, drains the rings, updates the maxima.
@@ -258,7 +226,7 @@ impl Collector {
         for (t, snap) in p.threads.iter().enumerate() {
             self.series[t * n + snap.mechanism].copy([snap.count, snap.overruns, snap.missed, snap.dropped]);
             if snap.tid != 0 {
-                self.tids[t] = snap.tid;
+                self.watcher.set_tid(t, snap.tid);
             }
         }
         self.update();
@@ -274,78 +242,54 @@ impl Collector {
             if let Some(m) = self.mechanisms.iter().position(|&m| m == mechanism) {
                 self.series[t * n + m].copy(counts);
             }
-            if let Some(slot) = self.tids.get_mut(t) {
-                *slot = tid;
-            }
+            self.watcher.set_tid(t, tid);
         }
         self.update();
     }
 
     /// Drains the rings and sets the window maxima.
     fn update(&mut self) {
-        let sec = self.started.elapsed().as_secs();
-        self.drain(sec);
-        for s in &self.series {
-            s.max.set(s.window.max(sec).map_or(f64::NAN, |ns| Nanos(ns).as_secs_f64()));
+        self.drain();
+        for (i, s) in self.series.iter().enumerate() {
+            s.max.set(self.watcher.window_max(i).map_or(f64::NAN, Nanos::as_secs_f64));
         }
     }
 
-    /// Every row waiting in the rings: histogram, window maximum; then the
-    /// kernel trace (`--explain`), and the spikes, explained, into the log.
-    fn drain(&mut self, sec: u64) {
-        let n = self.mechanisms.len();
+    /// Every row waiting in the rings into the histograms (the watcher
+    /// keeps the window maxima); then the spikes, explained, into the log.
+    fn drain(&mut self) {
         // One reading of the clocks per drain: a spike's wall and monotonic
         // times are its wake-up on the run's clock moved by their offsets.
         let (clock_now, mono_now, wall_now) = (self.clock.now(), ClockId::Monotonic.now(), SystemTime::now());
-        let (mut crowded, crowded_as) = (0, self.crowded());
-        for (t, ring) in self.consumers.iter_mut().enumerate() {
-            while let Ok(row) = ring.pop() {
-                let Some(m) = self.mechanisms.iter().position(|&m| m == row.mechanism) else { continue };
-                let s = &mut self.series[t * n + m];
-                let latency = row.actual - row.planned;
-                s.latency.observe(latency.as_secs_f64());
-                s.window.record(sec, latency.as_ns());
-                if self.threshold.is_some_and(|th| latency > th) {
-                    // Each thread's latest CAPACITY: no more can stay in the log.
-                    if self.pending[t].len() == CAPACITY {
-                        if let Some((i, ..)) = self.pending[t].pop_front() {
-                            crowded += 1;
-                            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as);
-                        }
-                    }
-                    self.pending[t].push_back((t * n + m, row, self.prev[t]));
-                }
-                self.prev[t] = Some(row);
-            }
+        let series = &self.series;
+        let found = self.watcher.drain(|i, latency| series[i].latency.observe(latency.as_secs_f64()));
+        let Drained { crowded, spikes: found, lost, trace_failed } = found;
+        if let Some(e) = trace_failed {
+            eprintln!("warning: --explain: reading the kernel trace failed ({e}): spikes are no longer explained");
         }
-        // After the rows: every event of their wake-ups was recorded before
-        // this read began, and the read takes all of them.
-        self.read_trace();
+        self.trace_lost.inc_by(lost);
         let Some(log) = self.exporter.spikes.as_ref() else { return };
-        // The latest CAPACITY of all threads, oldest first.
-        let mut found: Vec<_> = self.pending.iter_mut().flat_map(|p| p.drain(..)).collect();
-        if found.is_empty() && crowded == 0 {
+        if found.is_empty() && crowded.is_empty() {
             return;
         }
-        found.sort_by_key(|(_, row, _)| row.actual);
-        let older = found.len().saturating_sub(CAPACITY);
-        for (i, ..) in found.drain(..older) {
-            crowded += 1;
+        // The phase and cause a spike is counted with when more came at once
+        // than the log keeps: not explained (`too_many`), or not traced at all.
+        let crowded_as = ("unknown", if self.watcher.explaining() { "too_many" } else { "untraced" });
+        for &i in &crowded {
             Self::count(&self.spikes_total, &self.series[i].labels, crowded_as);
         }
         let mut spikes = Vec::with_capacity(found.len());
-        for (i, row, prev) in found {
-            let s = &self.series[i];
-            let explain = self.explaining.then(|| self.breakdown(s, &row, prev));
-            let blamed = match &explain {
+        for w in found {
+            let (s, row) = (&self.series[w.series], w.row);
+            let blamed = match &w.explained {
                 None => ("unknown", "untraced"),
                 Some(Ok(b)) => (b.largest_phase(), b.cause.token()),
-                Some(Err((token, _))) => ("unknown", *token),
+                Some(Err(why)) => ("unknown", why.token()),
             };
             Self::count(&self.spikes_total, &s.labels, blamed);
             let latency = row.actual - row.planned;
             let ago = clock_now - row.actual;
-            spikes.push(Spike {
+            spikes.push(LoggedSpike {
                 wall: wall_now - ago.max(Nanos::ZERO).to_std(),
                 monotonic_ns: (mono_now - ago).as_ns(),
                 mechanism: s.mechanism.name(),
@@ -353,52 +297,12 @@ impl Collector {
                 thread: row.thread,
                 cycle: row.cycle,
                 latency_ns: latency.as_ns(),
-                explain: explain.map(|e| e.map(|b| Box::new((&b).into())).map_err(|(_, why)| why)),
+                explain: w.explained.map(|e| e.map(|b| Box::new((&b).into())).map_err(|why| why.reason())),
             });
         }
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        log.not_offered(crowded);
+        log.not_offered(crowded.len() as u64);
         spikes.into_iter().for_each(|s| log.offer(s));
-    }
-
-    /// The (phase, cause) a spike is counted with when more came at once
-    /// than the log keeps: not explained (`too_many`), or not traced at all.
-    fn crowded(&self) -> (&'static str, &'static str) {
-        ("unknown", if self.explaining { "too_many" } else { "untraced" })
-    }
-
-    /// Reads the kernel trace into the window (`--explain`). A trace that
-    /// fails (its instance removed by someone, tracefs unmounted) ends the
-    /// explanations, not the monitor: one warning, and the spikes say why.
-    fn read_trace(&mut self) {
-        let Some(live) = self.live.as_mut() else { return };
-        if let Err(e) = live.read() {
-            eprintln!("warning: --explain: reading the kernel trace failed ({e}): spikes are no longer explained");
-            self.live = None;
-            return;
-        }
-        let lost = live.losses();
-        self.trace_lost.inc_by(lost.saturating_sub(self.trace_lost_copied));
-        self.trace_lost_copied = lost;
-    }
-
-    /// The kernel-side breakdown of the wake-up of `row` (of series `s`; its
-    /// thread's previous one `prev`), or why there is none.
-    fn breakdown(
-        &self,
-        s: &Series,
-        row: &TraceRow,
-        prev: Option<TraceRow>,
-    ) -> Result<rtick::explain::Spike, NoBreakdown> {
-        if let Some(why) = not_timer_woken(s.mechanism) {
-            return Err(("not_timer_woken", why));
-        }
-        let live = self.live.as_ref().ok_or(("trace_failed", "the kernel trace failed (see the warning on stderr)"))?;
-        let tid = self.tids.get(row.thread as usize).copied().filter(|&t| t != 0);
-        let tid = tid.ok_or(("thread_unknown", "its thread's id was not published yet (the run's first moment)"))?;
-        let rec = |r: &TraceRow| Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
-        let explained = live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval, s.cpu);
-        explained.map_err(|u| (u.token(), u.reason()))
     }
 
     /// Counts a spike of the series labelled `l`, blamed on (phase, cause).

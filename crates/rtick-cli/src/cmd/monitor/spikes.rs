@@ -13,14 +13,14 @@ use std::time::SystemTime;
 use rtick::Nanos;
 use serde::Serialize;
 
-use rtick_model::json::SpikeJson as Breakdown;
+use rtick_model::json::SpikeJson;
 
 /// How many spikes the log keeps.
 pub const CAPACITY: usize = 256;
 
 /// One late wake-up.
 #[derive(Clone, Debug)]
-pub struct Spike {
+pub struct LoggedSpike {
     /// When it woke, on the wall clock.
     pub wall: SystemTime,
     /// When it woke, on CLOCK_MONOTONIC.
@@ -33,14 +33,14 @@ pub struct Spike {
     pub cycle: u64,
     pub latency_ns: i64,
     /// With `--explain`: its breakdown, or why it has none.
-    pub explain: Option<Result<Box<Breakdown>, &'static str>>,
+    pub explain: Option<Result<Box<SpikeJson>, &'static str>>,
 }
 
 /// The last [`CAPACITY`] spikes over a threshold.
 #[derive(Debug)]
 pub struct SpikeLog {
     threshold: Nanos,
-    spikes: VecDeque<Spike>,
+    spikes: VecDeque<LoggedSpike>,
     /// Spikes seen since the start, kept or not.
     seen: u64,
 }
@@ -57,7 +57,7 @@ impl SpikeLog {
     }
 
     /// Keeps `s` when it is later than the threshold, dropping the oldest when full.
-    pub fn offer(&mut self, s: Spike) {
+    pub fn offer(&mut self, s: LoggedSpike) {
         if s.latency_ns <= self.threshold.as_ns() {
             return;
         }
@@ -75,7 +75,7 @@ impl SpikeLog {
             threshold_ns: self.threshold.as_ns(),
             capacity: CAPACITY,
             seen: self.seen,
-            spikes: self.spikes.iter().map(SpikeJson::from).collect(),
+            spikes: self.spikes.iter().map(LoggedSpikeJson::from).collect(),
         };
         serde_json::to_string(&doc).unwrap_or_default()
     }
@@ -87,11 +87,11 @@ struct SpikesJson {
     capacity: usize,
     seen: u64,
     /// Oldest first.
-    spikes: Vec<SpikeJson>,
+    spikes: Vec<LoggedSpikeJson>,
 }
 
 #[derive(Serialize)]
-struct SpikeJson {
+struct LoggedSpikeJson {
     /// RFC 3339, UTC, nanoseconds.
     time: String,
     monotonic_ns: i64,
@@ -104,15 +104,15 @@ struct SpikeJson {
     /// With --explain: the kernel-side breakdown (IRQ delay, wake-up path,
     /// scheduling, return to user), as in `measure --explain`'s JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
-    explain: Option<Breakdown>,
+    explain: Option<SpikeJson>,
     /// With --explain, for a spike without a breakdown: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     unexplained: Option<&'static str>,
 }
 
-impl From<&Spike> for SpikeJson {
-    fn from(s: &Spike) -> Self {
-        SpikeJson {
+impl From<&LoggedSpike> for LoggedSpikeJson {
+    fn from(s: &LoggedSpike) -> Self {
+        LoggedSpikeJson {
             time: humantime::format_rfc3339_nanos(s.wall).to_string(),
             monotonic_ns: s.monotonic_ns,
             mechanism: s.mechanism,
@@ -120,7 +120,7 @@ impl From<&Spike> for SpikeJson {
             thread: s.thread,
             cycle: s.cycle,
             latency_ns: s.latency_ns,
-            explain: s.explain.as_ref().and_then(|e| e.as_ref().ok()).map(|b| Breakdown::clone(b)),
+            explain: s.explain.as_ref().and_then(|e| e.as_ref().ok()).map(|b| SpikeJson::clone(b)),
             unexplained: s.explain.as_ref().and_then(|e| e.as_ref().err()).copied(),
         }
     }
@@ -130,8 +130,8 @@ impl From<&Spike> for SpikeJson {
 mod tests {
     use super::*;
 
-    fn spike(latency_ns: i64, cycle: u64) -> Spike {
-        Spike {
+    fn spike(latency_ns: i64, cycle: u64) -> LoggedSpike {
+        LoggedSpike {
             wall: SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_123_456_789),
             monotonic_ns: 5_000,
             mechanism: "clock_nanosleep",
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn a_spike_carries_its_breakdown_or_why_it_has_none() {
         let mut log = SpikeLog::new(Nanos::from_us(50));
-        let b = Breakdown {
+        let b = SpikeJson {
             cycle: 7,
             cpu: 1,
             latency_ns: 60_000,
@@ -177,8 +177,8 @@ mod tests {
             culprits: vec![vec![("idle".into(), 55_000)], vec![]],
             line: "cycle 7 …".into(),
         };
-        log.offer(Spike { explain: Some(Ok(Box::new(b))), ..spike(60_000, 7) });
-        log.offer(Spike { explain: Some(Err("no reason")), ..spike(70_000, 8) });
+        log.offer(LoggedSpike { explain: Some(Ok(Box::new(b))), ..spike(60_000, 7) });
+        log.offer(LoggedSpike { explain: Some(Err("no reason")), ..spike(70_000, 8) });
         let v: serde_json::Value = serde_json::from_str(&log.json()).unwrap();
         let (a, b) = (&v["spikes"][0], &v["spikes"][1]);
         assert_eq!(
@@ -193,7 +193,7 @@ mod tests {
     fn a_spike_spells_its_cpu_as_the_metrics_label_does() {
         let mut log = SpikeLog::new(Nanos::from_us(50));
         log.offer(spike(60_000, 1));
-        log.offer(Spike { cpu: None, ..spike(70_000, 2) });
+        log.offer(LoggedSpike { cpu: None, ..spike(70_000, 2) });
         let v: serde_json::Value = serde_json::from_str(&log.json()).unwrap();
         let cpus: Vec<&str> = v["spikes"].as_array().unwrap().iter().map(|s| s["cpu"].as_str().unwrap()).collect();
         assert_eq!(cpus, ["1", "any"]);
