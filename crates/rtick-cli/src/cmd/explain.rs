@@ -87,4 +87,3 @@ pub fn json(run: &ExplainedRun) -> ExplainJson {
         ab: run.ab.as_ref().map(super::explain_ab::json),
     }
 }
-
