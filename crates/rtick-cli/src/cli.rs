@@ -11,6 +11,9 @@ use rtick::{ClockId, Nanos, OverrunPolicy};
 
 use crate::units;
 
+mod maintenance;
+pub use maintenance::{AssetsArgs, CleanupArgs};
+
 /// Precise periodic timing on Linux: measure the wake-up latency of every
 /// timer mechanism, side by side.
 #[derive(Debug, Parser)]
@@ -43,10 +46,10 @@ pub enum Command {
     /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
     Monitor(Box<MonitorArgs>),
     /// Remove what rtick processes killed with SIGKILL left: tracefs instances still tracing, cgroups with their --load-cmd still running, temporary output files.
-    Cleanup(crate::cmd::cleanup::CleanupArgs),
+    Cleanup(CleanupArgs),
     /// Write the man pages and shell completions into DIR (for packaging: scripts/package).
     #[command(hide = true)]
-    GenerateAssets(crate::cmd::assets::AssetsArgs),
+    GenerateAssets(AssetsArgs),
 }
 
 /// Options of `rtick report`. The kind of each file is detected from its content.
@@ -281,7 +284,7 @@ pub struct MeasureArgs {
     pub warm_up: Option<Nanos>,
 
     /// With --explain: measure what tracing adds, inside this run. The tracing is switched off and on every PERIOD [plain number: s; at least 200 ms; default 1 s, with --compare half a slice at most], and the wake-ups of the traced and the plain stretches are compared (p50, p99 and their ratios); only the traced ones are explained.
-    #[arg(long, value_name = "PERIOD", num_args = 0..=1, requires = "explain", allow_negative_numbers = true, value_parser = crate::cmd::explain_ab::parse_period)]
+    #[arg(long, value_name = "PERIOD", num_args = 0..=1, requires = "explain", allow_negative_numbers = true, value_parser = units::ab_period)]
     pub explain_ab: Option<Option<Nanos>>,
 }
 

@@ -5,6 +5,7 @@
 //! `10s`, `2m`, `1h`, and for intervals a rate: `20kHz`. Also the address
 //! `monitor --listen` takes.
 
+use rtick::explain::Alternating;
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
 pub use rtick_model::units::{parse_time, Plain};
@@ -36,6 +37,18 @@ pub fn micros(s: &str) -> Result<Nanos, String> {
 /// clap value parser: `--explain [US]`, a threshold in plain µs (0: none, only the worst wake-ups).
 pub fn explain_threshold(s: &str) -> Result<Nanos, String> {
     parse_time(s, Plain::Micros, false)
+}
+
+/// clap value parser: `--explain-ab PERIOD`: a duration, at least [`Alternating::MIN_PERIOD`].
+pub fn ab_period(s: &str) -> Result<Nanos, String> {
+    let p = duration(s)?;
+    if p < Alternating::MIN_PERIOD {
+        return Err(format!(
+            "a stretch must last at least {} (the tracing is switched ten times a second at most)",
+            Alternating::MIN_PERIOD
+        ));
+    }
+    Ok(p)
 }
 
 /// clap value parser: timer slack in plain ns (≥ 1 ns: 0 would mean "default").
@@ -152,6 +165,13 @@ mod tests {
         assert!(loops("0").is_err());
         assert!(loops("1.5").is_err());
         assert!(dma_latency("1.5us").is_err());
+    }
+
+    #[test]
+    fn stretches_are_never_shorter_than_200_ms() {
+        assert_eq!(ab_period("300ms"), Ok(Nanos::from_ms(300)));
+        assert_eq!(ab_period("2"), Ok(Nanos::from_secs(2)));
+        assert!(ab_period("50ms").unwrap_err().contains("at least 200.00 ms"));
     }
 
     #[test]

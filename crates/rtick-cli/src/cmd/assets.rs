@@ -10,21 +10,14 @@
 //! DIR/completions/rtick.fish.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use clap::{Args, CommandFactory};
+use clap::CommandFactory;
 use clap_complete::Shell;
 
+use crate::cli::{AssetsArgs, Cli};
 use crate::export::atomic::AtomicFile;
-
-/// Options of the hidden `rtick generate-assets`.
-#[derive(Debug, Args)]
-pub struct AssetsArgs {
-    /// Directory to write man/man1/*.1 and completions/* into (created if missing).
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-}
 
 /// The completion scripts: shell and file name, as each shell looks them up
 /// (bash-completion by command name, zsh `_command` on $fpath, fish
@@ -34,7 +27,7 @@ const COMPLETIONS: [(Shell, &str); 3] =
 
 pub fn run(args: &AssetsArgs) -> Result<()> {
     // The `help` subcommand would get a page of its own; --help covers it.
-    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+    let mut cmd = Cli::command().disable_help_subcommand(true);
     // build() gives subcommands their display names (`rtick-measure`), which
     // name the pages and appear in their synopses.
     cmd.build();

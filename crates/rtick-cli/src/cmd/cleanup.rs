@@ -7,27 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Args;
 use rtick::leftovers::{Kind, Leftover};
 use rtick::system::SysRoot;
 
+use crate::cli::CleanupArgs;
 use crate::Usage;
-
-/// Options of `rtick cleanup`.
-#[derive(Debug, Args)]
-pub struct CleanupArgs {
-    /// Directories to look for temporary output files (.NAME.PID.XXXXXX.rtick-tmp) in [default: the current directory].
-    #[arg(value_name = "DIR")]
-    pub dirs: Vec<PathBuf>,
-
-    /// The tracefs directory to look for instances in [default: /sys/kernel/tracing].
-    #[arg(long, value_name = "DIR")]
-    pub tracefs: Option<PathBuf>,
-
-    /// List what would be removed, and remove nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-}
 
 /// Finds and removes the leftovers; exit 1 when one could not be removed.
 pub fn run(a: &CleanupArgs) -> Result<ExitCode> {

@@ -3,23 +3,11 @@
 //! outcome and writes its JSON form).
 
 use rtick::explain::ab::{Latencies, Stretch};
-use rtick::explain::{AbOutcome, Alternating};
+use rtick::explain::AbOutcome;
 use rtick::Nanos;
 use rtick_model::json::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
 
 use crate::output::{fmt_latency, unit};
-
-/// clap value parser of `--explain-ab PERIOD`: a duration, at least [`Alternating::MIN_PERIOD`].
-pub fn parse_period(s: &str) -> Result<Nanos, String> {
-    let p = crate::units::duration(s)?;
-    if p < Alternating::MIN_PERIOD {
-        return Err(format!(
-            "a stretch must last at least {} (the tracing is switched ten times a second at most)",
-            Alternating::MIN_PERIOD
-        ));
-    }
-    Ok(p)
-}
 
 /// The table of traced against plain, then the worst wake-ups not traced.
 pub fn render(ab: &AbOutcome, nsecs: bool) -> String {
@@ -150,13 +138,6 @@ mod tests {
             not_traced: vec![ab::NotTraced { cycle: 1500, latency: Nanos(1_800_000), stretch: Stretch::Plain }],
         }];
         AbOutcome { period: Nanos::from_secs(1), guard: Nanos::from_ms(2), schedule, compared, error: None }
-    }
-
-    #[test]
-    fn stretches_are_never_shorter_than_200_ms() {
-        assert_eq!(parse_period("300ms"), Ok(Nanos::from_ms(300)));
-        assert_eq!(parse_period("2"), Ok(Nanos::from_secs(2)));
-        assert!(parse_period("50ms").unwrap_err().contains("at least 200.00 ms"));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
 
-use super::spikes::{LoggedSpike, SpikeLog, CAPACITY};
+use super::spikes::{cpu_label, LoggedSpike, SpikeLog, CAPACITY};
 
 pub mod latency;
 
@@ -335,12 +335,6 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo, tracing: bool) -> Vec<(&
         // every latency: figures of traced and untraced machines differ.
         ("tracing", if tracing { "on" } else { "off" }.to_string()),
     ]
-}
-
-/// A series' CPU as `/metrics` labels it and `/spikes` spells it: its number
-/// when the thread is pinned to one CPU, else "any".
-pub fn cpu_label(cpu: Option<usize>) -> String {
-    cpu.map_or("any".to_string(), |c| c.to_string())
 }
 
 #[cfg(test)]

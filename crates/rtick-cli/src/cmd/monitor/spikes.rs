@@ -15,6 +15,12 @@ use serde::Serialize;
 
 use rtick_model::json::SpikeJson;
 
+/// A series' CPU as `/metrics` labels it and `/spikes` spells it: its number
+/// when the thread is pinned to one CPU, else "any".
+pub fn cpu_label(cpu: Option<usize>) -> String {
+    cpu.map_or("any".to_string(), |c| c.to_string())
+}
+
 /// How many spikes the log keeps.
 pub const CAPACITY: usize = 256;
 
@@ -116,7 +122,7 @@ impl From<&LoggedSpike> for LoggedSpikeJson {
             time: humantime::format_rfc3339_nanos(s.wall).to_string(),
             monotonic_ns: s.monotonic_ns,
             mechanism: s.mechanism,
-            cpu: super::metrics::cpu_label(s.cpu),
+            cpu: cpu_label(s.cpu),
             thread: s.thread,
             cycle: s.cycle,
             latency_ns: s.latency_ns,
