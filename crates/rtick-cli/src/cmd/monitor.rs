@@ -22,7 +22,8 @@ use rtick::measure::{self, MeasureConfig};
 use rtick::system::SystemInfo;
 use rtick::Nanos;
 
-use super::measure::{mlock_detail, request, run_file, settle, take};
+use super::measure::run_file::run_file;
+use super::measure::setup::{mlock_detail, request, settle, take};
 use super::plan::{loop_plan, Cpus};
 use crate::cli::MonitorArgs;
 use crate::output::header;
