@@ -98,6 +98,104 @@ impl Series {
     }
 }
 
+/// The metric families, registered: a series takes its metrics from them.
+struct Families {
+    latency: Family<SeriesLabels, Histogram>,
+    wakeups: Family<SeriesLabels, Counter>,
+    overruns: Family<SeriesLabels, Counter>,
+    missed: Family<SeriesLabels, Counter>,
+    dropped: Family<SeriesLabels, Counter>,
+    max: Family<SeriesLabels, Float>,
+    spikes_total: Family<SpikeLabels, Counter>,
+    trace_lost: Counter,
+}
+
+impl Families {
+    /// Registers every metric: `rtick_spikes` with `--spike` (`spikes`),
+    /// `rtick_trace_events_lost` with `--explain` (`tracing`).
+    fn register(registry: &mut Registry, cfg: &MeasureConfig, sys: &SystemInfo, spikes: bool, tracing: bool) -> Self {
+        let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(latency::histogram);
+        registry.register_with_unit(
+            "rtick_wakeup_latency",
+            "Wake-up latency: actual wake-up time minus its deadline",
+            Unit::Seconds,
+            latency.clone(),
+        );
+        let counter = |registry: &mut Registry, name: &str, help: &str| {
+            let f = Family::<SeriesLabels, Counter>::default();
+            registry.register(name, help, f.clone());
+            f
+        };
+        let wakeups = counter(registry, "rtick_wakeups", "Wake-ups measured");
+        let overruns = counter(registry, "rtick_overruns", "Wake-ups later than the following deadline");
+        let missed = counter(registry, "rtick_missed_periods", "Deadlines skipped after overruns");
+        let dropped = counter(
+            registry,
+            "rtick_samples_dropped",
+            "Wake-ups the collector did not see (trace ring full): missing from the histogram and the maximum, counted in rtick_wakeups_total",
+        );
+        let max = Family::<SeriesLabels, Float>::default();
+        registry.register_with_unit(
+            "rtick_wakeup_latency_max",
+            format!(
+                "Largest wake-up latency over the last {WINDOW_SECS} s (sliding by 1 s; NaN when there was no wake-up)"
+            ),
+            Unit::Seconds,
+            max.clone(),
+        );
+        let interval = Float::default();
+        interval.set(cfg.interval.as_secs_f64());
+        registry.register_with_unit("rtick_interval", "The period between wake-ups", Unit::Seconds, interval);
+        registry.register("rtick_build", "rtick's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
+        registry.register("rtick_system", "What the figures depend on", Info::new(system_labels(cfg, sys, tracing)));
+        let spikes_total = Family::<SpikeLabels, Counter>::default();
+        if spikes {
+            registry.register(
+                "rtick_spikes",
+                "Wake-ups later than --spike; with --explain by their largest phase and the kind of their cause (without: phase=\"unknown\", cause=\"untraced\")",
+                spikes_total.clone(),
+            );
+        }
+        let trace_lost = Counter::default();
+        if tracing {
+            registry.register(
+                "rtick_trace_events_lost",
+                "Kernel trace events --explain lost (a trace buffer overflowed), and one for each loss of unknown size: spikes around them are not explained",
+                trace_lost.clone(),
+            );
+        }
+        Families { latency, wakeups, overruns, missed, dropped, max, spikes_total, trace_lost }
+    }
+
+    /// One series per (thread, mechanism) pair, thread by thread.
+    fn series(&self, cfg: &MeasureConfig) -> Vec<Series> {
+        let mut series = Vec::new();
+        for (t, setup) in cfg.threads.iter().enumerate() {
+            let cpu = match setup.cpus.as_slice() {
+                [c] => Some(*c),
+                _ => None,
+            };
+            for m in &cfg.mechanisms {
+                let labels =
+                    SeriesLabels { mechanism: m.name().to_string(), cpu: cpu_label(cpu), thread: t.to_string() };
+                series.push(Series {
+                    labels: labels.clone(),
+                    mechanism: *m,
+                    cpu,
+                    latency: self.latency.get_or_create(&labels).clone(),
+                    wakeups: self.wakeups.get_or_create(&labels).clone(),
+                    overruns: self.overruns.get_or_create(&labels).clone(),
+                    missed: self.missed.get_or_create(&labels).clone(),
+                    dropped: self.dropped.get_or_create(&labels).clone(),
+                    max: self.max.get_or_create(&labels).clone(),
+                    copied: [0; 4],
+                });
+            }
+        }
+        series
+    }
+}
+
 /// Fills the metrics from a run; lives on the watching thread.
 pub struct Collector {
     exporter: Arc<Exporter>,
@@ -120,84 +218,8 @@ impl Collector {
         consumers: Vec<TraceConsumer>,
     ) -> Self {
         let mut registry = Registry::default();
-        let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(latency::histogram);
-        registry.register_with_unit(
-            "rtick_wakeup_latency",
-            "Wake-up latency: actual wake-up time minus its deadline",
-            Unit::Seconds,
-            latency.clone(),
-        );
-        let counter = |registry: &mut Registry, name: &str, help: &str| {
-            let f = Family::<SeriesLabels, Counter>::default();
-            registry.register(name, help, f.clone());
-            f
-        };
-        let wakeups = counter(&mut registry, "rtick_wakeups", "Wake-ups measured");
-        let overruns = counter(&mut registry, "rtick_overruns", "Wake-ups later than the following deadline");
-        let missed = counter(&mut registry, "rtick_missed_periods", "Deadlines skipped after overruns");
-        let dropped = counter(
-            &mut registry,
-            "rtick_samples_dropped",
-            "Wake-ups the collector did not see (trace ring full): missing from the histogram and the maximum, counted in rtick_wakeups_total",
-        );
-        let max = Family::<SeriesLabels, Float>::default();
-        registry.register_with_unit(
-            "rtick_wakeup_latency_max",
-            format!(
-                "Largest wake-up latency over the last {WINDOW_SECS} s (sliding by 1 s; NaN when there was no wake-up)"
-            ),
-            Unit::Seconds,
-            max.clone(),
-        );
-        let interval = Float::default();
-        interval.set(cfg.interval.as_secs_f64());
-        registry.register_with_unit("rtick_interval", "The period between wake-ups", Unit::Seconds, interval);
-        registry.register("rtick_build", "rtick's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
-        registry.register(
-            "rtick_system",
-            "What the figures depend on",
-            Info::new(system_labels(cfg, sys, live.is_some())),
-        );
-        let spikes_total = Family::<SpikeLabels, Counter>::default();
-        if spike.is_some() {
-            registry.register(
-                "rtick_spikes",
-                "Wake-ups later than --spike; with --explain by their largest phase and the kind of their cause (without: phase=\"unknown\", cause=\"untraced\")",
-                spikes_total.clone(),
-            );
-        }
-        let trace_lost = Counter::default();
-        if live.is_some() {
-            registry.register(
-                "rtick_trace_events_lost",
-                "Kernel trace events --explain lost (a trace buffer overflowed), and one for each loss of unknown size: spikes around them are not explained",
-                trace_lost.clone(),
-            );
-        }
-
-        let mut series = Vec::new();
-        for (t, setup) in cfg.threads.iter().enumerate() {
-            let cpu = match setup.cpus.as_slice() {
-                [c] => Some(*c),
-                _ => None,
-            };
-            for m in &cfg.mechanisms {
-                let labels =
-                    SeriesLabels { mechanism: m.name().to_string(), cpu: cpu_label(cpu), thread: t.to_string() };
-                series.push(Series {
-                    labels: labels.clone(),
-                    mechanism: *m,
-                    cpu,
-                    latency: latency.get_or_create(&labels).clone(),
-                    wakeups: wakeups.get_or_create(&labels).clone(),
-                    overruns: overruns.get_or_create(&labels).clone(),
-                    missed: missed.get_or_create(&labels).clone(),
-                    dropped: dropped.get_or_create(&labels).clone(),
-                    max: max.get_or_create(&labels).clone(),
-                    copied: [0; 4],
-                });
-            }
-        }
+        let families = Families::register(&mut registry, cfg, sys, spike.is_some(), live.is_some());
+        let series = families.series(cfg);
         let spikes = spike.map(|s| Mutex::new(SpikeLog::new(s)));
         Collector {
             exporter: Arc::new(Exporter { registry, spikes }),
@@ -205,8 +227,8 @@ impl Collector {
             mechanisms: cfg.mechanisms.clone(),
             clock: cfg.clock,
             watcher: SpikeWatcher::new(cfg, consumers, spike, CAPACITY, live),
-            spikes_total,
-            trace_lost,
+            spikes_total: families.spikes_total,
+            trace_lost: families.trace_lost,
         }
     }
 
