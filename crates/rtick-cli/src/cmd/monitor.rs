@@ -121,14 +121,27 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             );
         }
     }
-    let started = Instant::now();
-    let until = a.duration.map(|d| started + d.to_std());
+    let until = a.duration.map(|d| Instant::now() + d.to_std());
+    rounds(&cfg, &stop, until, &mut producers, &mut collector)?;
+    drop(held);
+    Ok(())
+}
+
+/// Measures round after round until stopped (Ctrl-C or --duration), the
+/// collector fed as the run goes and given each round's final counts.
+fn rounds(
+    cfg: &MeasureConfig,
+    stop: &AtomicBool,
+    until: Option<Instant>,
+    producers: &mut [measure::TraceProducer],
+    collector: &mut metrics::Collector,
+) -> Result<()> {
     let mut first = true;
     while !stop.load(Relaxed) {
         collector.new_run();
-        let report = measure::run(&cfg, &stop, Some(&mut producers), |p| {
+        let report = measure::run(cfg, stop, Some(producers), |p| {
             collector.collect(p);
-            stop_at(&stop, until);
+            stop_at(stop, until);
         })?;
         collector.finish(
             report
@@ -146,7 +159,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             anyhow::bail!("no mechanism could run here (see the warnings above)");
         }
     }
-    drop(held);
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use rtick_model::json::{LoadCommandJson, LoadJson, LoadPhaseJson, RunFile};
+use rtick_model::json::{ConfigJson, LoadCommandJson, LoadJson, LoadPhaseJson, RunFile};
 
 /// Renders the header from the same data that goes into the JSON file.
 pub fn render(run: &RunFile, mlock_detail: &str) -> String {
@@ -33,16 +33,12 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
         rtick::text::count(c.threads as u64, "thread")
     );
     let _ = writeln!(w, "  kernel        {} {} — preemption: {}", s.kernel, s.kernel_version, s.preempt);
-    let hres = match s.hres_active {
-        Some(true) => "high-resolution timers active".to_string(),
-        Some(false) => "high-resolution timers NOT active on every CPU".to_string(),
-        None => "high-resolution timers: unknown (/proc/timer_list unreadable)".to_string(),
-    };
     let _ = writeln!(
         w,
-        "  clock         {} (clocksource {}), {hres}",
+        "  clock         {} (clocksource {}), {}",
         c.clock,
-        s.clocksource.as_deref().unwrap_or("unknown")
+        s.clocksource.as_deref().unwrap_or("unknown"),
+        hres(s.hres_active)
     );
     let pin: Vec<String> = c
         .affinity
@@ -61,15 +57,7 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
         if c.policy == "SCHED_FIFO" || c.policy == "SCHED_RR" { " (RT threads have none)" } else { "" }
     );
     let _ = writeln!(w, "  memory        {mlock_detail}");
-    let dma = match (c.dma_latency_us, c.dma_latency_system_us) {
-        (Some(us), _) => format!("held at {us} µs for the run (released at exit)"),
-        (None, Some(v)) if rtick::rt::DmaLatencyLimit::from(v).is_unconstrained() => {
-            format!("{v} µs: no constraint, deep C-states allowed (left as is; --dma-latency 0 to hold CPUs awake)")
-        }
-        (None, Some(v)) => format!("{v} µs (left as is)"),
-        (None, None) => "unreadable (left as is)".into(),
-    };
-    let _ = writeln!(w, "  cpu_dma_lat.  {dma}");
+    let _ = writeln!(w, "  cpu_dma_lat.  {}", dma_latency(c));
     let _ = writeln!(w, "  overruns      {} after a wake-up later than the following deadline", c.overrun);
     if let Some(b) = c.breaktrace_ns {
         let mark = match &c.tracemark {
@@ -93,6 +81,27 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
         let _ = writeln!(w, "warning: {warning}");
     }
     o
+}
+
+/// Whether high-resolution timers are active, as `/proc/timer_list` said.
+fn hres(hres_active: Option<bool>) -> String {
+    match hres_active {
+        Some(true) => "high-resolution timers active".to_string(),
+        Some(false) => "high-resolution timers NOT active on every CPU".to_string(),
+        None => "high-resolution timers: unknown (/proc/timer_list unreadable)".to_string(),
+    }
+}
+
+/// `cpu_dma_latency`: held for the run, or the system's, left as is.
+fn dma_latency(c: &ConfigJson) -> String {
+    match (c.dma_latency_us, c.dma_latency_system_us) {
+        (Some(us), _) => format!("held at {us} µs for the run (released at exit)"),
+        (None, Some(v)) if rtick::rt::DmaLatencyLimit::from(v).is_unconstrained() => {
+            format!("{v} µs: no constraint, deep C-states allowed (left as is; --dma-latency 0 to hold CPUs awake)")
+        }
+        (None, Some(v)) => format!("{v} µs (left as is)"),
+        (None, None) => "unreadable (left as is)".into(),
+    }
 }
 
 /// The `load` and `phases` lines: what runs beside the measurement, where, and when.
