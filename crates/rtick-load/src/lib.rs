@@ -43,7 +43,7 @@ use anyhow::Result;
 pub use command::{signal_name, CommandOutcome};
 pub use memory::{Buffer, LastLevelCache};
 pub use spec::{
-    default_workers, Asked, Kind, KindSpec, KindWorkers, Kinds, LoadSpec, SpecError, MAX_MEMORY, MAX_WORKERS,
+    default_workers, Asked, KindSpec, KindWorkers, Kinds, LoadKind, LoadSpec, SpecError, MAX_MEMORY, MAX_WORKERS,
 };
 pub use usage::CpuBusy;
 use workers::{KindCounters, Workers};
@@ -51,7 +51,7 @@ use workers::{KindCounters, Workers};
 /// A kind that was started: its workers' counters and how it works here.
 #[derive(Debug)]
 struct Started {
-    kind: Kind,
+    kind: LoadKind,
     workers: usize,
     counters: Arc<KindCounters>,
     detail: String,
@@ -76,11 +76,11 @@ pub struct Running {
 /// What one kind did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KindOutcome {
-    pub kind: Kind,
+    pub kind: LoadKind,
     pub workers: usize,
     /// Threads in all (a net or sched worker has two).
     pub threads: usize,
-    /// Units of work done ([`Kind::unit`]).
+    /// Units of work done ([`LoadKind::unit`]).
     pub work: u64,
     /// `work` per second the loads ran, from all ready to the stop: 0 is a load that did nothing.
     pub rate_per_s: f64,
@@ -148,15 +148,15 @@ impl Running {
             let counters = Arc::new(KindCounters::default());
             let w = &mut running.workers;
             let detail = match kind {
-                Kind::Cpu => cpu::start(w, workers, &counters)?,
-                Kind::Memory => {
+                LoadKind::Cpu => cpu::start(w, workers, &counters)?,
+                LoadKind::Memory => {
                     let buffer = spec.memory.expect("a spec with memory workers sizes their buffer");
                     memory::start(w, workers, buffer, &counters)?
                 }
-                Kind::Io => io::start(w, workers, &counters)?,
-                Kind::Net => net::start(w, workers, &counters)?,
-                Kind::Sched => sched::start(w, workers, &counters)?,
-                Kind::Timers => timers::start(w, workers, &counters)?,
+                LoadKind::Io => io::start(w, workers, &counters)?,
+                LoadKind::Net => net::start(w, workers, &counters)?,
+                LoadKind::Sched => sched::start(w, workers, &counters)?,
+                LoadKind::Timers => timers::start(w, workers, &counters)?,
             };
             running.kinds.push(Started { kind, workers, counters, detail });
         }

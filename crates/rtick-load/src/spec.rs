@@ -10,7 +10,7 @@ use crate::memory::{Buffer, LastLevelCache};
 
 /// A built-in load.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum LoadKind {
     Cpu,
     Memory,
     Io,
@@ -19,36 +19,37 @@ pub enum Kind {
     Timers,
 }
 
-impl Kind {
-    pub const ALL: [Kind; 6] = [Kind::Cpu, Kind::Memory, Kind::Io, Kind::Net, Kind::Sched, Kind::Timers];
+impl LoadKind {
+    pub const ALL: [LoadKind; 6] =
+        [LoadKind::Cpu, LoadKind::Memory, LoadKind::Io, LoadKind::Net, LoadKind::Sched, LoadKind::Timers];
 
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Cpu => "cpu",
-            Kind::Memory => "memory",
-            Kind::Io => "io",
-            Kind::Net => "net",
-            Kind::Sched => "sched",
-            Kind::Timers => "timers",
+            LoadKind::Cpu => "cpu",
+            LoadKind::Memory => "memory",
+            LoadKind::Io => "io",
+            LoadKind::Net => "net",
+            LoadKind::Sched => "sched",
+            LoadKind::Timers => "timers",
         }
     }
 
     /// What a worker's work is counted in.
     pub fn unit(self) -> &'static str {
         match self {
-            Kind::Cpu => "iterations",
-            Kind::Memory => "bytes copied",
-            Kind::Io => "bytes written and synced",
-            Kind::Net => "bytes received",
-            Kind::Sched => "messages",
-            Kind::Timers => "wake-ups",
+            LoadKind::Cpu => "iterations",
+            LoadKind::Memory => "bytes copied",
+            LoadKind::Io => "bytes written and synced",
+            LoadKind::Net => "bytes received",
+            LoadKind::Sched => "messages",
+            LoadKind::Timers => "wake-ups",
         }
     }
 
     /// Threads one worker is made of (a stream or a message pair has two ends).
     pub fn threads_per_worker(self) -> usize {
         match self {
-            Kind::Net | Kind::Sched => 2,
+            LoadKind::Net | LoadKind::Sched => 2,
             _ => 1,
         }
     }
@@ -58,16 +59,16 @@ impl Kind {
     /// in RAM when the run locks memory (MCL_FUTURE).
     fn bytes_per_worker(self, memory_buffer: usize) -> usize {
         let buffers = match self {
-            Kind::Memory => memory_buffer,
-            Kind::Io => crate::io::BLOCK,
-            Kind::Net => 2 * crate::net::BLOCK,
-            Kind::Cpu | Kind::Sched | Kind::Timers => 0,
+            LoadKind::Memory => memory_buffer,
+            LoadKind::Io => crate::io::BLOCK,
+            LoadKind::Net => 2 * crate::net::BLOCK,
+            LoadKind::Cpu | LoadKind::Sched | LoadKind::Timers => 0,
         };
         buffers + self.threads_per_worker() * crate::workers::STACK
     }
 
-    fn parse(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == s)
+    fn parse(s: &str) -> Option<LoadKind> {
+        LoadKind::ALL.into_iter().find(|k| k.name() == s)
     }
 }
 
@@ -92,7 +93,7 @@ pub enum SpecError {
     #[error("{item}: '{workers}' is not a number of workers")]
     NotWorkers { item: String, workers: String },
     #[error("{} is given twice; give it once, with :N workers", kind.name())]
-    Twice { kind: Kind },
+    Twice { kind: LoadKind },
     #[error(
         "the loads would hold {} MiB of memory, locked in RAM, beyond the cap of {} MiB ({} {} {}: {} KiB each); give fewer workers",
         total.div_ceil(1 << 20),
@@ -115,13 +116,13 @@ pub enum SpecError {
 }
 
 fn kind_names() -> String {
-    Kind::ALL.map(Kind::name).join(", ")
+    LoadKind::ALL.map(LoadKind::name).join(", ")
 }
 
 /// A kind as asked for: with its number of workers, if given (`KIND[:N]`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Asked {
-    pub kind: Kind,
+    pub kind: LoadKind,
     pub workers: Option<usize>,
 }
 
@@ -139,7 +140,7 @@ impl FromStr for Kinds {
                 Some((name, n)) => (name.trim(), Some(n.trim())),
                 None => (item, None),
             };
-            let kind = Kind::parse(name).ok_or_else(|| {
+            let kind = LoadKind::parse(name).ok_or_else(|| {
                 if name.is_empty() {
                     SpecError::Empty { given: s.into() }
                 } else {
@@ -167,14 +168,14 @@ impl FromStr for Kinds {
 /// A kind with its number of workers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct KindWorkers {
-    pub kind: Kind,
+    pub kind: LoadKind,
     pub workers: usize,
 }
 
 /// A kind to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KindSpec {
-    pub kind: Kind,
+    pub kind: LoadKind,
     pub workers: usize,
     /// What the header says of its sizing: how its buffers follow the
     /// hardware, and when a default was cut to fit a cap (empty: nothing).
@@ -216,7 +217,7 @@ impl LoadSpec {
                         cpus.len()
                     ));
                 }
-                if let (Kind::Memory, Some(b)) = (k.kind, memory) {
+                if let (LoadKind::Memory, Some(b)) = (k.kind, memory) {
                     said.push(b.describe());
                 }
                 KindSpec { kind: k.kind, workers: k.workers, sizing: said.join("; ") }
@@ -246,7 +247,7 @@ pub fn default_workers(load_cpus: usize) -> usize {
 /// memory and the workers' stacks; then the loads' memory is checked
 /// against the cap.
 fn size_memory(kinds: &[KindWorkers], llc: Option<LastLevelCache>) -> Result<Option<Buffer>, SpecError> {
-    let buffer = kinds.iter().find(|k| k.kind == Kind::Memory).map(|m| {
+    let buffer = kinds.iter().find(|k| k.kind == LoadKind::Memory).map(|m| {
         let others: usize = kinds.iter().map(|k| k.workers * k.kind.bytes_per_worker(0)).sum();
         Buffer::fit(llc, MAX_MEMORY.saturating_sub(others) / m.workers, MAX_MEMORY)
     });
@@ -256,7 +257,7 @@ fn size_memory(kinds: &[KindWorkers], llc: Option<LastLevelCache>) -> Result<Opt
 
 /// The loads' memory together (`per_worker`: a kind's bytes per worker) is
 /// within [`MAX_MEMORY`].
-fn check_memory(kinds: &[KindWorkers], per_worker: impl Fn(Kind) -> usize) -> Result<(), SpecError> {
+fn check_memory(kinds: &[KindWorkers], per_worker: impl Fn(LoadKind) -> usize) -> Result<(), SpecError> {
     let total: usize = kinds.iter().map(|k| k.workers * per_worker(k.kind)).sum();
     if total <= MAX_MEMORY {
         return Ok(());
@@ -272,16 +273,16 @@ mod tests {
     #[test]
     fn kinds_with_and_without_workers() {
         let k: Kinds = "cpu,memory:3, io:1,net,sched:2,timers".parse().unwrap();
-        let k: Vec<(Kind, Option<usize>)> = k.0.iter().map(|a| (a.kind, a.workers)).collect();
+        let k: Vec<(LoadKind, Option<usize>)> = k.0.iter().map(|a| (a.kind, a.workers)).collect();
         assert_eq!(
             k,
             [
-                (Kind::Cpu, None),
-                (Kind::Memory, Some(3)),
-                (Kind::Io, Some(1)),
-                (Kind::Net, None),
-                (Kind::Sched, Some(2)),
-                (Kind::Timers, None)
+                (LoadKind::Cpu, None),
+                (LoadKind::Memory, Some(3)),
+                (LoadKind::Io, Some(1)),
+                (LoadKind::Net, None),
+                (LoadKind::Sched, Some(2)),
+                (LoadKind::Timers, None)
             ]
         );
         // One worker per load CPU, within the most workers of a kind.
@@ -291,10 +292,10 @@ mod tests {
     #[test]
     fn the_loads_memory_is_capped() {
         // Buffers of 64 MiB per memory worker (a 32 MiB cache): 16 fill the cap, a few stacks more are beyond it.
-        let per_worker = |k: Kind| if k == Kind::Memory { 64 << 20 } else { k.bytes_per_worker(0) };
+        let per_worker = |k: LoadKind| if k == LoadKind::Memory { 64 << 20 } else { k.bytes_per_worker(0) };
         let kw = |kind, workers| KindWorkers { kind, workers };
-        assert!(check_memory(&[kw(Kind::Memory, 15), kw(Kind::Net, 64)], per_worker).is_ok());
-        let e = check_memory(&[kw(Kind::Memory, 16), kw(Kind::Cpu, 4)], per_worker).unwrap_err();
+        assert!(check_memory(&[kw(LoadKind::Memory, 15), kw(LoadKind::Net, 64)], per_worker).is_ok());
+        let e = check_memory(&[kw(LoadKind::Memory, 16), kw(LoadKind::Cpu, 4)], per_worker).unwrap_err();
         // As the command line says it, after the option.
         let e = format!("--load: {e}");
         assert_eq!(
@@ -341,7 +342,7 @@ mod tests {
         }
         // The machine: 2 workers of a 300 MiB cache share the cap.
         let (_dir, llc) = machine("300M");
-        let b = size_memory(&[KindWorkers { kind: Kind::Memory, workers: 2 }], llc).unwrap().unwrap();
+        let b = size_memory(&[KindWorkers { kind: LoadKind::Memory, workers: 2 }], llc).unwrap().unwrap();
         assert_eq!(b.bytes, 511 << 20, "(1024 MiB - 2 stacks) / 2, in whole MiB");
         assert_eq!(
             b.describe(),
@@ -350,7 +351,7 @@ mod tests {
         // A machine whose cache leaves room keeps twice the cache, uncapped.
         let (_dir, llc) = machine("32M");
         let b = size_memory(
-            &[KindWorkers { kind: Kind::Memory, workers: 2 }, KindWorkers { kind: Kind::Io, workers: 2 }],
+            &[KindWorkers { kind: LoadKind::Memory, workers: 2 }, KindWorkers { kind: LoadKind::Io, workers: 2 }],
             llc,
         )
         .unwrap()
@@ -358,7 +359,7 @@ mod tests {
         assert_eq!((b.bytes, b.capped_by), (64 << 20, None));
         assert_eq!(b.describe(), "64 MiB buffer per worker (L3 cache 32 MiB × 2)");
         assert!(
-            matches!(size_memory(&[KindWorkers { kind: Kind::Cpu, workers: 384 }], llc), Ok(None)),
+            matches!(size_memory(&[KindWorkers { kind: LoadKind::Cpu, workers: 384 }], llc), Ok(None)),
             "no memory load, no buffer"
         );
     }

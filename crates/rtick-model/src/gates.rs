@@ -32,7 +32,7 @@ pub enum Figure {
 
 /// The kind of number a figure is, which decides how its limit is written.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Kind {
+enum FigureKind {
     Time,
     Count,
     Percent,
@@ -67,17 +67,17 @@ impl Figure {
         }
     }
 
-    fn kind(self) -> Kind {
+    fn kind(self) -> FigureKind {
         match self {
-            Figure::Overruns | Figure::Missed => Kind::Count,
-            Figure::Cpu => Kind::Percent,
-            _ => Kind::Time,
+            Figure::Overruns | Figure::Missed => FigureKind::Count,
+            Figure::Cpu => FigureKind::Percent,
+            _ => FigureKind::Time,
         }
     }
 
     /// The row's value (ns, a count, or %), or why it has none.
     fn value(self, r: &ResultJson) -> Result<f64, String> {
-        let latency = self.kind() == Kind::Time;
+        let latency = self.kind() == FigureKind::Time;
         if latency && r.count == 0 {
             return Err("no wake-ups measured".into());
         }
@@ -151,7 +151,8 @@ pub struct Gates(pub Vec<Condition>);
 
 /// What the error message lists.
 fn grammar() -> String {
-    let times: Vec<String> = Figure::all().into_iter().filter(|f| f.kind() == Kind::Time).map(Figure::name).collect();
+    let times: Vec<String> =
+        Figure::all().into_iter().filter(|f| f.kind() == FigureKind::Time).map(Figure::name).collect();
     format!(
         "figures: {} (times: 50us, 1.5ms; plain numbers µs), overruns, missed (counts), cpu (%); operators: >, >=, <, <=, ==, !=",
         times.join(", ")
@@ -182,17 +183,17 @@ fn condition(text: &str) -> Result<Condition, String> {
         return Err("no value to compare with".into());
     }
     let limit = match figure.kind() {
-        Kind::Time => {
+        FigureKind::Time => {
             // Latencies are signed (an early wake-up is negative).
             let (sign, magnitude) = value.strip_prefix('-').map_or((1.0, value), |m| (-1.0, m));
             sign * parse_time(magnitude, Plain::Micros, false)?.as_ns() as f64
         }
-        Kind::Count => value
+        FigureKind::Count => value
             .replace('_', "")
             .parse::<u64>()
             .map_err(|_| format!("{} is a count: '{value}' is not a whole number", figure.name()))?
             as f64,
-        Kind::Percent => {
+        FigureKind::Percent => {
             let v = value.strip_suffix('%').unwrap_or(value);
             match v.parse::<f64>() {
                 Ok(p) if p.is_finite() && p >= 0.0 => p,
@@ -203,11 +204,11 @@ fn condition(text: &str) -> Result<Condition, String> {
     Ok(Condition { text: text.to_string(), figure, op: *op, limit })
 }
 
-fn unit_of(kind: Kind) -> &'static str {
+fn unit_of(kind: FigureKind) -> &'static str {
     match kind {
-        Kind::Time => "ns",
-        Kind::Count => "count",
-        Kind::Percent => "%",
+        FigureKind::Time => "ns",
+        FigureKind::Count => "count",
+        FigureKind::Percent => "%",
     }
 }
 
@@ -317,14 +318,14 @@ impl Gates {
 }
 
 /// A figure's value for people: a latency in the table's unit, a count, or %.
-fn show(kind: Kind, v: f64, nsecs: bool) -> String {
+fn show(kind: FigureKind, v: f64, nsecs: bool) -> String {
     match kind {
-        Kind::Time => {
+        FigureKind::Time => {
             let s = fmt_latency(v.round() as i64, nsecs);
             format!("{} {}", s.strip_suffix(".0").unwrap_or(&s), unit(nsecs))
         }
-        Kind::Count => format!("{v}"),
-        Kind::Percent => format!("{v:.1} %"),
+        FigureKind::Count => format!("{v}"),
+        FigureKind::Percent => format!("{v:.1} %"),
     }
 }
 

@@ -21,7 +21,7 @@ pub const TEMP_SUFFIX: &str = ".rtick-tmp";
 
 /// What kind of leftover.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum LeftoverKind {
     /// A tracefs instance, still tracing.
     Instance,
     /// A cgroup, with the pids that still run in it.
@@ -37,7 +37,7 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Leftover {
     /// What it is.
-    pub kind: Kind,
+    pub kind: LeftoverKind,
     /// Where.
     pub path: PathBuf,
     /// The pid of the rtick that left it.
@@ -50,9 +50,9 @@ impl Leftover {
     pub fn remove(&self) -> Result<(), String> {
         let what = |e: &dyn std::fmt::Display| format!("cannot remove {}: {e}", self.path.display());
         match self.kind {
-            Kind::Instance => crate::ktrace::remove_instance(&self.path).map_err(|e| what(&e)),
-            Kind::Cgroup { .. } => crate::child_cgroup::end(&self.path).map_err(|e| what(&e)),
-            Kind::TempFile => match std::fs::remove_file(&self.path) {
+            LeftoverKind::Instance => crate::ktrace::remove_instance(&self.path).map_err(|e| what(&e)),
+            LeftoverKind::Cgroup { .. } => crate::child_cgroup::end(&self.path).map_err(|e| what(&e)),
+            LeftoverKind::TempFile => match std::fs::remove_file(&self.path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(what(&e)),
                 _ => Ok(()),
             },
@@ -106,21 +106,25 @@ fn owned_by_dead(dir: &Path, owner: impl Fn(&str) -> Option<i32>) -> Vec<(PathBu
 /// there is no tracefs there, or it cannot be read).
 pub fn instances(tracefs: &Path) -> Vec<Leftover> {
     let found = owned_by_dead(&tracefs.join("instances"), owner);
-    found.into_iter().map(|(path, pid)| Leftover { kind: Kind::Instance, path, pid }).collect()
+    found.into_iter().map(|(path, pid)| Leftover { kind: LeftoverKind::Instance, path, pid }).collect()
 }
 
 /// The cgroups of dead rticks in the v2 hierarchy mounted at `mount`.
 pub fn cgroups(mount: &Path) -> Vec<Leftover> {
     let found = owned_by_dead(mount, owner).into_iter().filter(|(p, _)| p.is_dir());
     found
-        .map(|(path, pid)| Leftover { kind: Kind::Cgroup { pids: crate::child_cgroup::procs(&path) }, path, pid })
+        .map(|(path, pid)| Leftover {
+            kind: LeftoverKind::Cgroup { pids: crate::child_cgroup::procs(&path) },
+            path,
+            pid,
+        })
         .collect()
 }
 
 /// The temporary output files of dead rticks in `dir`.
 pub fn temp_files(dir: &Path) -> Vec<Leftover> {
     let found = owned_by_dead(dir, temp_owner).into_iter().filter(|(p, _)| p.is_file());
-    found.map(|(path, pid)| Leftover { kind: Kind::TempFile, path, pid }).collect()
+    found.map(|(path, pid)| Leftover { kind: LeftoverKind::TempFile, path, pid }).collect()
 }
 
 /// Every instance and cgroup of a dead rtick on this system: under the
@@ -166,7 +170,7 @@ mod tests {
             std::fs::write(f, "x").unwrap();
         }
         let found = temp_files(d.path());
-        assert_eq!(found, vec![Leftover { kind: Kind::TempFile, path: old.clone(), pid: dead }]);
+        assert_eq!(found, vec![Leftover { kind: LeftoverKind::TempFile, path: old.clone(), pid: dead }]);
         found[0].remove().unwrap();
         assert!(!old.exists() && mine.exists() && unrelated.exists());
         found[0].remove().unwrap();
@@ -175,7 +179,7 @@ mod tests {
         std::fs::create_dir(d.path().join(format!("rtick-{me}"))).unwrap();
         let found = cgroups(d.path());
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!((found[0].pid, &found[0].kind), (dead, &Kind::Cgroup { pids: vec![] }));
+        assert_eq!((found[0].pid, &found[0].kind), (dead, &LeftoverKind::Cgroup { pids: vec![] }));
         assert!(instances(d.path()).is_empty(), "no instances directory");
     }
 }

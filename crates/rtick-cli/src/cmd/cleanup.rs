@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use rtick::leftovers::{Kind, Leftover};
+use rtick::leftovers::{Leftover, LeftoverKind};
 use rtick::system::SysRoot;
 
 use crate::cli::CleanupArgs;
@@ -49,10 +49,12 @@ pub fn run(a: &CleanupArgs) -> Result<ExitCode> {
 fn describe(l: &Leftover) -> String {
     let (path, pid) = (l.path.display(), l.pid);
     match &l.kind {
-        Kind::Instance => format!("{path}: a tracefs instance of rtick {pid}, still tracing"),
-        Kind::Cgroup { pids } if pids.is_empty() => format!("{path}: the empty cgroup of rtick {pid}"),
-        Kind::Cgroup { pids } => format!("{path}: the cgroup of rtick {pid}'s --load-cmd, with {}", pid_list(pids)),
-        Kind::TempFile => format!("{path}: a temporary output file of rtick {pid}"),
+        LeftoverKind::Instance => format!("{path}: a tracefs instance of rtick {pid}, still tracing"),
+        LeftoverKind::Cgroup { pids } if pids.is_empty() => format!("{path}: the empty cgroup of rtick {pid}"),
+        LeftoverKind::Cgroup { pids } => {
+            format!("{path}: the cgroup of rtick {pid}'s --load-cmd, with {}", pid_list(pids))
+        }
+        LeftoverKind::TempFile => format!("{path}: a temporary output file of rtick {pid}"),
     }
 }
 
@@ -86,15 +88,17 @@ pub fn warnings(tracefs: Option<&Path>) -> Vec<String> {
             let (path, pid) = (l.path.display(), l.pid);
             let gone = format!("{path} was left by an rtick that no longer runs (pid {pid})");
             match &l.kind {
-                Kind::Instance => {
+                LeftoverKind::Instance => {
                     format!("{gone}, and still traces (slowing what is measured): `{cmd}` removes it")
                 }
-                Kind::Cgroup { pids } if pids.is_empty() => format!("{gone}, empty: `{cmd}` removes it"),
-                Kind::Cgroup { pids } => format!(
+                LeftoverKind::Cgroup { pids } if pids.is_empty() => format!("{gone}, empty: `{cmd}` removes it"),
+                LeftoverKind::Cgroup { pids } => format!(
                     "{gone}, with its --load-cmd still running ({}: a load on what is measured): `{cmd}` ends it",
                     pid_list(pids)
                 ),
-                Kind::TempFile => format!("{gone}: a temporary output file, never completed: `{cmd}` removes it"),
+                LeftoverKind::TempFile => {
+                    format!("{gone}: a temporary output file, never completed: `{cmd}` removes it")
+                }
             }
         })
         .collect()

@@ -16,7 +16,7 @@ use crate::json::{PercentilesJson, ResultJson};
 
 /// What kind of file an input is, detected from its content.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum InputKind {
     RtickJson,
     RtickTrace,
     CyclictestJson,
@@ -24,14 +24,14 @@ pub enum Kind {
     RtickHistogram,
 }
 
-impl Kind {
+impl InputKind {
     pub fn name(self) -> &'static str {
         match self {
-            Kind::RtickJson => "rtick measure JSON",
-            Kind::RtickTrace => "rtick trace CSV",
-            Kind::CyclictestJson => "cyclictest JSON",
-            Kind::CyclictestHistogram => "cyclictest histogram",
-            Kind::RtickHistogram => "rtick histogram",
+            InputKind::RtickJson => "rtick measure JSON",
+            InputKind::RtickTrace => "rtick trace CSV",
+            InputKind::CyclictestJson => "cyclictest JSON",
+            InputKind::CyclictestHistogram => "cyclictest histogram",
+            InputKind::RtickHistogram => "rtick histogram",
         }
     }
 }
@@ -68,7 +68,7 @@ pub struct Series {
 #[derive(Clone, Debug)]
 pub struct Input {
     pub path: PathBuf,
-    pub kind: Kind,
+    pub kind: InputKind,
     pub series: Vec<Series>,
     /// The kernel phases, from a run measured with `--explain`.
     pub breakdown: Option<Breakdown>,
@@ -103,7 +103,7 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
             serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
         if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
             version(&v, "file_version", cyclictest::FILE_VERSION, "cyclictest --json").map_err(at)?;
-            (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
+            (InputKind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if v.get("rtick_version").is_some() {
             if v.get("results").is_some() {
                 let schema = u64::from(crate::json::SCHEMA_VERSION);
@@ -112,18 +112,18 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
             let run = rtick_files::from_json(&v, &text).map_err(at)?;
             breakdown = run.breakdown;
             load = run.load;
-            (Kind::RtickJson, run.series)
+            (InputKind::RtickJson, run.series)
         } else {
             return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
         }
     } else if trimmed.starts_with(rtick_files::TRACE_HEADER) {
         let run = rtick_files::from_trace(&text).map_err(at)?;
         breakdown = run.breakdown;
-        (Kind::RtickTrace, run.series)
+        (InputKind::RtickTrace, run.series)
     } else if text.lines().any(|l| cyclictest::rtick_section(l).is_some()) {
-        (Kind::RtickHistogram, cyclictest::from_rtick_histogram(&text).map_err(at)?)
+        (InputKind::RtickHistogram, cyclictest::from_rtick_histogram(&text).map_err(at)?)
     } else if cyclictest::looks_like_histogram(&text) {
-        (Kind::CyclictestHistogram, cyclictest::from_histogram(&text, unit).map_err(at)?)
+        (InputKind::CyclictestHistogram, cyclictest::from_histogram(&text, unit).map_err(at)?)
     } else {
         return Err(format!(
             "{}: unknown content; expected rtick --json or --trace output, cyclictest --json output, or a cyclictest histogram",
@@ -153,7 +153,7 @@ fn version(v: &serde_json::Value, field: &str, supported: u64, writer: &str) -> 
 pub fn from_measure(results: &[ResultJson], explain: Option<&ExplainJson>) -> Result<Input, String> {
     Ok(Input {
         path: PathBuf::from("this run"),
-        kind: Kind::RtickJson,
+        kind: InputKind::RtickJson,
         series: rtick_files::series_of_results(results.to_vec()),
         breakdown: explain.map(Breakdown::from_explain).transpose()?,
         load: None,
