@@ -11,7 +11,6 @@ mod cmd;
 mod export;
 mod gates;
 mod load;
-#[cfg(feature = "mock")]
 mod mock;
 mod output;
 mod plot;
