@@ -98,3 +98,39 @@ impl Waiter for Mock {
         self.now - self.stepped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ClockId;
+    use crate::wait::{self, HybridSlack};
+
+    fn config(waiters: Option<Arc<dyn WaiterSource>>) -> WaitConfig {
+        WaitConfig { clock: ClockId::Monotonic, hybrid_slack: HybridSlack::Auto, waiters }
+    }
+
+    #[test]
+    fn the_mock_is_a_hidden_mechanism_built_only_from_its_script() {
+        assert_eq!(Mechanism::parse("mock"), Some(MOCK));
+        assert!(!MOCK.built_in() && MOCK.info().hidden);
+        assert!(!crate::wait::KINDS.iter().any(|k| k.mechanism == MOCK), "not in the public table");
+        let Err(Error::Invalid(why)) = wait::build(MOCK, &config(None)) else { panic!("built without a script") };
+        assert!(why.contains("mock"), "{why}");
+        let script = MockScript { latencies: vec![250], step: None };
+        let mut w = wait::build(MOCK, &config(Some(script.source()))).unwrap();
+        let deadline = w.now() + Nanos(1_000);
+        assert_eq!(w.wait(deadline).unwrap().actual, deadline + Nanos(250));
+    }
+
+    #[test]
+    fn the_script_leaves_the_other_mechanisms_to_the_library() {
+        let script = MockScript { latencies: vec![250], step: None };
+        let w = wait::build(Mechanism::Spin, &config(Some(script.source()))).unwrap();
+        // The library's spin reads the real clock, not the mock's manual one.
+        let before = ClockId::Monotonic.now();
+        let now = w.now();
+        assert!(before <= now && now <= ClockId::Monotonic.now(), "{now:?} is not CLOCK_MONOTONIC");
+        let empty = MockScript::default().source();
+        assert!(matches!(wait::build(MOCK, &config(Some(empty))), Err(Error::Invalid(_))));
+    }
+}
