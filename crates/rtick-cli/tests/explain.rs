@@ -423,7 +423,10 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
         let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
         let e = by.entry(label("mechanism")).or_default();
         match (label("phase").as_str(), label("cause").as_str()) {
-            ("unknown", "did_not_sleep") => e.1 += n,
+            // Spikes the collector found more of at once than its log
+            // keeps (it is not real-time: a loaded machine starves it) are
+            // counted as not explained, and are no failure to explain.
+            ("unknown", "did_not_sleep" | "too_many") => e.1 += n,
             ("unknown", cause) => e.2.push(format!("{cause} {n}")),
             (phase, _) => {
                 assert!(["irq_delay", "wakeup_path", "scheduling", "return_to_user"].contains(&phase), "{line}");
@@ -437,7 +440,10 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     assert!(other.len() == 1 && other[0].starts_with("not_timer_woken "), "hybrid: {other:?}");
     for (m, (explained, did_not_sleep, other)) in &by {
         let others: f64 = other.iter().map(|o| o.rsplit(' ').next().unwrap().parse::<f64>().unwrap()).sum();
-        assert!(*explained >= 300.0, "{m}: {explained} explained, {did_not_sleep} did not sleep, {other:?}");
+        assert!(
+            *explained >= 300.0,
+            "{m}: {explained} explained, {did_not_sleep} did not sleep or were crowded out, {other:?}"
+        );
         assert!(others * 100.0 <= *explained, "{m}: {explained} explained, not: {other:?}");
     }
     // The log: each spike with its breakdown (phases adding up to its

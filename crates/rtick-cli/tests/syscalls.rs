@@ -126,10 +126,21 @@ fn each_mechanism_uses_its_system_calls() {
             "timerfd" | "timerfd-epoll" => assert!(text.contains("TFD_TIMER_ABSTIME"), "{text}"),
             "posix-timer-handler" => {
                 assert!(text.contains("timer_settime(") && text.contains("TIMER_ABSTIME"), "{text}");
-                // The mask sigsuspend takes is computed when the timer is armed.
+                // The mask sigsuspend takes is computed when the timer is
+                // armed: the waits make no other call. A suspend that ends
+                // without the handler (another signal, a ptrace stop of
+                // strace's on a loaded machine) is made again, and strace's
+                // timestamps, taken by strace, may put a call on the next
+                // wait's side of a wake-up: so the count is checked over
+                // all the waits, at least one each.
                 assert!(
-                    per_wait.iter().all(|w| w == &["rt_sigsuspend"]),
-                    "posix-timer-handler: exactly rt_sigsuspend in each wait: {per_wait:?}\n{text}"
+                    per_wait.iter().flatten().all(|c| *c == "rt_sigsuspend"),
+                    "posix-timer-handler: only rt_sigsuspend in the waits: {per_wait:?}\n{text}"
+                );
+                let suspends = per_wait.iter().map(Vec::len).sum::<usize>();
+                assert!(
+                    suspends >= per_wait.len(),
+                    "posix-timer-handler: a suspend in each wait: {per_wait:?}\n{text}"
                 );
             }
             "sched-deadline" => assert!(text.contains("SCHED_DEADLINE"), "{text}"),
