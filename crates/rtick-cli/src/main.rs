@@ -10,7 +10,6 @@ mod cli;
 mod cmd;
 mod export;
 mod gates;
-mod load;
 mod mock;
 mod output;
 mod plot;

@@ -157,7 +157,7 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
 }
 
 fn load_failures(file: &RunFile) -> Vec<String> {
-    file.load.as_ref().map(crate::load::failures).unwrap_or_default()
+    file.load.as_ref().map(super::load::failures).unwrap_or_default()
 }
 
 /// --fail-if's verdict, printed after everything else: exit 3 unless it passed.

@@ -8,6 +8,7 @@ pub mod clocks;
 pub mod drift;
 pub mod explain;
 pub mod explain_ab;
+pub mod load;
 pub mod measure;
 pub mod mechanisms;
 pub mod monitor;

@@ -17,12 +17,13 @@ use rtick::measure::{self, MeasureConfig, MeasureReport, Progress, TraceProducer
 use rtick::wait::WaiterSource;
 use rtick::Nanos;
 
+use super::load;
 use super::plan::Cpus;
 use crate::cli::MeasureArgs;
 use crate::export::json::{LoadJson, PhaseJson, RunFile};
-use crate::load::{usage, LoadPlan, Running};
 use crate::output::phases::{ratios, IDLE, LOADED};
 use crate::Usage;
+use rtick_load::{usage, LoadSpec, Running};
 
 /// One phase: its name and, when given, its own duration per mechanism.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub struct Phase {
 /// How the run goes: its loads and its phases.
 #[derive(Debug)]
 pub struct Runs {
-    load: Option<LoadPlan>,
+    load: Option<LoadSpec>,
     /// Empty without --phases.
     phases: Vec<Phase>,
     /// The CPUs the measuring threads are pinned to (empty: some are not pinned).
@@ -56,7 +57,7 @@ pub struct Ran {
 impl Runs {
     /// Checks --load, --load-cpus, --load-cmd and --phases: usage errors only, nothing started.
     pub fn plan(a: &MeasureArgs, cfg: &MeasureConfig, cpus: &Cpus) -> Result<Runs, Usage> {
-        let load = LoadPlan::from_args(a, cpus)?;
+        let load = load::spec(a, cpus)?;
         let phases = match &a.phases {
             None => Vec::new(),
             Some(_) if load.is_none() => {
@@ -88,7 +89,7 @@ impl Runs {
 
     /// Before the run: the load and phases as planned, for the header and the JSON.
     pub fn describe(&self, file: &mut RunFile, cfg: &MeasureConfig) {
-        file.load = self.load.as_ref().map(|l| l.planned_json(&self.measured));
+        file.load = self.load.as_ref().map(|l| load::planned_json(l, &self.measured));
         file.phases = self.phases.iter().map(|p| self.planned_phase(cfg, p)).collect();
     }
 
@@ -118,10 +119,10 @@ impl Runs {
             return Ok((report, Ran { rows: Vec::new(), phases: Vec::new(), load: None }));
         };
         if self.phases.is_empty() {
-            let running = Running::start(plan)?;
+            let running = load::start(plan)?;
             let report = measure::run(cfg, stop, traces, observe);
             // Stopped before the report is looked at: an error stops them too.
-            let load = running.stop(plan, &self.measured).json;
+            let load = load::json(plan, &self.measured, running.stop());
             return Ok((report?, Ran { rows: Vec::new(), phases: Vec::new(), load: Some(load) }));
         }
         let mut ran = Ran { rows: Vec::new(), phases: Vec::new(), load: None };
@@ -133,8 +134,8 @@ impl Runs {
             let stopped = joined.as_ref().is_some_and(|j| j.interrupted || j.breaktrace.is_some());
             if !stopped {
                 match (phase.name == LOADED, running.is_some()) {
-                    (true, false) => running = Some(Running::start(plan)?),
-                    (false, true) => ran.load = running.take().map(|r| r.stop(plan, &self.measured).json),
+                    (true, false) => running = Some(load::start(plan)?),
+                    (false, true) => ran.load = running.take().map(|r| load::json(plan, &self.measured, r.stop())),
                     _ => {}
                 }
                 let before = usage::now();
@@ -142,7 +143,7 @@ impl Runs {
                     observe(&Progress { elapsed: p.elapsed + offset, ..*p })
                 })?;
                 if let (Some(b), Some(a)) = (before, usage::now()) {
-                    json.cpu_busy = usage::busy(&b, &a);
+                    json.cpu_busy = load::cpu_busy(usage::busy(&b, &a));
                 }
                 offset = offset + report.elapsed;
                 json.elapsed_ns = report.elapsed.as_ns();
@@ -153,9 +154,9 @@ impl Runs {
             ran.phases.push(json);
         }
         if let Some(r) = running.take() {
-            ran.load = Some(r.stop(plan, &self.measured).json);
+            ran.load = Some(load::json(plan, &self.measured, r.stop()));
         }
-        ran.load = ran.load.or_else(|| Some(plan.planned_json(&self.measured)));
+        ran.load = ran.load.or_else(|| Some(load::planned_json(plan, &self.measured)));
         let report = joined.expect("--phases has at least one phase");
         Ok((report, ran))
     }

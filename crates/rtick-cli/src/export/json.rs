@@ -329,22 +329,6 @@ pub struct LoadCommandJson {
     pub exit_signal: Option<i32>,
 }
 
-impl LoadCommandJson {
-    /// The command before it runs.
-    pub fn planned(command: &str) -> LoadCommandJson {
-        LoadCommandJson {
-            command: command.into(),
-            pid: None,
-            cgroup: None,
-            ran_ns: 0,
-            exited_early_after_ns: None,
-            stopped_with: Vec::new(),
-            exit_code: None,
-            exit_signal: None,
-        }
-    }
-}
-
 /// A CPU's busy share over a stretch of time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuBusyJson {

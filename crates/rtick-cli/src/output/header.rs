@@ -196,7 +196,7 @@ pub fn load_summary(l: &LoadJson) -> String {
 fn command_end(c: &LoadCommandJson) -> String {
     let how = match (c.exit_code, c.exit_signal) {
         (Some(code), _) => format!("exit status {code}"),
-        (None, Some(sig)) => format!("ended by {}", crate::load::signal_name(sig)),
+        (None, Some(sig)) => format!("ended by {}", rtick_load::signal_name(sig)),
         (None, None) if c.pid.is_none() => "did not start".into(),
         (None, None) => "exit unknown".into(),
     };

@@ -13,6 +13,7 @@
 //! unrelated process group that got the id in the meantime.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -24,8 +25,6 @@ use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOpt
 
 use rtick::child_cgroup::ChildCgroup;
 
-use crate::export::json::LoadCommandJson;
-
 /// How long the group has to end after SIGTERM before SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
 /// How close to the stop an exit of the command counts as the run's end.
@@ -36,11 +35,50 @@ const POLL: Duration = Duration::from_millis(20);
 /// reads every process's `stat`, too costly at [`POLL`].
 const GRACE_POLL: Duration = Duration::from_millis(100);
 
+/// The command and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandOutcome {
+    /// As given; run with `sh -c` in a process group of its own.
+    pub command: String,
+    /// The process id of `sh` (the group's id); `None` when it did not start.
+    pub pid: Option<u32>,
+    /// The cgroup it ran in, ended with it; `None`: it ran in its process group only.
+    pub cgroup: Option<PathBuf>,
+    /// How long it was up to the stop (ns).
+    pub ran_ns: i64,
+    /// It exited by itself this long after its start (ns), before the stop.
+    pub exited_early_after_ns: Option<i64>,
+    /// What its group was sent at the end: none, SIGTERM, or SIGTERM then SIGKILL.
+    pub stopped_with: Vec<String>,
+    /// Its exit code, when it exited; `None` when ended by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it; `None` when it exited.
+    pub exit_signal: Option<i32>,
+}
+
+impl CommandOutcome {
+    /// The command before it runs.
+    pub fn planned(command: &str) -> CommandOutcome {
+        CommandOutcome {
+            command: command.into(),
+            pid: None,
+            cgroup: None,
+            ran_ns: 0,
+            exited_early_after_ns: None,
+            stopped_with: Vec::new(),
+            exit_code: None,
+            exit_signal: None,
+        }
+    }
+}
+
 /// A running command.
 #[derive(Debug)]
 pub struct Command {
     stop: Arc<AtomicBool>,
-    watcher: JoinHandle<LoadCommandJson>,
+    watcher: JoinHandle<CommandOutcome>,
+    /// Why it has no cgroup of its own; `None`: it has one.
+    pub uncontained: Option<String>,
 }
 
 impl Command {
@@ -54,7 +92,10 @@ impl Command {
         // is killed with SIGKILL, the kernel kills `sh` with it — not what sh
         // forked; the cgroup holds that.
         rtick::rt::kill_with_parent(&mut sh);
-        let cgroup = cgroup(&mut sh)?;
+        let (cgroup, uncontained) = match cgroup(&mut sh)? {
+            Ok(cg) => (Some(cg), None),
+            Err(why) => (None, Some(why)),
+        };
         // An early exit is timed from here, not from the watcher's start.
         let spawned = Instant::now();
         let child = sh
@@ -65,30 +106,31 @@ impl Command {
             .spawn()
             .with_context(|| format!("--load-cmd: cannot start sh -c '{cmd}'"))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let json = LoadCommandJson {
+        let outcome = CommandOutcome {
             pid: Some(child.id()),
-            cgroup: cgroup.as_ref().map(|c| c.dir().display().to_string()),
-            ..LoadCommandJson::planned(cmd)
+            cgroup: cgroup.as_ref().map(|c| c.dir().to_path_buf()),
+            ..CommandOutcome::planned(cmd)
         };
         let flag = stop.clone();
         let watcher = std::thread::Builder::new()
             .name("load-cmd".into())
-            .spawn(move || watch(child, cgroup, json, &flag, spawned))
+            .spawn(move || watch(child, cgroup, outcome, &flag, spawned))
             .context("starting the --load-cmd watcher thread")?;
-        Ok(Command { stop, watcher })
+        Ok(Command { stop, watcher, uncontained })
     }
 
     /// Ends the command's group and says how it ended.
-    pub fn stop(self) -> LoadCommandJson {
+    pub fn stop(self) -> CommandOutcome {
         self.stop.store(true, Relaxed);
-        self.watcher.join().unwrap_or_else(|_| LoadCommandJson::planned("(the watcher thread panicked)"))
+        self.watcher.join().unwrap_or_else(|_| CommandOutcome::planned("(the watcher thread panicked)"))
     }
 }
 
 /// A cgroup of rtick's own for the command, which `sh` joins before it runs
-/// anything; `None` where no cgroup v2 hierarchy is writable (not root), said
-/// in a warning: then only the process group and `PR_SET_PDEATHSIG` end it.
-fn cgroup(sh: &mut std::process::Command) -> Result<Option<ChildCgroup>> {
+/// anything; or why none can be made (no cgroup v2 hierarchy is writable:
+/// not root), for a warning: then only the process group and
+/// `PR_SET_PDEATHSIG` end it.
+fn cgroup(sh: &mut std::process::Command) -> Result<Result<ChildCgroup, String>> {
     let made = match rtick::cgroup::v2_mount(&rtick::system::SysRoot::default()) {
         Some(mount) => ChildCgroup::create(std::path::Path::new(&mount)).map_err(|e| format!("{mount}: {e}")),
         None => Err("no cgroup2 file system is mounted".into()),
@@ -96,15 +138,9 @@ fn cgroup(sh: &mut std::process::Command) -> Result<Option<ChildCgroup>> {
     match made {
         Ok(cg) => {
             cg.adopt(sh).with_context(|| format!("--load-cmd: cannot join the cgroup {}", cg.dir().display()))?;
-            Ok(Some(cg))
+            Ok(Ok(cg))
         }
-        Err(why) => {
-            println!(
-                "warning: --load-cmd runs in a process group only, not a cgroup of its own ({why}): \
-                 should rtick be killed with SIGKILL, what the command started may go on running"
-            );
-            Ok(None)
-        }
+        Err(why) => Ok(Err(why)),
     }
 }
 
@@ -113,10 +149,10 @@ fn cgroup(sh: &mut std::process::Command) -> Result<Option<ChildCgroup>> {
 fn watch(
     mut child: Child,
     cgroup: Option<ChildCgroup>,
-    mut json: LoadCommandJson,
+    mut outcome: CommandOutcome,
     stop: &AtomicBool,
     spawned: Instant,
-) -> LoadCommandJson {
+) -> CommandOutcome {
     let pgid = Pid::from_child(&child);
     // WNOWAIT: notices the leader's exit but leaves it a zombie (see the module's doc).
     let leader_exited = || {
@@ -124,27 +160,27 @@ fn watch(
         matches!(waitid(WaitId::Pid(pgid), how), Ok(Some(_)))
     };
     while !stop.load(Relaxed) {
-        if json.exited_early_after_ns.is_none() && leader_exited() {
-            json.exited_early_after_ns = Some(spawned.elapsed().as_nanos() as i64);
+        if outcome.exited_early_after_ns.is_none() && leader_exited() {
+            outcome.exited_early_after_ns = Some(spawned.elapsed().as_nanos() as i64);
         }
         std::thread::sleep(POLL);
     }
-    json.ran_ns = spawned.elapsed().as_nanos() as i64;
+    outcome.ran_ns = spawned.elapsed().as_nanos() as i64;
     // An exit seen within END_SLACK of the stop came with the end of the
     // measurement (the stop follows it by the measuring threads' joins and
     // this loop's poll), not before it: not an early exit.
-    if json.exited_early_after_ns.is_some_and(|t| json.ran_ns - t <= END_SLACK.as_nanos() as i64) {
-        json.exited_early_after_ns = None;
+    if outcome.exited_early_after_ns.is_some_and(|t| outcome.ran_ns - t <= END_SLACK.as_nanos() as i64) {
+        outcome.exited_early_after_ns = None;
     }
     // The group outlives its leader while anything the command started runs.
     if group_alive(pgid) {
         let _ = kill_process_group(pgid, Signal::TERM);
-        json.stopped_with.push("SIGTERM".into());
+        outcome.stopped_with.push("SIGTERM".into());
         let deadline = Instant::now() + GRACE;
         while group_alive(pgid) {
             if Instant::now() >= deadline {
                 let _ = kill_process_group(pgid, Signal::KILL);
-                json.stopped_with.push("SIGKILL".into());
+                outcome.stopped_with.push("SIGKILL".into());
                 break;
             }
             std::thread::sleep(GRACE_POLL);
@@ -153,17 +189,17 @@ fn watch(
     // What left the group (setsid) is still in the cgroup.
     if let Some(cg) = cgroup.as_ref().filter(|c| c.populated()) {
         let _ = cg.kill();
-        if json.stopped_with.last().is_none_or(|s| s != "SIGKILL") {
-            json.stopped_with.push("SIGKILL".into());
+        if outcome.stopped_with.last().is_none_or(|s| s != "SIGKILL") {
+            outcome.stopped_with.push("SIGKILL".into());
         }
     }
     // The group is ended (or killed): the leader can be reaped now.
     if let Ok(s) = child.wait() {
-        json.exit_code = s.code();
-        json.exit_signal = s.signal();
+        outcome.exit_code = s.code();
+        outcome.exit_signal = s.signal();
     }
     drop(cgroup);
-    json
+    outcome
 }
 
 /// Whether a process of group `pgid` still runs. `kill(-pgid, 0)` cannot

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::workers::{KindCounters, Workers};
+use crate::workers::{KindCounters, Workers};
 
 /// The sleep of each round: short enough for ~10 000 wake-ups a second per
 /// worker (less the timer slack of a SCHED_OTHER thread, 50 µs by default).

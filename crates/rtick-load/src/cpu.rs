@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::workers::{KindCounters, Workers};
+use crate::workers::{KindCounters, Workers};
 
 /// Iterations between looks at the stop flag and counter updates: a few µs.
 const BATCH: u64 = 4096;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::workers::{timed_out, KindCounters, Workers};
+use crate::workers::{timed_out, KindCounters, Workers};
 
 /// The longest a blocked end waits before looking at the stop flag.
 const POLL: Duration = Duration::from_millis(100);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use rtick::system::SysRoot;
 
-use super::workers::{KindCounters, Workers};
+use crate::workers::{KindCounters, Workers};
 
 /// Copied per step, between looks at the stop flag.
 const CHUNK: usize = 256 << 10;

@@ -4,12 +4,20 @@
 
 use rtick::system::cpustat::CpuTimes;
 
-use crate::export::json::CpuBusyJson;
+/// A CPU's busy share over a stretch of time.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct CpuBusy {
+    pub cpu: usize,
+    /// 100 − idle (with I/O wait) in percent.
+    pub busy_percent: f64,
+    /// The I/O wait within the idle share, in percent.
+    pub iowait_percent: f64,
+}
 
 /// Per CPU present in both readings: the share of its time not idle
 /// (user, system, interrupts, steal), in percent. I/O wait counts as idle,
 /// and has a figure of its own.
-pub fn busy(before: &[CpuTimes], after: &[CpuTimes]) -> Vec<CpuBusyJson> {
+pub fn busy(before: &[CpuTimes], after: &[CpuTimes]) -> Vec<CpuBusy> {
     after
         .iter()
         .filter_map(|a| {
@@ -17,7 +25,7 @@ pub fn busy(before: &[CpuTimes], after: &[CpuTimes]) -> Vec<CpuBusyJson> {
             let total = (a.total() - b.total()).as_ns();
             let idle = (a.idle - b.idle).as_ns();
             let iowait = (a.iowait - b.iowait).as_ns();
-            (total > 0).then(|| CpuBusyJson {
+            (total > 0).then(|| CpuBusy {
                 cpu: a.cpu as usize,
                 busy_percent: 100.0 * (total - idle).max(0) as f64 / total as f64,
                 iowait_percent: 100.0 * iowait.max(0) as f64 / total as f64,

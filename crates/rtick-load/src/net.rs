@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::workers::{timed_out, KindCounters, Workers};
+use crate::workers::{timed_out, KindCounters, Workers};
 
 /// One write; the receiver reads into a buffer of the same size.
-pub(super) const BLOCK: usize = 64 << 10;
+pub(crate) const BLOCK: usize = 64 << 10;
 /// The longest a blocked end waits before looking at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::workers::{KindCounters, Workers};
+use crate::workers::{KindCounters, Workers};
 
 /// One write (the worker's buffer).
-pub(super) const BLOCK: usize = 256 << 10;
+pub(crate) const BLOCK: usize = 256 << 10;
 /// Written between syncs.
 const PER_SYNC: usize = 4;
 /// The file is rewritten from its start beyond this: bounded disk use.
