@@ -10,18 +10,15 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::time::{Nanos, Time};
-use crate::wait::kind::{row, KindInfo};
+use crate::wait::kind::{test_rows, KindInfo};
 use crate::wait::{Mechanism, WaitConfig, Waiter, WaiterSource, Wake};
 
 /// The mock mechanism: built only from a [`MockScript`].
-pub const MOCK: Mechanism = Mechanism::unlisted(0);
+pub const MOCK: Mechanism = test_rows::MOCK;
 
 /// The rows of the test mechanisms (hidden: left out of listings), beside
 /// the public table [`crate::wait::KINDS`].
-pub const KINDS: &[KindInfo] = &[KindInfo {
-    hidden: true,
-    ..row(MOCK, "mock", "simulated waits on a manual clock with scripted latencies (tests only)", &[], "nothing")
-}];
+pub const KINDS: &[KindInfo] = test_rows::KINDS;
 
 /// A scripted clock step: the mock's clock jumps by `by` at its `at`-th wake-up.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -101,7 +101,7 @@ pub struct KindInfo {
     pub hidden: bool,
 }
 
-pub(crate) const fn row(
+const fn row(
     mechanism: Mechanism,
     name: &'static str,
     description: &'static str,
@@ -331,10 +331,26 @@ impl Mechanism {
     }
 }
 
-/// The rows of the mechanisms outside [`KINDS`]: the test waiters'.
+/// The test mechanisms (feature `testing`): rows of their own, hidden, out
+/// of [`KINDS`]; `rtick::testing` gives their waiters.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod test_rows {
+    use super::{row, KindInfo, Mechanism};
+
+    /// The mock mechanism.
+    pub(crate) const MOCK: Mechanism = Mechanism::unlisted(0);
+
+    /// Their rows.
+    pub(crate) const KINDS: &[KindInfo] = &[KindInfo {
+        hidden: true,
+        ..row(MOCK, "mock", "simulated waits on a manual clock with scripted latencies (tests only)", &[], "nothing")
+    }];
+}
+
+/// The rows of the mechanisms outside [`KINDS`]: the test mechanisms'.
 #[cfg(any(test, feature = "testing"))]
 fn unlisted_rows() -> &'static [KindInfo] {
-    crate::testing::KINDS
+    test_rows::KINDS
 }
 #[cfg(not(any(test, feature = "testing")))]
 fn unlisted_rows() -> &'static [KindInfo] {
