@@ -89,11 +89,11 @@ pub struct ReportArgs {
     pub baseline: Option<PathBuf>,
 
     /// With --baseline: the growth allowed before failing [default: 10%].
-    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true, value_parser = crate::report::baseline::percent)]
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true, value_parser = rtick_model::baseline::percent)]
     pub max_regress: Option<f64>,
 
     /// With --baseline: the percentiles compared, comma-separated [default: p99,p99.9].
-    #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', value_parser = crate::report::baseline::metric)]
+    #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', value_parser = rtick_model::baseline::metric)]
     pub metrics: Option<Vec<usize>>,
 }
 
@@ -262,8 +262,8 @@ pub struct MeasureArgs {
     pub mock: crate::mock::MockArgs,
 
     /// Fail (exit 3) when a condition holds for any mechanism and thread, e.g. 'p99.9>50us,max>200us,overruns>0'. Figures: p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev (times; plain numbers µs), overruns missed (counts), cpu (%); operators > >= < <= == !=. Checked after the outputs are written; an interrupted run does not pass.
-    #[arg(long, value_name = "EXPR", value_parser = crate::gates::parse)]
-    pub fail_if: Option<crate::gates::Gates>,
+    #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
+    pub fail_if: Option<rtick_model::gates::Gates>,
 
     /// Disable the cpuidle states deeper than state N on the measured CPUs for the run (their `disable` files; restored at exit, also after Ctrl-C or SIGTERM).
     #[arg(long, value_name = "N")]

@@ -9,11 +9,9 @@
 mod cli;
 mod cmd;
 mod export;
-mod gates;
 mod mock;
 mod output;
 mod plot;
-mod report;
 mod units;
 
 use std::process::ExitCode;

@@ -18,8 +18,8 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::export::atomic::AtomicFile;
-use crate::report::{analysis, Input, Series};
 use crate::Usage;
+use rtick_model::read::{analysis, Input, Series};
 
 /// A plotters error as this module's: "drawing the plot: …".
 macro_rules! try_plot {
@@ -290,7 +290,7 @@ where
 {
     // Not empty: `draw` checked the kind.
     let with: Vec<_> = series.iter().filter(|s| s.1.timeline.is_some()).collect();
-    fn tl<'s>(s: &&(String, &'s Series)) -> &'s crate::report::Timeline {
+    fn tl<'s>(s: &&(String, &'s Series)) -> &'s rtick_model::read::Timeline {
         s.1.timeline.as_ref().expect("filtered")
     }
     let tmax = with.iter().filter_map(|s| tl(s).t_ns.last().copied()).max().unwrap_or(1).max(1) as f64 / 1e9;

@@ -7,71 +7,7 @@
 
 use rtick::wait::HybridSlack;
 use rtick::Nanos;
-
-/// What a plain number means.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Plain {
-    Nanos,
-    Micros,
-    Seconds,
-}
-
-impl Plain {
-    fn ns(self) -> f64 {
-        match self {
-            Plain::Nanos => 1.0,
-            Plain::Micros => 1e3,
-            Plain::Seconds => 1e9,
-        }
-    }
-}
-
-/// Parses a non-negative time; `allow_rate` accepts `Hz`, `kHz`, `MHz` as 1/rate.
-pub fn parse_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, String> {
-    let t = s.trim();
-    let split =
-        t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let num = num.replace('_', "");
-    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a number with an optional unit"))?;
-    if !value.is_finite() || value < 0.0 {
-        return Err(format!("'{s}' must not be negative"));
-    }
-    let ns = match unit.trim() {
-        "" => value * plain.ns(),
-        "ns" | "nsec" => value,
-        "us" | "µs" | "usec" => value * 1e3,
-        "ms" | "msec" => value * 1e6,
-        "s" | "sec" => value * 1e9,
-        "m" | "min" => value * 60e9,
-        "h" => value * 3600e9,
-        "d" => value * 86400e9,
-        "Hz" | "hz" | "kHz" | "khz" | "MHz" | "mhz" if allow_rate => {
-            let mult = match unit.trim().to_ascii_lowercase().as_str() {
-                "hz" => 1.0,
-                "khz" => 1e3,
-                _ => 1e6,
-            };
-            let hz = value * mult;
-            if hz == 0.0 {
-                return Err(format!("'{s}': a rate must be greater than zero"));
-            }
-            1e9 / hz
-        }
-        other => {
-            let rates = if allow_rate { ", Hz, kHz, MHz" } else { "" };
-            return Err(format!("'{s}': unknown unit '{other}' (use ns, us, ms, s, m, h{rates})"));
-        }
-    };
-    if ns > i64::MAX as f64 / 2.0 {
-        return Err(format!("'{s}' is too large"));
-    }
-    // Not rounded up (or down to zero) without a word: no clock resolves less.
-    if ns > 0.0 && ns < 1.0 {
-        return Err(format!("'{s}' is less than 1 ns, the finest resolution a clock has"));
-    }
-    Ok(Nanos(ns.round() as i64))
-}
+pub use rtick_model::units::{parse_time, Plain};
 
 /// A time that must be greater than zero.
 pub fn positive_time(s: &str, plain: Plain, allow_rate: bool) -> Result<Nanos, String> {

@@ -294,7 +294,8 @@ fn first_difference(want: &str, got: &str) -> Option<String> {
 /// - the temporary directory's path and the binary's path (in the JSON
 ///   `command`): where the test runs and was built;
 /// - warnings about the machine (hypervisor, high-resolution timers, clock
-///   resolution, the audit's findings such as `kernel.preempt_model`):
+///   resolution, the audit's findings such as `kernel.preempt_model`, what
+///   a killed rtick left, e.g. another test's instance):
 ///   each machine has its own; warnings about the run itself stay;
 /// - JSON values measured from the real clock or read from the machine:
 ///   `started_at` (the date), `elapsed_ns`, `tid`, `cpu_percent` (CPU time,
@@ -333,6 +334,7 @@ fn is_machine_warning(line: &str) -> bool {
         || msg.starts_with("high-resolution timers are not active")
         || msg.contains(" resolution is ")
         || msg.contains("kernel.sched_rt_runtime_us=")
+        || msg.contains(" was left by an rtick that no longer runs")
         || finding.is_match(msg)
 }
 

@@ -25,7 +25,7 @@ pub struct DriftFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_case: Option<String>,
     pub results: Vec<DriftJson>,
-    pub unavailable: Vec<crate::export::json::UnavailableJson>,
+    pub unavailable: Vec<rtick_model::json::UnavailableJson>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -194,7 +194,7 @@ fn run_cases(
                 Err(e) => {
                     println!("{:<16}{:>11}  unavailable: {e}", m.name(), period(p.as_ns()));
                     if !file.unavailable.iter().any(|u| u.mechanism == m.name()) {
-                        file.unavailable.push(crate::export::json::UnavailableJson {
+                        file.unavailable.push(rtick_model::json::UnavailableJson {
                             mechanism: m.name().into(),
                             reason: e.to_string(),
                         });

@@ -7,14 +7,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rtick::explain::{explain_run_where, CpuTrace, Explained, Spike, SpikeChoice, StealSample};
+use rtick::explain::{explain_run_where, CpuTrace, Explained, SpikeChoice, StealSample};
 use rtick::ktrace::{LostEvents, Options, Session};
 use rtick::measure::{MeasureConfig, MeasureReport, TraceRow};
 use rtick::{ClockId, Nanos};
-use serde::{Deserialize, Serialize};
 
-use super::explain_ab::{AbJson, AbReport, Alternating};
-use crate::report::breakdown::Breakdown;
+use rtick_model::json::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
+
+use super::explain_ab::{AbReport, Alternating};
+use rtick_model::breakdown::Breakdown;
 
 /// The kernel's trace buffers of `--explain` (measure's and monitor's), in
 /// all: 64 MiB, each traced CPU's at most ktrace's default of 8 MiB.
@@ -192,7 +193,7 @@ impl Explanation {
                     phases_ns: e
                         .phases
                         .iter()
-                        .map(|(name, [p50, p99, max])| PhaseJson {
+                        .map(|(name, [p50, p99, max])| KernelPhaseJson {
                             phase: name.to_string(),
                             p50: p50.as_ns(),
                             p99: p99.as_ns(),
@@ -203,80 +204,6 @@ impl Explanation {
                 })
                 .collect(),
             ab: self.ab.as_ref().map(AbReport::json),
-        }
-    }
-}
-
-/// `explain` in the JSON run file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExplainJson {
-    /// Kernel events recorded on the measured CPUs.
-    pub events: u64,
-    /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
-    pub lost_events: u64,
-    /// Trace events this kernel lacks.
-    pub missing_events: Vec<String>,
-    /// One per mechanism and thread.
-    pub results: Vec<ExplainedJson>,
-    /// With --explain-ab: the traced stretches against the plain ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ab: Option<AbJson>,
-}
-
-/// One mechanism and thread explained.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExplainedJson {
-    pub mechanism: String,
-    pub thread: usize,
-    pub wakeups: usize,
-    pub matched: usize,
-    pub not_timer_woken: Option<String>,
-    /// Reasons wake-ups could not be split, with counts.
-    pub unmatched: Vec<(String, usize)>,
-    /// irq_delay, wakeup_path, scheduling, return_to_user.
-    pub phases_ns: Vec<PhaseJson>,
-    pub spikes: Vec<SpikeJson>,
-}
-
-/// One phase's distribution.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PhaseJson {
-    pub phase: String,
-    pub p50: i64,
-    pub p99: i64,
-    pub max: i64,
-}
-
-/// One spike explained (in `explain.results[].spikes` of a run file, and
-/// as `explain` of a spike at `rtick monitor`'s /spikes).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SpikeJson {
-    pub cycle: u64,
-    pub cpu: u32,
-    pub latency_ns: i64,
-    /// (phase, ns) in order.
-    pub phases_ns: Vec<(String, i64)>,
-    pub cause: String,
-    /// Per phase, the top culprits (what ran, ns).
-    pub culprits: Vec<Vec<(String, i64)>>,
-    /// The terminal line.
-    pub line: String,
-}
-
-impl From<&Spike> for SpikeJson {
-    fn from(s: &Spike) -> Self {
-        SpikeJson {
-            cycle: s.wake.cycle,
-            cpu: s.matched.cpu,
-            latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
-            phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
-            cause: s.cause.to_string(),
-            culprits: s
-                .culprits
-                .iter()
-                .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
-                .collect(),
-            line: s.line(),
         }
     }
 }

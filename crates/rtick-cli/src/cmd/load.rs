@@ -8,8 +8,8 @@ use rtick_load::{signal_name, CommandOutcome, CpuBusy, Kinds, LoadSpec, Outcome,
 
 use super::plan::{cpu_list, Cpus};
 use crate::cli::MeasureArgs;
-use crate::export::json::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson};
 use crate::Usage;
+use rtick_model::json::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson};
 
 /// A mistake in the loads, after the option it is in.
 fn usage(e: SpecError) -> Usage {

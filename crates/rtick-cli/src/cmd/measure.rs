@@ -22,10 +22,10 @@ use super::plan::{plan, Cpus};
 use super::warnings::{audit_warnings, run_warnings, static_warnings};
 use crate::cli::MeasureArgs;
 use crate::export::atomic::AtomicFile;
-use crate::export::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
 use crate::export::{histogram, trace::write_with_phases, trace::TraceWriter};
 use crate::output::{fmt_latency, header, progress::LiveLine, recommend};
 use crate::Usage;
+use rtick_model::json::{self, BreakJson, ConfigJson, RunFile, SystemJson};
 
 /// Output files, created (as temporaries) before the run.
 struct Outputs {
@@ -132,7 +132,8 @@ pub fn run(a: &MeasureArgs) -> Result<ExitCode> {
     write_outputs(outputs, &file, &cfg, &report)?;
 
     if let (Some(p), false) = (&a.plot, file.results.is_empty()) {
-        let input = crate::report::from_measure(&file.results, file.explain.as_ref()).map_err(anyhow::Error::msg)?;
+        let input =
+            rtick_model::read::from_measure(&file.results, file.explain.as_ref()).map_err(anyhow::Error::msg)?;
         let kind = crate::plot::default_kind(std::slice::from_ref(&input));
         crate::plot::draw_atomic(p, std::slice::from_ref(&input), kind)?;
     }

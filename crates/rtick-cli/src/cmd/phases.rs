@@ -20,10 +20,10 @@ use rtick::Nanos;
 use super::load;
 use super::plan::Cpus;
 use crate::cli::MeasureArgs;
-use crate::export::json::{LoadJson, PhaseJson, RunFile};
-use crate::output::phases::{ratios, IDLE, LOADED};
 use crate::Usage;
 use rtick_load::{usage, LoadSpec, Running};
+use rtick_model::json::{LoadJson, LoadPhaseJson, RunFile};
+use rtick_model::phases::{ratios, IDLE, LOADED};
 
 /// One phase: its name and, when given, its own duration per mechanism.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub struct Runs {
 pub struct Ran {
     /// Each phase's label and how many result rows it gave, in order.
     rows: Vec<(&'static str, usize)>,
-    phases: Vec<PhaseJson>,
+    phases: Vec<LoadPhaseJson>,
     load: Option<LoadJson>,
 }
 
@@ -93,9 +93,9 @@ impl Runs {
         file.phases = self.phases.iter().map(|p| self.planned_phase(cfg, p)).collect();
     }
 
-    fn planned_phase(&self, cfg: &MeasureConfig, p: &Phase) -> PhaseJson {
+    fn planned_phase(&self, cfg: &MeasureConfig, p: &Phase) -> LoadPhaseJson {
         let c = self.phase_cfg(cfg, p);
-        PhaseJson {
+        LoadPhaseJson {
             name: p.name.into(),
             duration_ns: c.duration.map(|d| d.as_ns()),
             loops: c.loops,

@@ -6,13 +6,14 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ReportArgs;
-use crate::cmd::explain::ExplainJson;
 use crate::export::atomic::AtomicFile;
-use crate::export::json::ResultJson;
-use crate::output::{fmt_latency, header, phases, unit};
+use crate::output::{self, fmt_latency, header, phases, unit};
 use crate::plot;
-use crate::report::{self, analysis, HistUnit, Input};
 use crate::Usage;
+use rtick_model::baseline;
+use rtick_model::json::ExplainJson;
+use rtick_model::json::ResultJson;
+use rtick_model::read::{self, analysis, HistUnit, Input};
 
 /// `report --json`: the measure `results` schema, each row with its source.
 #[derive(Debug, Serialize, Deserialize)]
@@ -54,11 +55,11 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     let inputs: Vec<Input> = a
         .files
         .iter()
-        .map(|f| report::load(f, unit_of_hist))
+        .map(|f| read::load(f, unit_of_hist))
         .collect::<Result<_, String>>()
         // The file named is not one report reads: the user's to fix, like an option's value.
         .map_err(Usage)?;
-    let baseline = a.baseline.as_ref().map(|b| report::load(b, unit_of_hist)).transpose().map_err(Usage)?;
+    let baseline = a.baseline.as_ref().map(|b| read::load(b, unit_of_hist)).transpose().map_err(Usage)?;
     if let Some(kind) = a.plot_kind {
         plot::check_kind(&inputs, kind).map_err(Usage)?;
     }
@@ -110,14 +111,10 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
 /// Prints the comparison with the baseline; true when it fails.
 fn against_baseline(a: &ReportArgs, old: &Input, new: &Input) -> bool {
     let rows = |i: &Input| i.series.iter().map(|s| s.result.clone()).collect::<Vec<_>>();
-    let metrics = a.metrics.clone().unwrap_or(report::baseline::DEFAULT_METRICS.to_vec());
-    let v = report::baseline::compare(
-        (&old.name(), &rows(old)),
-        (&new.name(), &rows(new)),
-        &metrics,
-        a.max_regress.unwrap_or(report::baseline::DEFAULT_MAX_REGRESS),
-        a.nsecs,
-    );
+    let metrics = a.metrics.clone().unwrap_or(baseline::DEFAULT_METRICS.to_vec());
+    let max_regress = a.max_regress.unwrap_or(baseline::DEFAULT_MAX_REGRESS);
+    let c = baseline::compare(&rows(old), &rows(new), &metrics, max_regress);
+    let v = output::baseline::render(&old.name(), &new.name(), &c, a.nsecs);
     print!("{}", v.text);
     v.failed
 }
@@ -161,7 +158,7 @@ fn print_buckets(inputs: &[Input], width: rtick::Nanos, nsecs: bool) -> Result<(
 fn report_file(inputs: &[Input]) -> ReportFile {
     ReportFile {
         rtick_version: env!("CARGO_PKG_VERSION").into(),
-        schema_version: crate::export::json::SCHEMA_VERSION,
+        schema_version: rtick_model::json::SCHEMA_VERSION,
         command: std::env::args().collect::<Vec<_>>().join(" "),
         inputs: inputs
             .iter()

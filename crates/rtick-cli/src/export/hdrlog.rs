@@ -14,7 +14,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
-use crate::report::Input;
+use rtick_model::read::Input;
 
 /// The histograms' range: an hour, in ns.
 const MAX_NS: i64 = 3_600_000_000_000;

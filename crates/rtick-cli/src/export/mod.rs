@@ -5,5 +5,4 @@ pub mod atomic;
 pub mod distinct;
 pub mod hdrlog;
 pub mod histogram;
-pub mod json;
 pub mod trace;

@@ -11,12 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rtick::measure::{TraceConsumer, TraceRow};
-
-/// The CSV header.
-pub const HEADER: [&str; 6] = ["thread", "mechanism", "cycle", "planned_ns", "actual_ns", "latency_ns"];
-/// The columns `--explain` adds: each wake-up's kernel phases (empty when
-/// it could not be matched to its kernel events).
-pub const PHASE_HEADER: [&str; 4] = ["irq_delay_ns", "wakeup_path_ns", "scheduling_ns", "return_to_user_ns"];
+use rtick_model::trace_csv::{HEADER, PHASE_HEADER};
 
 /// The six CSV fields of a row, in [`HEADER`]'s order.
 fn fields(r: &TraceRow) -> [String; 6] {

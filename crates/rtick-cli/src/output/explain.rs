@@ -8,7 +8,7 @@ use rtick::explain::Phases;
 use rtick::Nanos;
 
 use super::{fmt_latency, unit};
-use crate::report::breakdown::{Breakdown, Spike};
+use rtick_model::breakdown::{Breakdown, Spike};
 
 /// The table, the spike lines and the note on the kernel events.
 /// `lost_detail`: measure's itemised losses, which the JSON does not keep.
@@ -84,7 +84,7 @@ fn phases_line(sp: &Spike) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::breakdown::Breakdown;
+    use rtick_model::breakdown::Breakdown;
 
     #[test]
     fn a_trace_renders_its_table_and_worst_wake_ups() {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::export::json::{LoadCommandJson, LoadJson, PhaseJson, RunFile};
+use rtick_model::json::{LoadCommandJson, LoadJson, LoadPhaseJson, RunFile};
 
 /// Renders the header from the same data that goes into the JSON file.
 pub fn render(run: &RunFile, mlock_detail: &str) -> String {
@@ -110,7 +110,7 @@ fn load_and_phases(w: &mut String, run: &RunFile) {
 }
 
 /// How long each mechanism is measured: the phases', when there are phases.
-fn per_mechanism(duration_ns: Option<i64>, loops: Option<u64>, phases: &[PhaseJson]) -> String {
+fn per_mechanism(duration_ns: Option<i64>, loops: Option<u64>, phases: &[LoadPhaseJson]) -> String {
     if !phases.is_empty() {
         return phase_list(phases);
     }
@@ -123,7 +123,7 @@ fn per_mechanism(duration_ns: Option<i64>, loops: Option<u64>, phases: &[PhaseJs
 }
 
 /// `idle 1.000 s, then loaded 1.000 s`.
-fn phase_list(phases: &[PhaseJson]) -> String {
+fn phase_list(phases: &[LoadPhaseJson]) -> String {
     let phases: Vec<String> = phases
         .iter()
         .map(|p| match (p.duration_ns, p.loops) {
@@ -223,9 +223,16 @@ fn si(v: f64) -> String {
 mod tests {
     use super::*;
 
-    fn phase(name: &str, secs: i64) -> PhaseJson {
+    fn phase(name: &str, secs: i64) -> LoadPhaseJson {
         let duration_ns = Some(rtick::Nanos::from_secs(secs).as_ns());
-        PhaseJson { name: name.into(), duration_ns, loops: None, elapsed_ns: 0, interrupted: false, cpu_busy: vec![] }
+        LoadPhaseJson {
+            name: name.into(),
+            duration_ns,
+            loops: None,
+            elapsed_ns: 0,
+            interrupted: false,
+            cpu_busy: vec![],
+        }
     }
 
     #[test]

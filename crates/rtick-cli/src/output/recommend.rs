@@ -7,7 +7,7 @@
 use rtick::Nanos;
 
 use super::{fmt_latency, unit};
-use crate::export::json::ResultJson;
+use rtick_model::json::ResultJson;
 
 /// Per mechanism, the worst thread's figures (a mechanism is as good as its worst thread).
 struct Figure<'a> {
@@ -84,7 +84,7 @@ pub fn recommend(results: &[ResultJson], nsecs: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::json::PercentilesJson;
+    use rtick_model::json::PercentilesJson;
 
     fn r(mechanism: &str, thread: usize, p99: i64, cpu: f64, slack: Option<i64>) -> ResultJson {
         let p = PercentilesJson { p50: 0, p90: 0, p99, p99_9: p99, p99_99: p99, p99_999: p99 };

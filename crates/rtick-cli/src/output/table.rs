@@ -1,7 +1,7 @@
 //! The results table, ranked by p99.
 
 use super::{fmt_latency, unit};
-use crate::export::json::{PercentilesJson, ResultJson};
+use rtick_model::json::{PercentilesJson, ResultJson};
 
 const HEAD: [&str; 15] = [
     "mechanism",

@@ -19,10 +19,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{nines, FAMILY};
-use crate::report::breakdown::{PhaseSeries, Spike};
-use crate::report::Input;
 use rtick::explain::Phases;
 use rtick::Nanos;
+use rtick_model::breakdown::{PhaseSeries, Spike};
+use rtick_model::read::Input;
 
 /// Picture width; the height follows the number of spikes and mechanisms.
 const WIDTH: u32 = 1200;

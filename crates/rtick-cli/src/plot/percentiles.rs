@@ -13,7 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, legend_at, nines, FAMILY};
-use crate::report::{analysis, Series};
+use rtick_model::read::{analysis, Series};
 
 /// µs: the log axis starts at 10 ns; lower latencies, 0 included, are drawn on it.
 const FLOOR: f64 = 0.01;

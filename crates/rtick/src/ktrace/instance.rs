@@ -155,38 +155,6 @@ impl Drop for Instance {
     }
 }
 
-/// The instances named `rtick-<pid>` whose process no longer exists (left
-/// by an rtick killed with SIGKILL: they go on recording, which costs every
-/// later measurement). Pids are looked up in this process's pid namespace
-/// (by `kill(pid, 0)`, which also sees what `/proc` hides): an rtick in
-/// another one (a container sharing this tracefs) looks dead.
-pub fn stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
-    check_tracefs(tracefs)?;
-    let dir = tracefs.join("instances");
-    let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
-    let mut found: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name();
-            let pid = name.to_str().and_then(crate::leftovers::owner);
-            pid.is_some_and(|pid| !crate::sys::process::exists(pid))
-        })
-        .map(|entry| entry.path())
-        .collect();
-    found.sort();
-    Ok(found)
-}
-
-/// Removes the [`stale`] instances; returns their paths. Do not call this
-/// where tracefs is shared across pid namespaces (see [`stale`]).
-pub fn remove_stale(tracefs: &Path) -> Result<Vec<PathBuf>> {
-    let found = stale(tracefs)?;
-    for dir in &found {
-        remove_instance(dir)?;
-    }
-    Ok(found)
-}
-
 /// Stops the instance at `dir` recording and removes it (gone already: done).
 pub fn remove_instance(dir: &Path) -> Result<()> {
     Instance { dir: dir.to_path_buf(), removed: false }.remove()

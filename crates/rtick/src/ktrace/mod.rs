@@ -49,7 +49,7 @@ mod session;
 mod stream;
 
 pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
-pub use instance::{remove_instance, remove_stale, stale, BufferStats};
+pub use instance::{remove_instance, BufferStats};
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 pub use stream::Stream;

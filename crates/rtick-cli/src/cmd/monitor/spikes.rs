@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use rtick::Nanos;
 use serde::Serialize;
 
-use crate::cmd::explain::SpikeJson as Breakdown;
+use rtick_model::json::SpikeJson as Breakdown;
 
 /// How many spikes the log keeps.
 pub const CAPACITY: usize = 256;

@@ -5,16 +5,14 @@
 //! a run made with `--explain` (`breakdown`).
 
 pub mod analysis;
-pub mod baseline;
-pub mod breakdown;
 mod cyclictest;
 mod rtick_files;
 
 use std::path::{Path, PathBuf};
 
-use crate::cmd::explain::ExplainJson;
-use crate::export::json::{PercentilesJson, ResultJson};
-use breakdown::Breakdown;
+use crate::breakdown::Breakdown;
+use crate::json::ExplainJson;
+use crate::json::{PercentilesJson, ResultJson};
 
 /// What kind of file an input is, detected from its content.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -75,7 +73,7 @@ pub struct Input {
     /// The kernel phases, from a run measured with `--explain`.
     pub breakdown: Option<Breakdown>,
     /// An rtick JSON's `load` object: what ran beside the measurement.
-    pub load: Option<crate::export::json::LoadJson>,
+    pub load: Option<crate::json::LoadJson>,
 }
 
 impl Input {
@@ -108,20 +106,20 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
             (Kind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if v.get("rtick_version").is_some() {
             if v.get("results").is_some() {
-                let schema = u64::from(crate::export::json::SCHEMA_VERSION);
+                let schema = u64::from(crate::json::SCHEMA_VERSION);
                 version(&v, "schema_version", schema, "rtick measure --json").map_err(at)?;
             }
-            let (series, b, l) = rtick_files::from_json(&v, &text).map_err(at)?;
-            breakdown = b;
-            load = l;
-            (Kind::RtickJson, series)
+            let run = rtick_files::from_json(&v, &text).map_err(at)?;
+            breakdown = run.breakdown;
+            load = run.load;
+            (Kind::RtickJson, run.series)
         } else {
             return Err(at(" a JSON file that is neither rtick measure results nor cyclictest --json output".into()));
         }
     } else if trimmed.starts_with(rtick_files::TRACE_HEADER) {
-        let (series, b) = rtick_files::from_trace(&text).map_err(at)?;
-        breakdown = b;
-        (Kind::RtickTrace, series)
+        let run = rtick_files::from_trace(&text).map_err(at)?;
+        breakdown = run.breakdown;
+        (Kind::RtickTrace, run.series)
     } else if text.lines().any(|l| cyclictest::rtick_section(l).is_some()) {
         (Kind::RtickHistogram, cyclictest::from_rtick_histogram(&text).map_err(at)?)
     } else if cyclictest::looks_like_histogram(&text) {
@@ -163,7 +161,7 @@ pub fn from_measure(results: &[ResultJson], explain: Option<&ExplainJson>) -> Re
 }
 
 /// A results row from a distribution and the figures the source states.
-pub(crate) fn row(
+pub fn row(
     mechanism: &str,
     thread: usize,
     cpu: Option<usize>,

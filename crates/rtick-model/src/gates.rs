@@ -10,10 +10,9 @@
 
 use rtick::stats::PERCENTILE_LABELS;
 use rtick::Nanos;
-use serde::{Deserialize, Serialize};
 
-use crate::export::json::{ResultJson, UnavailableJson};
-use crate::output::{fmt_latency, unit};
+use crate::json::{ConditionJson, GatesJson, ResultJson, UnavailableJson, ViolationJson};
+use crate::units::{fmt_latency, unit};
 use crate::units::{parse_time, Plain};
 
 /// What a condition looks at in a result row.
@@ -202,47 +201,6 @@ fn condition(text: &str) -> Result<Condition, String> {
         }
     };
     Ok(Condition { text: text.to_string(), figure, op: *op, limit })
-}
-
-/// The `gates` object of the JSON file (docs/json.md).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GatesJson {
-    pub conditions: Vec<ConditionJson>,
-    pub violations: Vec<ViolationJson>,
-    /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
-    pub interrupted: bool,
-    /// Why the run was not under the load asked for (a load that failed, did
-    /// no work, a command that exited by itself): it does not pass.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub load_failures: Vec<String>,
-    pub passed: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConditionJson {
-    /// As given, e.g. `p99.9>50us`.
-    pub condition: String,
-    pub figure: String,
-    pub op: String,
-    pub limit: f64,
-    /// `ns`, `count` or `%`.
-    pub unit: String,
-}
-
-/// One failed condition on one row, or a mechanism that could not run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ViolationJson {
-    /// The condition, or null when the mechanism was unavailable (every condition fails).
-    pub condition: Option<String>,
-    pub mechanism: String,
-    pub thread: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// The row's figure (null: it has none, see `reason`).
-    pub value: Option<f64>,
-    pub limit: Option<f64>,
-    /// Why there is no value to check, when there is none.
-    pub reason: Option<String>,
 }
 
 fn unit_of(kind: Kind) -> &'static str {

@@ -6,17 +6,25 @@ use rtick::stats::LatencyStats;
 use serde::de::Error as _;
 use serde::Deserializer;
 
-use super::breakdown::{Breakdown, Wakeup};
 use super::{row, Dist, Series, Timeline};
-use crate::cmd::explain::ExplainJson;
-use crate::export::json::{LoadJson, PercentilesJson, ResultJson};
-use crate::export::trace::{HEADER, PHASE_HEADER};
+use crate::breakdown::{Breakdown, Wakeup};
+use crate::json::ExplainJson;
+use crate::json::{LoadJson, PercentilesJson, ResultJson};
+use crate::trace_csv::{HEADER, PHASE_HEADER};
 
 pub const TRACE_HEADER: &str = "thread,mechanism,cycle,planned_ns,actual_ns,latency_ns";
 
-/// What a run file holds for `report`: its results and, from `--explain`,
-/// its phases; from `--load`, the load.
-pub type RunParts = (Vec<Series>, Option<Breakdown>, Option<LoadJson>);
+/// What a run file or trace holds for `report`.
+#[derive(Debug)]
+pub struct RunParts {
+    /// Its results.
+    pub series: Vec<Series>,
+    /// From `--explain`: its kernel phases.
+    pub breakdown: Option<Breakdown>,
+    /// From `--load` or `--load-cmd`: what ran beside the measurement (a
+    /// trace has none).
+    pub load: Option<LoadJson>,
+}
 
 /// Reads a run file (`v`: its text parsed, to tell what it is). The members
 /// are read from the text, once, so an error has its line: it starts with
@@ -42,7 +50,7 @@ pub fn from_json(v: &serde_json::Value, text: &str) -> Result<RunParts, String> 
         }
     })?;
     let breakdown = run.explain.as_ref().map(Breakdown::from_explain).transpose().map_err(|e| format!(" {e}"))?;
-    Ok((series_of_results(run.results), breakdown, run.load))
+    Ok(RunParts { series: series_of_results(run.results), breakdown, load: run.load })
 }
 
 /// The members of a measure file `report` reads; each names itself in an error.
@@ -96,7 +104,7 @@ struct Acc {
 /// Reads a trace; checks every row (six fields, or ten with `--explain`'s
 /// phases, as many as the header has; latency = actual − planned, and the
 /// phases, where the wake-up was matched, add up to it).
-pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String> {
+pub fn from_trace(text: &str) -> Result<RunParts, String> {
     let header: Vec<&str> = text.lines().next().unwrap_or_default().split(',').collect();
     let with_phases = header.len() > HEADER.len();
     if header[..] != HEADER[..] && !header.iter().copied().eq(HEADER.iter().chain(PHASE_HEADER.iter()).copied()) {
@@ -143,7 +151,8 @@ pub fn from_trace(text: &str) -> Result<(Vec<Series>, Option<Breakdown>), String
         b.series.sort_by_key(|s| (rank(&s.mechanism), s.thread));
         b
     });
-    Ok((keys.iter().map(|k| series_of(&k.0, k.1, &by[k].rows)).collect(), breakdown))
+    let series = keys.iter().map(|k| series_of(&k.0, k.1, &by[k].rows)).collect();
+    Ok(RunParts { series, breakdown, load: None })
 }
 
 /// A row's four phase fields: all empty (not matched), or four whole
@@ -217,7 +226,7 @@ mod tests {
         let text = format!(
             "{TRACE_HEADER}\n1,timerfd,0,1000,1100,100\n0,timerfd,0,1000,1200,200\n1,spin,5,6000,6000,0\n0,spin,5,6000,6001,1\n"
         );
-        let s = from_trace(&text).unwrap().0;
+        let s = from_trace(&text).unwrap().series;
         let keys: Vec<(&str, usize)> = s.iter().map(|x| (x.result.mechanism.as_str(), x.result.thread)).collect();
         assert_eq!(keys, [("timerfd", 0), ("timerfd", 1), ("spin", 0), ("spin", 1)]);
     }

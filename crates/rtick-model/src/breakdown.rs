@@ -1,7 +1,7 @@
 //! The kernel phases `measure --explain` left in a run's files, as one model:
 //! per mechanism and thread, each phase's p50 / p99 / max, every wake-up's
 //! phases when a trace holds them, and the spikes. The JSON's `explain`
-//! object is read with its own serde types (`cmd::explain`), a trace's phase
+//! object is read with its own serde types (`json::ExplainJson`), a trace's phase
 //! columns row by row; the terminal table (`output::explain`) and the
 //! `breakdown` plot read only this model, so `measure --explain` and
 //! `rtick report` print the same thing whichever file the phases came from.
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use rtick::explain::Phases;
 use rtick::stats::percentile;
 
-use crate::cmd::explain::{ExplainJson, ExplainedJson, SpikeJson};
+use crate::json::{ExplainJson, ExplainedJson, SpikeJson};
 
 /// How many of a trace's worst wake-ups stand for its spikes (a trace has
 /// no culprits, only the phases): as many as `--explain-top`'s default.

@@ -1,0 +1,81 @@
+//! The `explain` member of the run file (`measure --explain`): the kernel
+//! phases of the wake-ups and the spikes explained.
+
+use rtick::explain::Spike;
+use serde::{Deserialize, Serialize};
+
+use super::AbJson;
+
+/// `explain` in the JSON run file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainJson {
+    /// Kernel events recorded on the measured CPUs.
+    pub events: u64,
+    /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
+    pub lost_events: u64,
+    /// Trace events this kernel lacks.
+    pub missing_events: Vec<String>,
+    /// One per mechanism and thread.
+    pub results: Vec<ExplainedJson>,
+    /// With --explain-ab: the traced stretches against the plain ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbJson>,
+}
+
+/// One mechanism and thread explained.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainedJson {
+    pub mechanism: String,
+    pub thread: usize,
+    pub wakeups: usize,
+    pub matched: usize,
+    pub not_timer_woken: Option<String>,
+    /// Reasons wake-ups could not be split, with counts.
+    pub unmatched: Vec<(String, usize)>,
+    /// irq_delay, wakeup_path, scheduling, return_to_user.
+    pub phases_ns: Vec<KernelPhaseJson>,
+    pub spikes: Vec<SpikeJson>,
+}
+
+/// One kernel phase's distribution (irq_delay, wakeup_path, scheduling, return_to_user).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelPhaseJson {
+    pub phase: String,
+    pub p50: i64,
+    pub p99: i64,
+    pub max: i64,
+}
+
+/// One spike explained (in `explain.results[].spikes` of a run file, and
+/// as `explain` of a spike at `rtick monitor`'s /spikes).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpikeJson {
+    pub cycle: u64,
+    pub cpu: u32,
+    pub latency_ns: i64,
+    /// (phase, ns) in order.
+    pub phases_ns: Vec<(String, i64)>,
+    pub cause: String,
+    /// Per phase, the top culprits (what ran, ns).
+    pub culprits: Vec<Vec<(String, i64)>>,
+    /// The terminal line.
+    pub line: String,
+}
+
+impl From<&Spike> for SpikeJson {
+    fn from(s: &Spike) -> Self {
+        SpikeJson {
+            cycle: s.wake.cycle,
+            cpu: s.matched.cpu,
+            latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
+            phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
+            cause: s.cause.to_string(),
+            culprits: s
+                .culprits
+                .iter()
+                .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
+                .collect(),
+            line: s.line(),
+        }
+    }
+}
