@@ -258,9 +258,10 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "idle[=TIME],loaded[=TIME]", conflicts_with_all = ["explain", "histogram"])]
     pub phases: Option<String>,
 
-    /// The test-only `mock` mechanism's options (feature `mock`).
-    #[cfg(feature = "mock")]
-    #[command(flatten)]
+    /// The test-only `mock` mechanism's options (feature `mock`; without
+    /// it they do not exist and stay empty).
+    #[cfg_attr(feature = "mock", command(flatten))]
+    #[cfg_attr(not(feature = "mock"), arg(skip))]
     pub mock: crate::mock::MockArgs,
 
     /// Fail (exit 3) when a condition holds for any mechanism and thread, e.g. 'p99.9>50us,max>200us,overruns>0'. Figures: p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev (times; plain numbers µs), overruns missed (counts), cpu (%); operators > >= < <= == !=. Checked after the outputs are written; an interrupted run does not pass.

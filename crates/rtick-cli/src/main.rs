@@ -9,7 +9,6 @@
 mod cli;
 mod cmd;
 mod export;
-#[cfg(feature = "mock")]
 mod mock;
 mod output;
 mod plot;

@@ -78,13 +78,15 @@ fn plots_go_through_the_atomic_writer() {
     std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o604)).unwrap();
     ok(&report_plot_with_umask("077", &ct, &link, ""));
     assert_eq!(mode(&real), 0o604);
-    // A failure leaves the old file as it was and no temporary file behind.
+    // A failure leaves the old file as it was and no temporary file behind
+    // (a plot kind the input cannot give is refused before anything runs,
+    // exit 2, since #18).
     let before = std::fs::read(&real).unwrap();
     let o = report_plot_with_umask("022", &ct, &link, "--plot-kind timeline");
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(std::fs::read(&real).unwrap(), before, "untouched");
     let o = report_plot_with_umask("022", &ct, &dir.path().join("never.svg"), "--plot-kind timeline");
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let mut names: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();

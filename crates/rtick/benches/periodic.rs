@@ -5,7 +5,8 @@
 use divan::Bencher;
 use rtick::periodic::Periodic;
 use rtick::stats::LatencyStats;
-use rtick::{ClockId, Mechanism, Nanos};
+use rtick::testing::{MockScript, MOCK};
+use rtick::{ClockId, Nanos};
 
 fn main() {
     divan::main();
@@ -17,8 +18,8 @@ fn main() {
 fn periodic_wait_overhead(b: Bencher) {
     let mut lp = Periodic::builder()
         .period(Nanos::from_us(100))
-        .mechanism(Mechanism::Mock)
-        .mock(rtick::wait::MockScript { latencies: vec![150, 900, 2_000], step: None })
+        .mechanism(MOCK)
+        .waiters(MockScript { latencies: vec![150, 900, 2_000], step: None }.source())
         .build()
         .unwrap();
     b.bench_local(|| lp.wait().unwrap());

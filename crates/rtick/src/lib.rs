@@ -86,6 +86,8 @@ pub mod stats;
 #[allow(unsafe_code)]
 mod sys;
 pub mod system;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
 pub mod time;
 pub mod wait;

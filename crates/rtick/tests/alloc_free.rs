@@ -9,6 +9,7 @@
 //! application does, and nothing else allocates meanwhile.
 
 use rtick::periodic::Periodic;
+use rtick::testing::MockScript;
 use rtick::wait::{HybridSlack, KindInfo, KINDS};
 use rtick::{Error, Nanos};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -26,7 +27,8 @@ const PERIODS: [Nanos; 2] = [Nanos(300_000), Nanos(400_000)];
 fn main() {
     rtick::wait::block_timer_signals().unwrap();
     let mut checked = Vec::new();
-    for k in KINDS.iter() {
+    // The public table and the mock waiter, injected as a waiter source.
+    for k in KINDS.iter().chain(rtick::testing::KINDS) {
         if let Some(shifted) = allocates_nothing(k) {
             checked.push(format!("{}{}", k.name, if shifted { "" } else { " (no shift)" }));
         }
@@ -54,7 +56,7 @@ fn allocates_nothing(k: &KindInfo) -> Option<bool> {
         .period(PERIODS[0])
         .mechanism(k.mechanism)
         .hybrid_slack(HybridSlack::Fixed(Nanos::from_us(50)))
-        .mock(rtick::wait::MockScript { latencies: vec![100, 200], step: None })
+        .waiters(MockScript { latencies: vec![100, 200], step: None }.source())
         .build();
     let mut lp = match built {
         Ok(lp) => lp,

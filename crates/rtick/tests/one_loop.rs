@@ -7,21 +7,21 @@ use std::sync::atomic::AtomicBool;
 
 use rtick::measure::{self, MeasureConfig, TraceRow};
 use rtick::periodic::{Periodic, Tick};
-use rtick::wait::MockScript;
-use rtick::{ClockId, Mechanism, Nanos, OverrunPolicy};
+use rtick::testing::{MockScript, MockStep, MOCK};
+use rtick::{ClockId, Nanos, OverrunPolicy};
 
 const PERIOD: Nanos = Nanos(1_000_000);
 
 /// What `rtick measure` recorded: its trace rows, overruns, missed periods, clock steps.
 fn measured(script: &MockScript, clock: ClockId, policy: OverrunPolicy, n: u64) -> (Vec<TraceRow>, u64, u64, u64) {
     let cfg = MeasureConfig {
-        mechanisms: vec![Mechanism::Mock],
+        mechanisms: vec![MOCK],
         interval: PERIOD,
         loops: Some(n),
         duration: None,
         clock,
         overrun: policy,
-        mock: script.clone(),
+        waiters: Some(script.clone().source()),
         ..Default::default()
     };
     let (mut producers, mut consumers) = measure::trace_rings(1, 4096);
@@ -39,9 +39,9 @@ fn ticked(script: &MockScript, clock: ClockId, policy: OverrunPolicy, n: u64) ->
     let mut p = Periodic::builder()
         .period(PERIOD)
         .clock(clock)
-        .mechanism(Mechanism::Mock)
+        .mechanism(MOCK)
         .overrun(policy)
-        .mock(script.clone())
+        .waiters(script.clone().source())
         .build()
         .unwrap();
     let (mut ticks, mut steps) = (Vec::new(), 0);
@@ -82,7 +82,7 @@ fn measure_and_periodic_tick_alike() {
 #[test]
 fn measure_and_periodic_treat_a_clock_step_alike() {
     for by in [10_000_300_000, -5_000_000_000] {
-        let step = MockScript { latencies: vec![100, 250], step: Some((5, by)) };
+        let step = MockScript { latencies: vec![100, 250], step: Some(MockStep { at: 5, by: Nanos(by) }) };
         same_loop(step.clone(), ClockId::Realtime, OverrunPolicy::Skip);
         let (_, _, missed, steps) = ticked(&step, ClockId::Realtime, OverrunPolicy::Skip, 40);
         assert_eq!((steps, missed), (1, 0), "a step is reported, and nothing is missed ({by})");

@@ -10,8 +10,11 @@
 //! engine returns early, and the loaded phase is not started after an
 //! interrupted idle one), and errors (`Running` stops them when dropped).
 
+use std::sync::Arc;
+
 use anyhow::Result;
 use rtick::measure::{self, MeasureConfig, MeasureReport, Progress, TraceProducer};
+use rtick::wait::WaiterSource;
 use rtick::Nanos;
 
 use super::load;
@@ -37,9 +40,9 @@ pub struct Runs {
     phases: Vec<Phase>,
     /// The CPUs the measuring threads are pinned to (empty: some are not pinned).
     measured: Vec<usize>,
-    /// Test builds: the mock's latencies in the loaded phase.
-    #[cfg(feature = "mock")]
-    loaded_mock: Vec<i64>,
+    /// The waiters of the loaded phase when not the run's (test builds:
+    /// the mock's latencies in the loaded phase).
+    loaded_waiters: Option<Arc<dyn WaiterSource>>,
 }
 
 /// What the phases and the loads did, for the run file.
@@ -64,22 +67,14 @@ impl Runs {
         };
         // Empty when a thread is unpinned: the load then shares its CPUs.
         let measured = cfg.pinned_cpus().unwrap_or_default();
-        Ok(Runs {
-            load,
-            phases,
-            measured,
-            #[cfg(feature = "mock")]
-            loaded_mock: a.mock.mock_loaded_latencies.clone(),
-        })
+        Ok(Runs { load, phases, measured, loaded_waiters: a.mock.loaded_waiters(cfg.waiters.as_ref()) })
     }
 
     /// The configuration of one phase: the run's, with the phase's duration.
     fn phase_cfg(&self, cfg: &MeasureConfig, phase: &Phase) -> MeasureConfig {
-        #[allow(unused_mut)]
         let mut c = MeasureConfig { duration: phase.duration.or(cfg.duration), ..cfg.clone() };
-        #[cfg(feature = "mock")]
-        if phase.name == LOADED && !self.loaded_mock.is_empty() {
-            c.mock.latencies = self.loaded_mock.clone();
+        if let (LOADED, Some(w)) = (phase.name, &self.loaded_waiters) {
+            c.waiters = Some(Arc::clone(w));
         }
         c
     }

@@ -61,10 +61,7 @@ pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
         unit_ns,
     });
     let cfg = &mut plan.cfg;
-    #[cfg(feature = "mock")]
-    {
-        cfg.mock = crate::mock::script(&a.mock, &cfg.mechanisms)?;
-    }
+    cfg.waiters = a.mock.waiters(&cfg.mechanisms)?;
     cfg.loops = a.loops;
     cfg.duration = duration;
     cfg.breaktrace = a.breaktrace;
@@ -108,7 +105,7 @@ pub fn loop_plan(a: &LoopArgs, all_by_default: bool, cpus: &Cpus) -> Result<Plan
         stack_prefault: DEFAULT_STACK_PREFAULT,
         interleave: None,
         rest_after_spinning: None,
-        // (The mock's script, in test builds; rtick may have the feature when this crate has not.)
+        // (The mock's waiters, in test builds, are the caller's.)
         ..Default::default()
     };
     Ok(Plan {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::rt::{ThreadSetup, DEFAULT_STACK_PREFAULT, MAX_SPAWNED_STACK_PREFAULT};
 use crate::schedule::OverrunPolicy;
 use crate::time::Nanos;
-use crate::wait::{HybridSlack, Mechanism, WaitConfig};
+use crate::wait::{HybridSlack, Mechanism, WaitConfig, WaiterSource};
 
 /// cyclictest-style fixed-width buckets to keep per thread.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -58,9 +58,9 @@ pub struct MeasureConfig {
     pub histogram: Option<HistogramSpec>,
     /// Stack each measuring thread touches before starting.
     pub stack_prefault: usize,
-    /// The script of the test-only `mock` mechanism (feature `mock`).
-    #[cfg(any(test, feature = "mock"))]
-    pub mock: crate::wait::MockScript,
+    /// Waiters in place of the library's own, made in each measuring
+    /// thread (a test's scripted waiter, `rtick::testing`).
+    pub waiters: Option<Arc<dyn WaiterSource>>,
     /// Interleave the mechanisms in slices of this length (`--compare`);
     /// `None` measures them one after the other.
     pub interleave: Option<Nanos>,
@@ -91,8 +91,7 @@ impl Default for MeasureConfig {
             tracemark: None,
             histogram: None,
             stack_prefault: DEFAULT_STACK_PREFAULT,
-            #[cfg(any(test, feature = "mock"))]
-            mock: Default::default(),
+            waiters: None,
             interleave: None,
             rest_after_spinning: None,
             warm_up: Nanos::ZERO,
@@ -135,9 +134,8 @@ impl MeasureConfig {
                     self.interval
                 )));
             }
-            #[cfg(any(test, feature = "mock"))]
-            if *m == Mechanism::Mock && self.mock.latencies.is_empty() {
-                return Err(Error::Invalid("the mock mechanism needs latencies".into()));
+            if !m.built_in() && self.waiters.is_none() {
+                return Err(Error::Invalid(format!("{} has no waiter of the library's own: supply one", info.name)));
             }
         }
         if let HybridSlack::Fixed(s) = self.hybrid_slack {
@@ -281,12 +279,7 @@ impl MeasureConfig {
     }
 
     pub(crate) fn wait_config(&self) -> WaitConfig {
-        WaitConfig {
-            clock: self.clock,
-            hybrid_slack: self.hybrid_slack,
-            #[cfg(any(test, feature = "mock"))]
-            mock: self.mock.clone(),
-        }
+        WaitConfig { clock: self.clock, hybrid_slack: self.hybrid_slack, waiters: self.waiters.clone() }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Runs the mechanisms one after the other and collects the results.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Barrier;
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ pub struct BreakEvent {
 #[derive(Debug, Default)]
 pub(crate) struct BreakSlot {
     claimed: AtomicBool,
-    mechanism: AtomicUsize,
+    mechanism: AtomicU16,
     thread: AtomicUsize,
     cycle: AtomicU64,
     latency: AtomicI64,
@@ -56,8 +56,7 @@ impl BreakSlot {
             if let Some((t, threshold)) = mark {
                 self.marked.store(t.hit(mechanism, thread, cycle, latency, threshold), Relaxed);
             }
-            let idx = crate::wait::KINDS.iter().position(|k| k.mechanism == mechanism).unwrap_or(0);
-            self.mechanism.store(idx, Relaxed);
+            self.mechanism.store(mechanism.code(), Relaxed);
             self.thread.store(thread, Relaxed);
             self.cycle.store(cycle, Relaxed);
             self.latency.store(latency.as_ns(), Relaxed);
@@ -67,7 +66,7 @@ impl BreakSlot {
 
     fn event(&self) -> Option<BreakEvent> {
         self.done.load(Acquire).then(|| BreakEvent {
-            mechanism: crate::wait::KINDS[self.mechanism.load(Relaxed)].mechanism,
+            mechanism: Mechanism::from_code(self.mechanism.load(Relaxed)),
             thread: self.thread.load(Relaxed),
             cycle: self.cycle.load(Relaxed),
             latency: Nanos(self.latency.load(Relaxed)),
@@ -298,5 +297,15 @@ mod tests {
         // What a thread returns passes through.
         assert_eq!(thread_outcome(0, joined(|| Ok(7))).unwrap(), 7);
         assert!(matches!(thread_outcome(0, joined(|| Err(Error::Invalid("x".into())))), Err(Error::Invalid(_))));
+    }
+
+    #[test]
+    fn the_break_keeps_its_mechanism_listed_or_not() {
+        for m in [crate::testing::MOCK, Mechanism::Futex, Mechanism::ClockNanosleep] {
+            let slot = BreakSlot::default();
+            slot.claim(m, 2, 7, Nanos(5_000), None);
+            let e = slot.event().expect("claimed");
+            assert_eq!((e.mechanism, e.thread, e.cycle, e.latency), (m, 2, 7, Nanos(5_000)));
+        }
     }
 }

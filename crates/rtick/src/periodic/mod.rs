@@ -59,7 +59,7 @@ use crate::error::{Error, Result};
 use crate::rt::{Setup, SetupGuard};
 use crate::schedule::OverrunPolicy;
 use crate::time::{Nanos, Time};
-use crate::wait::{self, HybridSlack, Mechanism, WaitConfig};
+use crate::wait::{self, HybridSlack, Mechanism, WaitConfig, WaiterSource};
 use ticker::Ticker;
 
 /// When the first deadline falls. Relative sleeps (each one period from
@@ -100,8 +100,7 @@ pub struct PeriodicBuilder {
     setup: Option<Setup>,
     sync: SyncConfig,
     hybrid_slack: HybridSlack,
-    #[cfg(any(test, feature = "mock"))]
-    mock: wait::MockScript,
+    waiters: Option<Arc<dyn WaiterSource>>,
 }
 
 impl PeriodicBuilder {
@@ -156,10 +155,10 @@ impl PeriodicBuilder {
         self.hybrid_slack = s;
         self
     }
-    /// The script of the test-only `mock` mechanism (feature `mock`).
-    #[cfg(any(test, feature = "mock"))]
-    pub fn mock(mut self, script: wait::MockScript) -> Self {
-        self.mock = script;
+    /// Waiters in place of the library's own (a test's scripted waiter,
+    /// `rtick::testing`).
+    pub fn waiters(mut self, source: Arc<dyn WaiterSource>) -> Self {
+        self.waiters = Some(source);
         self
     }
 
@@ -180,12 +179,7 @@ impl PeriodicBuilder {
         let mechanism = self.mechanism.unwrap_or(Mechanism::ClockNanosleep);
         let waiter = wait::build(
             mechanism,
-            &WaitConfig {
-                clock: self.clock,
-                hybrid_slack: self.hybrid_slack,
-                #[cfg(any(test, feature = "mock"))]
-                mock: self.mock,
-            },
+            &WaitConfig { clock: self.clock, hybrid_slack: self.hybrid_slack, waiters: self.waiters },
         )?;
         let now = waiter.now();
         let first = match self.start {

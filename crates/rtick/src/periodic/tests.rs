@@ -1,7 +1,7 @@
 //! Periodic on the mock waiter (exact numbers) and on the real clocks.
 
 use super::*;
-use crate::wait::MockScript;
+use crate::testing::{MockScript, MockStep, MOCK};
 
 fn script(lat: &[i64]) -> MockScript {
     MockScript { latencies: lat.to_vec(), step: None }
@@ -10,8 +10,8 @@ fn script(lat: &[i64]) -> MockScript {
 fn mock(lat: &[i64], overrun: OverrunPolicy) -> Periodic {
     Periodic::builder()
         .period(Nanos::from_ms(1))
-        .mechanism(Mechanism::Mock)
-        .mock(script(lat))
+        .mechanism(MOCK)
+        .waiters(script(lat).source())
         .overrun(overrun)
         .build()
         .unwrap()
@@ -59,8 +59,8 @@ fn a_realtime_step_is_reported_not_counted() {
         Periodic::builder()
             .period(Nanos::from_ms(1))
             .clock(clock)
-            .mechanism(Mechanism::Mock)
-            .mock(MockScript { latencies: vec![100], step: Some((2, by)) })
+            .mechanism(MOCK)
+            .waiters(MockScript { latencies: vec![100], step: Some(MockStep { at: 2, by: Nanos(by) }) }.source())
             .overrun(overrun)
             .build()
             .unwrap()

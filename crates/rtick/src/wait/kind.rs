@@ -5,49 +5,70 @@
 
 use std::fmt;
 
-/// A way to wait for a deadline.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mechanism {
+/// A way to wait for a deadline: a row of the mechanism table ([`KINDS`]).
+///
+/// Not an enum: a test waiter (`rtick::testing`, feature `testing`) is a
+/// mechanism of its own without a row in the public table, so features only
+/// add items. The built-in mechanisms are the associated constants.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Mechanism(u16);
+
+#[allow(non_upper_case_globals)]
+impl Mechanism {
     /// `clock_nanosleep(TIMER_ABSTIME)` on the chosen clock.
-    ClockNanosleep,
+    pub const ClockNanosleep: Mechanism = Mechanism(0);
     /// `clock_nanosleep` with a relative interval.
-    ClockNanosleepRel,
+    pub const ClockNanosleepRel: Mechanism = Mechanism(1);
     /// The `nanosleep` system call with a relative interval.
-    Nanosleep,
+    pub const Nanosleep: Mechanism = Mechanism(2);
     /// A POSIX timer signalling this thread, waited for with `sigwaitinfo`.
-    PosixTimer,
+    pub const PosixTimer: Mechanism = Mechanism(3);
     /// `setitimer(ITIMER_REAL)`, SIGALRM waited for with `sigwaitinfo`.
-    Itimer,
+    pub const Itimer: Mechanism = Mechanism(4);
     /// Busy polling of the clock.
-    Spin,
+    pub const Spin: Mechanism = Mechanism(5);
     /// Absolute sleep until deadline − slack, then spin.
-    Hybrid,
+    pub const Hybrid: Mechanism = Mechanism(6);
     /// An absolute periodic timerfd, waited for with read().
-    Timerfd,
+    pub const Timerfd: Mechanism = Mechanism(7);
     /// The same timerfd inside epoll_wait, as event loops use it.
-    TimerfdEpoll,
+    pub const TimerfdEpoll: Mechanism = Mechanism(8);
     /// ppoll with no fds and a nanosecond timeout to the deadline.
-    Ppoll,
+    pub const Ppoll: Mechanism = Mechanism(9);
     /// pselect with no fds and a nanosecond timeout to the deadline.
-    Pselect,
+    pub const Pselect: Mechanism = Mechanism(10);
     /// epoll_pwait2 on an empty epoll with a nanosecond timeout to the deadline.
-    EpollPwait2,
+    pub const EpollPwait2: Mechanism = Mechanism(11);
     /// FUTEX_WAIT_BITSET with an absolute timeout.
-    Futex,
+    pub const Futex: Mechanism = Mechanism(12);
     /// pthread_cond_timedwait on a condition variable using the run's clock.
-    Condvar,
+    pub const Condvar: Mechanism = Mechanism(13);
     /// usleep of the time left to the deadline.
-    Usleep,
+    pub const Usleep: Mechanism = Mechanism(14);
     /// std::thread::sleep of the time left to the deadline.
-    StdSleep,
+    pub const StdSleep: Mechanism = Mechanism(15);
     /// A POSIX timer delivered to an asynchronous signal handler.
-    PosixTimerHandler,
+    pub const PosixTimerHandler: Mechanism = Mechanism(16);
     /// A SCHED_DEADLINE thread that yields until its next period.
-    SchedDeadline,
-    /// A simulated mechanism on a manual clock, for tests (feature `mock`;
-    /// release builds do not have it).
-    #[cfg(any(test, feature = "mock"))]
-    Mock,
+    pub const SchedDeadline: Mechanism = Mechanism(17);
+
+    /// A mechanism outside the public table (a test waiter's), numbered from
+    /// [`Mechanism::FIRST_UNLISTED`] on so it never meets a built-in one.
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    pub(crate) const fn unlisted(n: u16) -> Mechanism {
+        Mechanism(Self::FIRST_UNLISTED + n)
+    }
+    const FIRST_UNLISTED: u16 = 1000;
+
+    /// Its number, to keep it in an atomic.
+    pub(crate) const fn code(self) -> u16 {
+        self.0
+    }
+
+    /// The mechanism [`Mechanism::code`] gave this number.
+    pub(crate) const fn from_code(code: u16) -> Mechanism {
+        Mechanism(code)
+    }
 }
 
 /// A row of the mechanism table.
@@ -264,23 +285,19 @@ pub const KINDS: &[KindInfo] = &[
             "root or CAP_SYS_NICE; affinity spanning the root domain (no -a/-S); period ≥ 100 µs",
         )
     },
-    #[cfg(any(test, feature = "mock"))]
-    KindInfo {
-        hidden: true,
-        ..row(
-            Mechanism::Mock,
-            "mock",
-            "simulated waits on a manual clock with scripted latencies (tests only)",
-            &[],
-            "nothing",
-        )
-    },
 ];
 
 impl Mechanism {
     /// This mechanism's row in the table.
     pub fn info(self) -> &'static KindInfo {
-        KINDS.iter().find(|k| k.mechanism == self).expect("every mechanism has a row")
+        KINDS.iter().chain(unlisted_rows()).find(|k| k.mechanism == self).expect("every mechanism has a row")
+    }
+
+    /// Whether the library has a waiter of its own for it (a row of
+    /// [`KINDS`]); the others are test waiters, given by a
+    /// [`WaiterSource`](super::WaiterSource).
+    pub fn built_in(self) -> bool {
+        KINDS.iter().any(|k| k.mechanism == self)
     }
 
     /// Its command-line name.
@@ -288,9 +305,10 @@ impl Mechanism {
         self.info().name
     }
 
-    /// Looks a command-line name up (exact match).
+    /// Looks a command-line name up (exact match), test mechanisms included
+    /// (feature `testing`).
     pub fn parse(name: &str) -> Option<Mechanism> {
-        KINDS.iter().find(|k| k.name == name).map(|k| k.mechanism)
+        KINDS.iter().chain(unlisted_rows()).find(|k| k.name == name).map(|k| k.mechanism)
     }
 
     /// The share of each period this mechanism spins at most (1 for
@@ -310,6 +328,38 @@ impl Mechanism {
     /// The names users may pass, in table order.
     pub fn public_names() -> Vec<&'static str> {
         KINDS.iter().filter(|k| !k.hidden).map(|k| k.name).collect()
+    }
+}
+
+/// The test mechanisms (feature `testing`): rows of their own, hidden, out
+/// of [`KINDS`]; `rtick::testing` gives their waiters.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod test_rows {
+    use super::{row, KindInfo, Mechanism};
+
+    /// The mock mechanism.
+    pub(crate) const MOCK: Mechanism = Mechanism::unlisted(0);
+
+    /// Their rows.
+    pub(crate) const KINDS: &[KindInfo] = &[KindInfo {
+        hidden: true,
+        ..row(MOCK, "mock", "simulated waits on a manual clock with scripted latencies (tests only)", &[], "nothing")
+    }];
+}
+
+/// The rows of the mechanisms outside [`KINDS`]: the test mechanisms'.
+#[cfg(any(test, feature = "testing"))]
+fn unlisted_rows() -> &'static [KindInfo] {
+    test_rows::KINDS
+}
+#[cfg(not(any(test, feature = "testing")))]
+fn unlisted_rows() -> &'static [KindInfo] {
+    &[]
+}
+
+impl fmt::Debug for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

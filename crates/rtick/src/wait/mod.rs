@@ -9,8 +9,6 @@ mod fd;
 mod futex;
 mod handler;
 pub mod kind;
-#[cfg(any(test, feature = "mock"))]
-mod mock;
 mod signal;
 mod sleep;
 mod spin;
@@ -18,10 +16,11 @@ mod step;
 mod timeout;
 
 pub use kind::{KindInfo, Mechanism, KINDS};
-#[cfg(any(test, feature = "mock"))]
-pub use mock::MockScript;
 pub use spin::Calibration;
 pub(crate) use step::StepWatch;
+
+use std::fmt;
+use std::sync::Arc;
 
 use crate::clock::ClockId;
 use crate::error::Result;
@@ -100,14 +99,31 @@ pub struct WaitConfig {
     pub clock: ClockId,
     /// The hybrid's slack.
     pub hybrid_slack: HybridSlack,
-    /// The script of the test-only `mock` mechanism (feature `mock`).
-    #[cfg(any(test, feature = "mock"))]
-    pub mock: MockScript,
+    /// Waiters supplied in place of the built-in ones (tests inject a
+    /// scripted waiter this way, see `rtick::testing`).
+    pub waiters: Option<Arc<dyn WaiterSource>>,
 }
 
-/// Builds `mechanism` for the calling thread. It waits for nothing until
-/// [`Waiter::arm`] gives it the grid.
+/// Supplies waiters in place of the library's own: how a test injects a
+/// [`Waiter`] into a run or a loop. A run builds its waiters in each
+/// measuring thread, so this is a factory.
+pub trait WaiterSource: Send + Sync + fmt::Debug {
+    /// The waiter for `mechanism`, built in the calling thread; `None`
+    /// leaves it to the library.
+    fn waiter(&self, mechanism: Mechanism, cfg: &WaitConfig) -> Option<Result<Box<dyn Waiter>>>;
+}
+
+/// Builds `mechanism` for the calling thread: the waiter source's, else the
+/// library's own. It waits for nothing until [`Waiter::arm`] gives it the grid.
 pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> {
+    match cfg.waiters.as_ref().and_then(|w| w.waiter(mechanism, cfg)) {
+        Some(supplied) => supplied,
+        None => build_own(mechanism, cfg),
+    }
+}
+
+/// The library's own waiter for `mechanism`.
+fn build_own(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> {
     Ok(match mechanism {
         Mechanism::ClockNanosleep => Box::new(sleep::AbsoluteSleep::new(cfg.clock)),
         Mechanism::ClockNanosleepRel => Box::new(sleep::RelativeSleep::clock_nanosleep(cfg.clock)),
@@ -127,8 +143,11 @@ pub fn build(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::StdSleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::StdSleep)?),
         Mechanism::PosixTimerHandler => Box::new(handler::HandlerTimerWait::new(cfg.clock)?),
         Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock)?),
-        #[cfg(any(test, feature = "mock"))]
-        Mechanism::Mock => Box::new(mock::Mock::new(&cfg.mock)?),
+        other => {
+            return Err(crate::Error::Invalid(format!(
+                "{other} has no waiter of the library's own: supply one (WaiterSource)"
+            )))
+        }
     })
 }
 

@@ -363,7 +363,7 @@ fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo, tracing: bool) -> Vec<(&
 mod tests {
     use super::*;
     use rtick::measure::{Progress, ThreadSnapshot};
-    use rtick::Mechanism::{ClockNanosleep, Spin};
+    use rtick::Mechanism;
 
     fn wakeups(c: &Collector, mechanism: &str) -> String {
         let mut text = String::new();
@@ -377,21 +377,21 @@ mod tests {
     /// bring what it missed, and the next run counts from zero again.
     #[test]
     fn a_runs_final_counts_reach_the_counters() {
-        let cfg = MeasureConfig { mechanisms: vec![ClockNanosleep, Spin], ..Default::default() };
+        let cfg = MeasureConfig { mechanisms: vec![Mechanism::ClockNanosleep, Mechanism::Spin], ..Default::default() };
         let (_, consumers) = rtick::measure::trace_rings(1, 16);
         let mut c = Collector::new(&cfg, &SystemInfo::read(), None, None, consumers);
         for _ in 0..2 {
             c.new_run();
             let snap = ThreadSnapshot { mechanism: 1, count: 70, ..Default::default() };
             let p = Progress {
-                mechanism: Spin,
+                mechanism: Mechanism::Spin,
                 mechanism_index: 1,
                 mechanisms: 2,
                 elapsed: Nanos::from_secs(1),
                 threads: &[snap],
             };
             c.collect(&p);
-            c.finish([(0, ClockNanosleep, 10, [100, 1, 2, 0]), (0, Spin, 10, [90, 0, 0, 0])]);
+            c.finish([(0, Mechanism::ClockNanosleep, 10, [100, 1, 2, 0]), (0, Mechanism::Spin, 10, [90, 0, 0, 0])]);
         }
         assert_eq!(wakeups(&c, "clock_nanosleep"), "200");
         assert_eq!(wakeups(&c, "spin"), "180");
@@ -402,7 +402,7 @@ mod tests {
 mod spike_tests {
     use super::*;
     use rtick::measure::{Progress, ThreadSnapshot, TraceRow};
-    use rtick::Mechanism::ClockNanosleep;
+    use rtick::Mechanism;
     use rtick::Time;
 
     fn spikes_total(c: &Collector) -> Vec<(String, u64)> {
@@ -423,8 +423,11 @@ mod spike_tests {
     #[test]
     fn a_crowded_drain_keeps_the_latest_spikes_of_all_threads() {
         let two = rtick::rt::ThreadSetup::default();
-        let cfg =
-            MeasureConfig { mechanisms: vec![ClockNanosleep], threads: vec![two.clone(), two], ..Default::default() };
+        let cfg = MeasureConfig {
+            mechanisms: vec![Mechanism::ClockNanosleep],
+            threads: vec![two.clone(), two],
+            ..Default::default()
+        };
         let (mut producers, consumers) = rtick::measure::trace_rings(2, 4096);
         let mut c = Collector::new(&cfg, &SystemInfo::read(), Some(Nanos::from_us(10)), None, consumers);
         c.new_run();
@@ -434,7 +437,7 @@ mod spike_tests {
                 let at = Time((2 * k + t as u64) as i64 * 1000);
                 let row = TraceRow {
                     thread: t as u32,
-                    mechanism: ClockNanosleep,
+                    mechanism: Mechanism::ClockNanosleep,
                     cycle: k,
                     planned: at,
                     actual: at + Nanos::from_us(20),
@@ -444,7 +447,7 @@ mod spike_tests {
         }
         let snaps = [ThreadSnapshot::default(); 2];
         let p = Progress {
-            mechanism: ClockNanosleep,
+            mechanism: Mechanism::ClockNanosleep,
             mechanism_index: 0,
             mechanisms: 1,
             elapsed: Nanos::from_secs(1),
