@@ -6,7 +6,9 @@
 //! message allocates; only shifts that succeed are watched. A test without
 //! the libtest harness (`harness = false`): it runs in the main thread,
 //! which blocks the timer signals before any other thread exists, as an
-//! application does, and nothing else allocates meanwhile.
+//! application does, and nothing else allocates meanwhile. A sched-deadline
+//! thread the kernel leaves throttled (its watchdog releases it, seen on
+//! loaded VMs) ends that mechanism's check, reported and not counted.
 
 use rtick::periodic::Periodic;
 use rtick::testing::MockScript;
@@ -40,13 +42,12 @@ fn main() {
     );
 }
 
-/// Allocations and reallocations while `f` runs (what it returns is dropped after).
-fn allocations<T>(f: impl FnOnce() -> T) -> (usize, usize) {
+/// Allocations and reallocations while `f` runs, and what it returned.
+fn allocations<T>(f: impl FnOnce() -> T) -> ((usize, usize), T) {
     let region = Region::new(GLOBAL);
     let out = f();
     let c = region.change();
-    drop(out);
-    (c.allocations, c.reallocations)
+    ((c.allocations, c.reallocations), out)
 }
 
 /// Checks one mechanism; `None` when it is unavailable here, else whether
@@ -66,10 +67,25 @@ fn allocates_nothing(k: &KindInfo) -> Option<bool> {
         }
         Err(e) => panic!("{}: {e}", k.name),
     };
+    match check(k, &mut lp) {
+        Ok(shifts) => Some(shifts),
+        // On a loaded VM the kernel may leave a sched-deadline thread
+        // throttled until its watchdog releases it: the kernel's doing, which
+        // no setup can fix, and not this test's subject (the waits before it
+        // were checked all the same).
+        Err(e @ Error::Unavailable { .. }) => {
+            println!("{}: not counted: {e}", k.name);
+            None
+        }
+        Err(e) => panic!("{}: {e}", k.name),
+    }
+}
+
+fn check(k: &KindInfo, lp: &mut Periodic) -> Result<bool, Error> {
     // The first of each: whatever is set up once happens here.
-    lp.wait().unwrap();
-    lp.set_period(PERIODS[1]).unwrap();
-    lp.wait().unwrap();
+    lp.wait()?;
+    lp.set_period(PERIODS[1])?;
+    lp.wait()?;
     let shifts = match lp.shift(Nanos(1_000)) {
         Ok(()) => true,
         Err(Error::Invalid(why)) if k.relative || k.estimated_grid => {
@@ -78,24 +94,24 @@ fn allocates_nothing(k: &KindInfo) -> Option<bool> {
         }
         Err(e) => panic!("{}: shift: {e}", k.name),
     };
-    lp.wait().unwrap();
+    lp.wait()?;
 
-    let waits = allocations(|| {
-        for _ in 0..50 {
-            lp.wait().unwrap();
-        }
-    });
+    let (waits, r) = allocations(|| (0..50).try_for_each(|_| lp.wait().map(drop)));
+    r?;
     assert_eq!(waits, (0, 0), "{} allocated in wait() (allocations, reallocations)", k.name);
     for i in 0..10 {
-        let changed = allocations(|| lp.set_period(PERIODS[i % 2]).unwrap());
+        let (changed, r) = allocations(|| lp.set_period(PERIODS[i % 2]));
+        r?;
         assert_eq!(changed, (0, 0), "{} allocated in set_period()", k.name);
         if shifts {
             let by = if i % 2 == 0 { Nanos(-1_000) } else { Nanos(1_000) };
-            let shifted = allocations(|| lp.shift(by).unwrap());
+            let (shifted, r) = allocations(|| lp.shift(by));
+            r?;
             assert_eq!(shifted, (0, 0), "{} allocated in shift()", k.name);
         }
-        let waited = allocations(|| lp.wait().unwrap());
+        let (waited, r) = allocations(|| lp.wait().map(drop));
+        r?;
         assert_eq!(waited, (0, 0), "{} allocated in wait() after a change", k.name);
     }
-    Some(shifts)
+    Ok(shifts)
 }

@@ -230,9 +230,10 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>>
                 match run_slice(slot, slice, &meta, trace.as_deref_mut()) {
                     Ok(()) => {}
                     // The kernel refused the run's interval when it was first armed
-                    // (sched-deadline's period limits or admission test): this
-                    // mechanism is unavailable, the others go on.
-                    Err(Error::Unavailable { reason, .. }) if slot.n == 0 => slots[slice.mechanism] = Err(reason),
+                    // (sched-deadline's period limits or admission test), or left a
+                    // sched-deadline thread throttled until its watchdog released it:
+                    // this mechanism is unavailable, the others go on.
+                    Err(Error::Unavailable { reason, .. }) => slots[slice.mechanism] = Err(reason),
                     Err(e) => {
                         failure = Some(e);
                         ctx.stop.store(true, Relaxed);

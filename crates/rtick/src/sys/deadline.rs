@@ -30,6 +30,11 @@ pub fn set_deadline(runtime: Nanos, period: Nanos) -> io::Result<()> {
 
 /// SCHED_DEADLINE with an explicit relative deadline.
 pub fn set_deadline_full(runtime: Nanos, deadline: Nanos, period: Nanos) -> io::Result<()> {
+    set_deadline_of(0, runtime, deadline, period)
+}
+
+/// Makes thread `tid` (0: the calling thread) SCHED_DEADLINE.
+pub fn set_deadline_of(tid: libc::pid_t, runtime: Nanos, deadline: Nanos, period: Nanos) -> io::Result<()> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         policy: SCHED_DEADLINE,
@@ -38,9 +43,9 @@ pub fn set_deadline_full(runtime: Nanos, deadline: Nanos, period: Nanos) -> io::
         period: period.as_ns() as u64,
         ..Default::default()
     };
-    // SAFETY: sched_setattr(pid 0 = this thread, attr, flags 0); attr is a valid
-    // struct sched_attr of the size it declares.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32) };
+    // SAFETY: sched_setattr(tid, attr, flags 0); attr is a valid struct
+    // sched_attr of the size it declares; an unknown tid only returns ESRCH.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0u32) };
     if r < 0 {
         Err(last_error())
     } else {

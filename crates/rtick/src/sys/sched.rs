@@ -12,19 +12,30 @@ use crate::time::Nanos;
 
 /// Sets the calling thread's policy (`SCHED_*`) and priority.
 pub fn set_scheduler(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
+    set_scheduler_of(0, policy, priority)
+}
+
+/// Sets thread `tid`'s policy and priority (`tid` 0: the calling thread).
+pub fn set_scheduler_of(tid: libc::pid_t, policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
     let param = libc::sched_param { sched_priority: priority };
-    // SAFETY: param is a valid sched_param; pid 0 is the calling thread.
-    check_ret(unsafe { libc::sched_setscheduler(0, policy, &param) })?;
+    // SAFETY: param is a valid sched_param; tid is a thread id (0: the calling
+    // thread); an unknown one only returns ESRCH.
+    check_ret(unsafe { libc::sched_setscheduler(tid, policy, &param) })?;
     Ok(())
 }
 
 /// The calling thread's policy and priority.
 pub fn scheduler() -> io::Result<(libc::c_int, libc::c_int)> {
-    // SAFETY: pid 0 is the calling thread.
-    let policy = super::check_ret(unsafe { libc::sched_getscheduler(0) })?;
+    scheduler_of(0)
+}
+
+/// Thread `tid`'s policy and priority (`tid` 0: the calling thread).
+pub fn scheduler_of(tid: libc::pid_t) -> io::Result<(libc::c_int, libc::c_int)> {
+    // SAFETY: a plain query; an unknown tid only returns ESRCH.
+    let policy = super::check_ret(unsafe { libc::sched_getscheduler(tid) })?;
     let mut param = libc::sched_param { sched_priority: 0 };
     // SAFETY: param is a valid out pointer.
-    super::check_ret(unsafe { libc::sched_getparam(0, &mut param) })?;
+    super::check_ret(unsafe { libc::sched_getparam(tid, &mut param) })?;
     Ok((policy, param.sched_priority))
 }
 

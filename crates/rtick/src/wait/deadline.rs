@@ -10,12 +10,20 @@
 //! slew, while CLOCK_MONOTONIC is slewed: over a long slice the two drift
 //! apart by the NTP correction (a few µs per second at most), which shows as
 //! a slow trend in the latency, early or late.
+//!
+//! While armed, a [`watchdog`] releases the thread if the kernel leaves it
+//! throttled inside one yield (seen on loaded VMs): the wait then fails with
+//! [`Error::Unavailable`], saying so.
+
+mod watchdog;
 
 use super::{Waiter, Wake};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::sys::{deadline, sched};
+use crate::rt::Policy;
+use crate::sys::{deadline, sched, timer};
 use crate::time::{Nanos, Time};
+use watchdog::Watchdog;
 
 /// Periods watched at the start of each slice to find the grid's phase.
 pub const ANCHOR_PERIODS: i64 = 16;
@@ -25,6 +33,7 @@ pub(super) struct DeadlineWait {
     interval: Nanos,
     restore: (libc::c_int, libc::c_int),
     next: Time,
+    watchdog: Watchdog,
 }
 
 fn unavailable(e: std::io::Error) -> Error {
@@ -41,6 +50,21 @@ fn unavailable(e: std::io::Error) -> Error {
     Error::Unavailable { mechanism: "sched-deadline", reason }
 }
 
+/// The error of a wait whose thread the watchdog released after `stuck`.
+#[cold]
+#[inline(never)]
+fn released(stuck: Nanos, restore: libc::c_int) -> Error {
+    let policy = Policy::from_raw(restore).unwrap_or_default().kernel_name();
+    Error::Unavailable {
+        mechanism: "sched-deadline",
+        reason: format!(
+            "the kernel did not replenish the thread's runtime for {stuck} (it stayed throttled after \
+             sched_yield; seen on loaded VMs): the thread was moved back to {policy}; \
+             use another mechanism or a longer period"
+        ),
+    }
+}
+
 /// A budget of 5 % of the period (at least 20 µs): ample for recording a wake-up.
 fn runtime_for(interval: Nanos) -> Nanos {
     Nanos((interval.as_ns() / 20).max(20_000)).min(interval)
@@ -54,7 +78,7 @@ impl DeadlineWait {
         // period comes with `arm`.
         let probe = Nanos::from_ms(1);
         deadline::set_deadline(runtime_for(probe), probe).map_err(unavailable)?;
-        let me = DeadlineWait { clock, interval: probe, restore, next: Time(0) };
+        let me = DeadlineWait { clock, interval: probe, restore, next: Time(0), watchdog: Watchdog::new() };
         me.leave()?;
         Ok(me)
     }
@@ -62,6 +86,19 @@ impl DeadlineWait {
     fn leave(&self) -> Result<()> {
         sched::set_scheduler(self.restore.0, self.restore.1)
             .map_err(|e| Error::sys("sched_setscheduler (leaving SCHED_DEADLINE)", e, ""))
+    }
+
+    /// One `sched_yield` under the watchdog's eye; fails if the watchdog
+    /// had to release the thread.
+    #[inline]
+    fn yield_watched(&mut self) -> Result<()> {
+        self.watchdog.enter();
+        sched::yield_now();
+        self.watchdog.leave();
+        match self.watchdog.released() {
+            None => Ok(()),
+            Some((stuck, _)) => Err(released(stuck, self.restore.0)),
+        }
     }
 }
 
@@ -72,15 +109,20 @@ impl Waiter for DeadlineWait {
 
     fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
+        // Spawned (once) while the thread is not SCHED_DEADLINE yet: such a thread may not fork.
+        self.watchdog
+            .spawn(timer::gettid(), self.restore)
+            .map_err(|e| Error::sys("spawning the sched-deadline watchdog thread", e, ""))?;
         deadline::set_deadline(runtime_for(interval), interval).map_err(unavailable)?;
+        self.watchdog.watch(interval);
         // Find the grid: the earliest phase (modulo the period, so a skipped
         // period does not matter) over the first periods.
-        sched::yield_now();
+        self.yield_watched()?;
         let t0 = self.clock.now();
         let mut earliest = Nanos::ZERO;
         let mut last = t0;
         for _ in 0..ANCHOR_PERIODS {
-            sched::yield_now();
+            self.yield_watched()?;
             last = self.clock.now();
             let phase = (last - t0).as_ns().rem_euclid(interval.as_ns());
             let phase = if phase > interval.as_ns() / 2 { phase - interval.as_ns() } else { phase };
@@ -93,17 +135,109 @@ impl Waiter for DeadlineWait {
     }
 
     fn disarm(&mut self) -> Result<()> {
+        self.watchdog.idle();
         self.leave()
     }
 
     #[inline]
     fn wait(&mut self, _deadline: Time) -> Result<Wake> {
-        sched::yield_now();
+        self.yield_watched()?;
         let actual = self.clock.now();
         let planned = self.next;
         // The next period boundary after this wake-up: periods slept through are skipped.
         let behind = (actual - planned).as_ns().max(0) / self.interval.as_ns();
         self.next = planned + self.interval * (behind + 1);
         Ok(Wake { planned, actual, kernel_next: Some(self.next) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::skip::skip;
+    use std::sync::{mpsc, Arc};
+
+    /// A sched-deadline wait for the calling thread, or why not (a skip).
+    fn built() -> Option<DeadlineWait> {
+        match DeadlineWait::new(ClockId::Monotonic) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                skip(&e.to_string(), false);
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn waits_that_progress_are_never_released_and_the_watchdog_ends_with_the_wait() {
+        std::thread::spawn(|| {
+            let Some(mut w) = built() else { return };
+            w.arm(w.now(), Nanos::from_ms(1)).unwrap();
+            let start = w.now();
+            let mut waits = 0;
+            // Beyond the watchdog's limit (1 s for a 1 ms period).
+            while w.now() - start < Nanos::from_ms(1_500) {
+                w.wait(Time(0)).unwrap();
+                waits += 1;
+            }
+            assert!(waits > 10, "{waits} waits in 1.5 s");
+            assert_eq!(w.watchdog.released(), None);
+            assert_eq!(sched::scheduler().unwrap().0, deadline::SCHED_DEADLINE as libc::c_int);
+            w.disarm().unwrap();
+            // Disarmed, the watchdog watches nothing: not even a thread that
+            // looks stuck inside a wait beyond the limit.
+            w.watchdog.enter();
+            std::thread::sleep(std::time::Duration::from_millis(1_500));
+            assert_eq!(w.watchdog.released(), None, "released while disarmed");
+            assert_eq!(sched::scheduler().unwrap(), w.restore);
+            let shared = Arc::clone(w.watchdog.shared());
+            drop(w);
+            assert_eq!(Arc::strong_count(&shared), 1, "the watchdog thread outlived the wait");
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// The stall seen on loaded VMs, made to happen: once the thread waits,
+    /// its period becomes 4 s (the kernel's longest by default), so it stays
+    /// inside one yield far beyond the watchdog's limit for the 1 ms armed.
+    #[test]
+    fn a_thread_left_inside_its_yield_is_released_and_the_wait_says_why() {
+        let (tx, rx) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let mut w = built()?;
+            w.arm(w.now(), Nanos::from_ms(1)).unwrap();
+            tx.send(timer::gettid()).unwrap();
+            let start = w.now();
+            let e = loop {
+                match w.wait(Time(0)) {
+                    Ok(_) if w.now() - start < Nanos::from_secs(20) => {}
+                    Ok(_) => {
+                        // Out of SCHED_DEADLINE first: a panic on 100 µs every 4 s takes ages.
+                        w.leave().unwrap();
+                        panic!("not released in 20 s");
+                    }
+                    Err(e) => break e,
+                }
+            };
+            let after = (sched::scheduler().unwrap(), w.now());
+            Some((e, w.watchdog.released(), start, after))
+        });
+        let Ok(tid) = rx.recv() else { return assert!(waiter.join().unwrap().is_none()) };
+        let four = Nanos::from_secs(4);
+        deadline::set_deadline_of(tid, Nanos::from_us(100), four, four).unwrap();
+        let (e, released, start, (policy, end)) = waiter.join().unwrap().unwrap();
+        let (stuck, at) = released.expect("the release is recorded");
+        assert!(stuck >= Nanos::from_secs(1), "released after {stuck}");
+        assert!(start < at && at <= end, "released at {at:?}, not within the waits ({start:?}..{end:?})");
+        assert_eq!(policy, (libc::SCHED_OTHER, 0), "moved back to the policy it had");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "sched-deadline is unavailable: the kernel did not replenish the thread's runtime for {stuck} \
+                 (it stayed throttled after sched_yield; seen on loaded VMs): the thread was moved back to \
+                 SCHED_OTHER; use another mechanism or a longer period"
+            )
+        );
     }
 }
