@@ -435,9 +435,13 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
         }
     }
     assert!(by.len() >= 10, "mechanisms with spikes: {:?}", by.keys());
-    let (explained, _, other) = by.remove("hybrid").expect("hybrid's spikes are counted");
-    assert_eq!(explained, 0.0, "hybrid spins: {other:?}");
-    assert!(other.len() == 1 && other[0].starts_with("not_timer_woken "), "hybrid: {other:?}");
+    // Hybrid spins up to its deadline: a wake-up of its more than 1 µs late
+    // is rare (about one in a thousand here, so its 1 s slice may have
+    // none); those it has are said not to be timer-woken.
+    if let Some((explained, _, other)) = by.remove("hybrid") {
+        assert_eq!(explained, 0.0, "hybrid spins: {other:?}");
+        assert!(other.len() == 1 && other[0].starts_with("not_timer_woken "), "hybrid: {other:?}");
+    }
     for (m, (explained, did_not_sleep, other)) in &by {
         let others: f64 = other.iter().map(|o| o.rsplit(' ').next().unwrap().parse::<f64>().unwrap()).sum();
         assert!(
