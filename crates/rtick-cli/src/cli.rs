@@ -11,7 +11,9 @@ use rtick::{ClockId, Nanos, OverrunPolicy};
 
 use crate::units;
 
+mod attach;
 mod maintenance;
+pub use attach::AttachArgs;
 pub use maintenance::{AssetsArgs, CleanupArgs};
 
 /// Precise periodic timing on Linux: measure the wake-up latency of every
@@ -43,6 +45,8 @@ pub enum Command {
     Report(ReportArgs),
     /// List the wait mechanisms rtick can measure.
     Mechanisms,
+    /// How late an unmodified running program's timed waits return: its threads' lateness in kernel phases, timer slack, event-driven wake-ups.
+    Attach(AttachArgs),
     /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
     Monitor(Box<MonitorArgs>),
     /// Remove what rtick processes killed with SIGKILL left: tracefs instances still tracing, cgroups with their --load-cmd still running, temporary output files.

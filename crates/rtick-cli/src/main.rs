@@ -89,6 +89,7 @@ fn main() -> ExitCode {
         cli::Command::Clocks(a) => cmd::clocks::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Drift(a) => cmd::drift::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Report(a) => cmd::report::run(a),
+        cli::Command::Attach(a) => cmd::attach::run(a),
         cli::Command::Monitor(a) => cmd::monitor::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();

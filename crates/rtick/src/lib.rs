@@ -66,6 +66,7 @@
 // Library code never prints: it returns what happened, and its user says it.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro))]
 
+pub mod attach;
 pub mod audit;
 pub mod cgroup;
 pub mod child_cgroup;

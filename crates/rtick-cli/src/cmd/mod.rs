@@ -2,6 +2,7 @@
 //! library and the exporters.
 
 pub mod assets;
+pub mod attach;
 pub mod audit;
 pub mod cleanup;
 pub mod clocks;

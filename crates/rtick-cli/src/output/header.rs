@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use rtick_model::json::{ConfigJson, LoadCommandJson, LoadJson, LoadPhaseJson, RunFile};
+use rtick_model::json::{ConfigJson, LoadCommandJson, LoadJson, LoadPhaseJson, RunFile, SystemJson};
 
 /// Renders the header from the same data that goes into the JSON file.
 pub fn render(run: &RunFile, mlock_detail: &str) -> String {
@@ -32,14 +32,7 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
         c.mechanisms.join(", "),
         rtick::text::count(c.threads as u64, "thread")
     );
-    let _ = writeln!(w, "  kernel        {} {} — preemption: {}", s.kernel, s.kernel_version, s.preempt);
-    let _ = writeln!(
-        w,
-        "  clock         {} (clocksource {}), {}",
-        c.clock,
-        s.clocksource.as_deref().unwrap_or("unknown"),
-        hres(s.hres_active)
-    );
+    w.push_str(&system_lines(s, &c.clock));
     let pin: Vec<String> = c
         .affinity
         .iter()
@@ -84,6 +77,18 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
 }
 
 /// Whether high-resolution timers are active, as `/proc/timer_list` said.
+/// The kernel and clock lines of a header (measure's, attach's).
+pub fn system_lines(s: &SystemJson, clock: &str) -> String {
+    format!(
+        "  kernel        {} {} — preemption: {}\n  clock         {clock} (clocksource {}), {}\n",
+        s.kernel,
+        s.kernel_version,
+        s.preempt,
+        s.clocksource.as_deref().unwrap_or("unknown"),
+        hres(s.hres_active)
+    )
+}
+
 fn hres(hres_active: Option<bool>) -> String {
     match hres_active {
         Some(true) => "high-resolution timers active".to_string(),

@@ -2,6 +2,7 @@
 //! `schema_version` changes when a field changes meaning or goes away.
 
 mod ab;
+mod attach;
 mod explain;
 mod gates;
 mod load;
@@ -9,6 +10,7 @@ mod load;
 use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
+pub use attach::{AttachFile, AttachedThreadJson, TargetJson, WakeUpJson};
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};

@@ -43,6 +43,10 @@ pub enum Tracepoint {
     SoftirqEntry,
     /// `irq:softirq_exit`: it ends.
     SoftirqExit,
+    /// `raw_syscalls:sys_exit`: a system call returns to user space. Not
+    /// in [`Tracepoint::ALL`] (every system call of the CPU): only
+    /// [`Tracepoint::ATTACH`] enables it, filtered to the attached threads.
+    SysExit,
 }
 
 impl Tracepoint {
@@ -63,6 +67,18 @@ impl Tracepoint {
         Tracepoint::SoftirqExit,
     ];
 
+    /// What `rtick attach` enables: [`Tracepoint::ALL`] and the system
+    /// calls' exits, where an attached thread is back in user space.
+    pub const ATTACH: [Tracepoint; 14] = {
+        let mut all = [Tracepoint::SysExit; 14];
+        let mut i = 0;
+        while i < Tracepoint::ALL.len() {
+            all[i] = Tracepoint::ALL[i];
+            i += 1;
+        }
+        all
+    };
+
     /// `system:name`, as tracefs's `set_event` spells it.
     pub const fn full_name(self) -> &'static str {
         match self {
@@ -79,6 +95,7 @@ impl Tracepoint {
             Tracepoint::IrqHandlerExit => "irq:irq_handler_exit",
             Tracepoint::SoftirqEntry => "irq:softirq_entry",
             Tracepoint::SoftirqExit => "irq:softirq_exit",
+            Tracepoint::SysExit => "raw_syscalls:sys_exit",
         }
     }
 
@@ -106,6 +123,7 @@ impl Tracepoint {
             Tracepoint::IrqHandlerEntry => &["irq", "name"],
             Tracepoint::IrqHandlerExit => &["irq", "ret"],
             Tracepoint::SoftirqEntry | Tracepoint::SoftirqExit => &["vec"],
+            Tracepoint::SysExit => &["id", "ret"],
         }
     }
 }
@@ -257,6 +275,13 @@ pub enum EventKind {
         /// Its vector.
         vec: u32,
     },
+    /// A system call of the event's task returns to user space.
+    SysExit {
+        /// The system call's number.
+        id: i64,
+        /// What it returned.
+        ret: i64,
+    },
 }
 
 /// The name of softirq vector `vec`, as the kernel prints it.
@@ -286,6 +311,16 @@ impl Event {
     /// Interrupts were disabled (TRACE_FLAG_IRQS_OFF).
     pub fn irqs_off(&self) -> bool {
         self.flags & 0x01 != 0
+    }
+
+    /// Recorded in a hard interrupt handler (TRACE_FLAG_HARDIRQ).
+    pub fn in_hardirq(&self) -> bool {
+        self.flags & 0x08 != 0
+    }
+
+    /// Recorded in a softirq (TRACE_FLAG_SOFTIRQ).
+    pub fn in_softirq(&self) -> bool {
+        self.flags & 0x10 != 0
     }
 }
 
@@ -400,6 +435,7 @@ fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> O
         Tracepoint::IrqHandlerExit => EventKind::IrqHandlerExit { irq: i32_(0)?, ret: i32_(1)? },
         Tracepoint::SoftirqEntry => EventKind::SoftirqEntry { vec: u(0)? as u32 },
         Tracepoint::SoftirqExit => EventKind::SoftirqExit { vec: u(0)? as u32 },
+        Tracepoint::SysExit => EventKind::SysExit { id: i(0)?, ret: i(1)? },
     };
     let c = &r.common;
     Some((c[0].i64(p)? as i32, c[1].u64(p)? as u8, c[2].u64(p)? as u8, kind))
@@ -464,6 +500,9 @@ mod tests {
             ("irq_vectors", "local_timer_entry")
         );
         assert_eq!(Tracepoint::ALL.iter().filter(|t| t.system() == "timer").count(), 4);
+        assert_eq!(&Tracepoint::ATTACH[..13], &Tracepoint::ALL[..]);
+        assert_eq!(Tracepoint::ATTACH[13].full_name(), "raw_syscalls:sys_exit");
+        assert!(!Tracepoint::ALL.contains(&Tracepoint::SysExit), "measure never traces every system call");
         assert_eq!((softirq_name(1), softirq_name(9), softirq_name(10)), ("TIMER", "RCU", "?"));
         assert_eq!(Comm::new(b"0123456789abcdefXYZ").to_string(), "0123456789abcdef");
     }

@@ -69,6 +69,11 @@ impl Kallsyms {
         (offset < MAX_OFFSET).then_some((name.as_str(), offset))
     }
 
+    /// The address of the function `name`.
+    pub fn address(&self, name: &str) -> Option<u64> {
+        self.syms.iter().find(|s| s.1 == name).map(|s| s.0)
+    }
+
     /// `name`, or `name+0xOFFSET` inside a function.
     pub fn name(&self, addr: u64) -> Option<String> {
         self.resolve(addr).map(|(n, o)| if o == 0 { n.to_string() } else { format!("{n}+{o:#x}") })
@@ -99,6 +104,8 @@ mod tests {
     fn names_exact_and_inside_addresses() {
         let k = Kallsyms::parse(TEXT).unwrap();
         assert_eq!(k.name(0xffffffff81200000).as_deref(), Some("hrtimer_wakeup"));
+        assert_eq!(k.address("hrtimer_wakeup"), Some(0xffffffff81200000));
+        assert_eq!(k.address("nothing"), None);
         assert_eq!(k.name(0xffffffff8141e4b0).as_deref(), Some("tick_sched_timer+0x10"));
         assert_eq!(k.name(0xffffffffc0001004).as_deref(), Some("mod_fn+0x4"));
         // Data symbols are not functions: 1 MiB past one is in none; nor is below the first.

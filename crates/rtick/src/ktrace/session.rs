@@ -43,11 +43,21 @@ pub struct Options {
     pub buffer_kb: usize,
     /// The longest an event waits in the buffer before the reader drains it.
     pub drain_interval: Nanos,
+    /// The events recorded: [`Tracepoint::ALL`], or [`Tracepoint::ATTACH`].
+    pub events: &'static [Tracepoint],
+    /// The threads whose system calls' exits are recorded
+    /// ([`Tracepoint::SysExit`], when in `events`).
+    pub syscall_pids: Vec<i32>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { buffer_kb: DEFAULT_BUFFER_KB, drain_interval: Nanos::from_ms(100) }
+        Options {
+            buffer_kb: DEFAULT_BUFFER_KB,
+            drain_interval: Nanos::from_ms(100),
+            events: &Tracepoint::ALL,
+            syscall_pids: Vec::new(),
+        }
     }
 }
 
@@ -129,16 +139,23 @@ pub struct Session {
     cpus: Vec<usize>,
     missing: Vec<&'static str>,
     paused: bool,
+    events: &'static [Tracepoint],
 }
 
 impl Session {
     /// Creates `instances/rtick-<pid>` under `tracefs` and starts recording
-    /// [`Tracepoint::ALL`] on `cpus`.
+    /// the events of `opts` ([`Tracepoint::ALL`] by default) on `cpus`.
     pub fn start(tracefs: &Path, cpus: &[usize], opts: &Options) -> Result<Session> {
         let p = Prepared::new(tracefs, cpus, opts)?;
         let reader = Reader::spawn(p.files, p.setup)?;
-        let session =
-            Session { instance: p.instance, reader: Some(reader), cpus: p.cpus, missing: p.missing, paused: false };
+        let session = Session {
+            instance: p.instance,
+            reader: Some(reader),
+            cpus: p.cpus,
+            missing: p.missing,
+            paused: false,
+            events: opts.events,
+        };
         session.instance.write("tracing_on", "1")?;
         Ok(session)
     }
@@ -186,10 +203,20 @@ impl Session {
     /// enabled (one by one: the instance's `events/enable` would switch on
     /// every event the kernel has, not only the session's).
     fn switch_events(&self, value: &str) -> Result<()> {
-        for tp in Tracepoint::ALL.iter().filter(|t| !self.missing.contains(&t.full_name())) {
+        for tp in self.events.iter().filter(|t| !self.missing.contains(&t.full_name())) {
             self.instance.write(&format!("events/{}/{}/enable", tp.system(), tp.name()), value)?;
         }
         Ok(())
+    }
+
+    /// Records the system calls' exits of `pids` from now on (threads of
+    /// an attached process found after the start), replacing the list.
+    pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
+        if !self.events.contains(&Tracepoint::SysExit) || self.missing.contains(&Tracepoint::SysExit.full_name()) {
+            return Ok(());
+        }
+        let tp = Tracepoint::SysExit;
+        self.instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &pid_filter(pids))
     }
 
     /// Stops recording, collects every event and removes the instance.
@@ -267,7 +294,7 @@ impl Prepared {
         if instance.has("buffer_percent") {
             instance.write("buffer_percent", "25")?;
         }
-        let (decoder, missing) = enable_events(&instance, &cpus)?;
+        let (decoder, missing) = enable_events(&instance, &cpus, opts)?;
         let (page, header) = load_headers(&instance.events_dir())?;
         let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
@@ -293,13 +320,17 @@ fn size_buffers(instance: &Instance, cpus: &[usize], kb: usize) -> Result<()> {
     Ok(())
 }
 
-/// Enables every event of [`Tracepoint::ALL`] this kernel has; returns the
+/// Enables every event of `opts.events` this kernel has; returns the
 /// decoder for them and the names of those it lacks.
-pub(super) fn enable_events(instance: &Instance, cpus: &[usize]) -> Result<(Decoder, Vec<&'static str>)> {
+pub(super) fn enable_events(
+    instance: &Instance,
+    cpus: &[usize],
+    opts: &Options,
+) -> Result<(Decoder, Vec<&'static str>)> {
     let events = instance.events_dir();
     let mut decoder = Decoder::new();
     let mut missing = Vec::new();
-    for tp in Tracepoint::ALL {
+    for &tp in opts.events {
         let rel = format!("events/{}/{}", tp.system(), tp.name());
         if !instance.has(&rel) {
             missing.push(tp.full_name());
@@ -311,7 +342,7 @@ pub(super) fn enable_events(instance: &Instance, cpus: &[usize]) -> Result<(Deco
             missing.push(tp.full_name());
             continue;
         }
-        if let Some(filter) = filter(tp, cpus) {
+        if let Some(filter) = filter(tp, cpus, &opts.syscall_pids) {
             instance.write(&format!("{rel}/filter"), &filter)?;
         }
         instance.write(&format!("{rel}/enable"), "1")?;
@@ -324,13 +355,23 @@ pub(super) fn enable_events(instance: &Instance, cpus: &[usize]) -> Result<(Deco
 /// only those of tasks that will run on a measured CPU matter (the measured
 /// thread, and whoever competes with it). Every `sched_switch`, IRQ,
 /// softirq and timer event on a measured CPU is kept: each may be a culprit.
-fn filter(tp: Tracepoint, cpus: &[usize]) -> Option<String> {
+/// System calls' exits are only those of `pids` (none when empty).
+fn filter(tp: Tracepoint, cpus: &[usize], pids: &[i32]) -> Option<String> {
     match tp {
         Tracepoint::SchedWaking | Tracepoint::SchedWakeup => {
             Some(cpus.iter().map(|c| format!("target_cpu == {c}")).collect::<Vec<_>>().join(" || "))
         }
+        Tracepoint::SysExit => Some(pid_filter(pids)),
         _ => None,
     }
+}
+
+/// `common_pid == a || common_pid == b`; for no pid, a filter no event passes.
+fn pid_filter(pids: &[i32]) -> String {
+    if pids.is_empty() {
+        return "common_pid == -1".into();
+    }
+    pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ")
 }
 
 fn open_pipe(instance: &Instance, cpu: usize) -> Result<File> {
@@ -360,9 +401,15 @@ mod tests {
 
     #[test]
     fn wake_ups_are_filtered_to_the_measured_cpus_and_nothing_else_is() {
-        assert_eq!(filter(Tracepoint::SchedWaking, &[1, 3]).unwrap(), "target_cpu == 1 || target_cpu == 3");
-        assert_eq!(filter(Tracepoint::SchedWakeup, &[0]).unwrap(), "target_cpu == 0");
-        assert_eq!(filter(Tracepoint::SchedSwitch, &[0]), None);
+        assert_eq!(filter(Tracepoint::SchedWaking, &[1, 3], &[]).unwrap(), "target_cpu == 1 || target_cpu == 3");
+        assert_eq!(filter(Tracepoint::SchedWakeup, &[0], &[]).unwrap(), "target_cpu == 0");
+        assert_eq!(filter(Tracepoint::SchedSwitch, &[0], &[7]), None);
+    }
+
+    #[test]
+    fn system_call_exits_are_only_the_attached_threads() {
+        assert_eq!(filter(Tracepoint::SysExit, &[0], &[7, 9]).unwrap(), "common_pid == 7 || common_pid == 9");
+        assert_eq!(filter(Tracepoint::SysExit, &[0], &[]).unwrap(), "common_pid == -1");
     }
 
     /// A fake instance holding `events/<sys>/<name>/{format,enable,filter}`
@@ -385,7 +432,7 @@ mod tests {
     fn events_the_kernel_lacks_are_reported_missing_and_the_others_enabled() {
         let d = tempfile::tempdir().unwrap();
         let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch, Tracepoint::SchedWaking]);
-        let (_, missing) = enable_events(&inst, &[1, 3]).unwrap();
+        let (_, missing) = enable_events(&inst, &[1, 3], &Options::default()).unwrap();
         let want: Vec<_> = Tracepoint::ALL
             .iter()
             .filter(|t| !matches!(t, Tracepoint::SchedSwitch | Tracepoint::SchedWaking))
@@ -406,7 +453,7 @@ mod tests {
         let format = inst.events_dir().join("sched/sched_switch/format");
         let text = std::fs::read_to_string(&format).unwrap();
         std::fs::write(&format, text.replace("next_prio;", "next_priority;")).unwrap();
-        let (_, missing) = enable_events(&inst, &[0]).unwrap();
+        let (_, missing) = enable_events(&inst, &[0], &Options::default()).unwrap();
         assert!(missing.contains(&"sched:sched_switch"));
         assert_eq!(std::fs::read_to_string(inst.dir().join("events/sched/sched_switch/enable")).unwrap(), "");
     }

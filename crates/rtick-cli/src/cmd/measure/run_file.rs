@@ -53,7 +53,8 @@ pub fn record_report(file: &mut RunFile, report: &MeasureReport) {
     });
 }
 
-fn system_json(s: &SystemInfo) -> SystemJson {
+/// The system's part of a results file (measure's and attach's).
+pub(crate) fn system_json(s: &SystemInfo) -> SystemJson {
     SystemJson {
         kernel: s.kernel_release.clone(),
         kernel_version: s.kernel_version.clone(),

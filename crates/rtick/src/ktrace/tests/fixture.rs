@@ -109,7 +109,7 @@ impl Setup {
         inst.set_cpumask(&[cpu]).unwrap();
         inst.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.kb.to_string()).unwrap();
         if self.events {
-            super::session::enable_events(&inst, &[cpu]).unwrap();
+            super::session::enable_events(&inst, &[cpu], &Default::default()).unwrap();
         }
         save(&inst, out, cpu, self.fields, work);
     }
@@ -333,6 +333,7 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::IrqHandlerEntry { irq, name } => vec![("irq", Int(*irq as u64)), ("name", Str(name.to_string()))],
         EventKind::IrqHandlerExit { irq, ret } => vec![("irq", Int(*irq as u64)), ("ret", Int(*ret as u64))],
         EventKind::SoftirqEntry { vec } | EventKind::SoftirqExit { vec } => vec![("vec", Int(u64::from(*vec)))],
+        EventKind::SysExit { id, ret } => vec![("id", Int(*id as u64)), ("ret", Int(*ret as u64))],
     }
 }
 

@@ -1,0 +1,41 @@
+//! The options of `rtick attach`.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+use rtick::Nanos;
+
+use crate::units;
+
+/// Options of `rtick attach`: the target is a PID, --tid or --comm.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").required(true).args(["pid", "tid", "comm"])))]
+pub struct AttachArgs {
+    /// The process to attach to: all its threads, including those it creates later.
+    #[arg(value_name = "PID")]
+    pub pid: Option<i32>,
+
+    /// Only these threads (comma-separated thread ids).
+    #[arg(long, value_name = "TID[,TID…]", value_delimiter = ',')]
+    pub tid: Option<Vec<i32>>,
+
+    /// The one process of this name (/proc/PID/comm); several of that name are an error listing their pids.
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+
+    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits.
+    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
+    pub duration: Option<Nanos>,
+
+    /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// The tracefs directory to trace in [default: where tracefs is mounted, else /sys/kernel/tracing].
+    #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]
+    pub tracefs: Option<PathBuf>,
+
+    /// Print only the per-thread table and the findings, not the header.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

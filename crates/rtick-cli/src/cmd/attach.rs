@@ -1,0 +1,145 @@
+//! `rtick attach`: the lateness of a running program's timed waits. Glue:
+//! the target resolved, the library's attach run, its figures rendered and
+//! written to --json.
+
+use std::fmt::Write;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary};
+use rtick::system::{format_cpu_list, SystemInfo};
+use rtick_model::json::AttachFile;
+
+use crate::cli::AttachArgs;
+use crate::export::atomic::AtomicFile;
+use crate::Usage;
+
+/// Runs `rtick attach`.
+pub fn run(a: &AttachArgs) -> Result<ExitCode> {
+    let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
+    let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    let stop = crate::stop_flag()?;
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration };
+    let attached = attach(&target, &opts, &stop).context("attach")?;
+    let system = super::measure::run_file::system_json(&SystemInfo::read());
+    let file = AttachFile::of(&attached, &target, system, started_at);
+    let mut out = String::new();
+    if !a.quiet {
+        out += &header(&attached, &target, &file);
+    }
+    out += &render(&attached);
+    print!("{out}");
+    if let Some(j) = json {
+        j.write_json(&file)?;
+        j.commit()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The target as given: exactly one of PID, --tid, --comm (clap sees to it).
+fn spec(a: &AttachArgs) -> Result<Spec, Usage> {
+    let positive = |p: i32, what: &str| match p > 0 {
+        true => Ok(p),
+        false => Err(Usage(format!("{what} {p} is not a process id: give a positive number (ps -eLo pid,tid,comm)"))),
+    };
+    Ok(match (&a.pid, &a.tid, &a.comm) {
+        (Some(p), _, _) => Spec::Pid(positive(*p, "PID")?),
+        (_, Some(t), _) => Spec::Tids(t.iter().map(|&t| positive(t, "--tid")).collect::<Result<_, _>>()?),
+        (_, _, Some(c)) if !c.is_empty() => Spec::Comm(c.clone()),
+        _ => return Err(Usage("--comm needs a name: the one /proc/PID/comm shows (ps -eo pid,comm)".into())),
+    })
+}
+
+/// What was attached to, for how long, and its threads' settings.
+fn header(a: &Attached, target: &Target, file: &AttachFile) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "rtick {} attach: pid {} ({}) | {} | traced {} on CPUs {}",
+        file.rtick_version,
+        target.pid,
+        target.comm,
+        rtick::text::count(a.threads.len() as u64, "thread"),
+        a.elapsed,
+        format_cpu_list(&a.cpus)
+    );
+    o += &crate::output::header::system_lines(&file.system, "CLOCK_MONOTONIC");
+    for t in a.threads.iter().map(|t| &t.thread) {
+        let slack = t.timer_slack_ns.map_or("unknown".into(), |s| format!("{s} ns"));
+        let _ = writeln!(
+            o,
+            "  thread {:<7} {:<16} {}; affinity {}; timer slack {slack}",
+            t.tid,
+            t.comm,
+            t.policy_text(),
+            format_cpu_list(&t.affinity)
+        );
+    }
+    o.push('\n');
+    o
+}
+
+/// The table per thread, the phases and event-driven wake-ups, the findings and notes.
+pub fn render(a: &Attached) -> String {
+    let dash = || "-".to_string();
+    let mut rows =
+        vec![["thread", "timed waits", "p50", "p90", "p99", "max", "slack p50", "event-driven", "unmatched"]
+            .map(String::from)
+            .to_vec()];
+    for s in &a.threads {
+        let mut r = vec![format!("{} {}", s.thread.tid, s.thread.comm), s.timed.to_string()];
+        match s.lateness {
+            Some(l) => r.extend(l.iter().map(|n| n.to_string())),
+            None => r.extend((0..4).map(|_| dash())),
+        }
+        r.push(s.slack_p50.map_or_else(dash, |n| n.to_string()));
+        r.extend([s.event_driven.to_string(), s.unmatched.to_string()]);
+        rows.push(r);
+    }
+    let mut o = String::from("lateness of timed waits (back in user space − time asked for):\n");
+    o += &crate::output::columns::layout(&rows, true);
+    for s in &a.threads {
+        o += &details(s);
+    }
+    if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
+        o += "\nno timed wait of the target in the run: it did not sleep on a timer while traced\n";
+    }
+    for f in rtick::attach::findings(&a.threads) {
+        let _ = writeln!(o, "\nfinding: {f}");
+    }
+    if a.lost.any() {
+        let _ = writeln!(o, "\nwarning: the kernel lost trace events ({:?}): waits around them are missing", a.lost);
+    }
+    match a.end {
+        End::TargetExited => o += "\nnote: the target exited; the figures cover its run until then\n",
+        End::Interrupted => o += "\nnote: interrupted; the figures cover the run until then\n",
+        End::Duration => {}
+    }
+    o
+}
+
+/// A thread's phases and its event-driven wake-ups, a line each.
+fn details(s: &ThreadSummary) -> String {
+    let mut o = String::new();
+    let name = format!("{} {}", s.thread.tid, s.thread.comm);
+    if let Some(phases) = &s.phases {
+        let p: Vec<String> = phases
+            .iter()
+            .zip(rtick::explain::Phases::DISPLAY_NAMES)
+            .map(|((_, [p50, p99, max]), n)| format!("{n} {p50} / {p99} / {max}"))
+            .collect();
+        let _ = writeln!(o, "  {name}: phases p50 / p99 / max: {}", p.join("; "));
+    }
+    if let Some([p50, max]) = s.event_scheduling {
+        let by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
+        let _ = writeln!(
+            o,
+            "  {name}: {} woken before their timer (data, a futex, a signal): scheduling p50 {p50}, max {max}; woken by {}",
+            s.event_driven,
+            by.join(", ")
+        );
+    }
+    o
+}

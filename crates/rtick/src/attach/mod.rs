@@ -1,0 +1,32 @@
+//! `rtick attach`: the lateness of an unmodified program's timed waits.
+//!
+//! Every timed wait of a thread (a `clock_nanosleep`, a `nanosleep`, an
+//! `epoll_wait` or futex timeout…) arms an hrtimer whose
+//! `timer:hrtimer_start` event carries the time the program asked for
+//! (`softexpires`) and the latest the kernel may fire it (`expires`, the
+//! request plus the thread's timer slack). Following that timer to its
+//! expiry, the thread's `sched_waking`, its switch-in and its system call's
+//! exit gives the wait's **lateness** (back in user space − requested) in
+//! the four phases `measure --explain` uses ([`Phases`](crate::explain::Phases)).
+//!
+//! - [`target`]: the threads to follow (a pid's, a list of tids, a
+//!   program's name) and what /proc says of each;
+//! - [`waits`]: the events turned into each thread's timed and
+//!   event-driven wake-ups;
+//! - [`summary`]: the figures per thread and the findings;
+//! - [`run`](mod@run): the tracing session from start to its end (a
+//!   duration, Ctrl-C, or the target's exit).
+//!
+//! The trace is rtick's own tracefs instance ([`ktrace::Session`](crate::ktrace::Session)),
+//! with [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the
+//! CPUs the target may run on, its system calls' exits filtered to its threads.
+
+pub mod run;
+pub mod summary;
+pub mod target;
+pub mod waits;
+
+pub use run::{attach, AttachOptions, Attached, End};
+pub use summary::{findings, ThreadSummary};
+pub use target::{Spec, Target, TargetError, ThreadInfo};
+pub use waits::{EventWake, ThreadWaits, TimedWait, Waker};

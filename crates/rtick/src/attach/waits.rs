@@ -1,0 +1,282 @@
+//! The trace turned into each attached thread's wake-ups.
+//!
+//! Per thread, per wait (events in time order, all CPUs merged):
+//!
+//! ```text
+//!  hrtimer_start   expire_entry      sched_waking   switch in      sys_exit
+//!  (softexpires) ─ IRQ delay ─│─ wake-up path ─│─ scheduling ─│─ return to user ─│
+//! ```
+//!
+//! The wait begins at an `hrtimer_start` of an hrtimer-sleeper timer
+//! (callback `hrtimer_wakeup`) armed by the thread itself, outside an
+//! interrupt, and ends at the thread's next system call exit after it was
+//! woken. When that timer's callback ran before the thread's `sched_waking`,
+//! the timer woke it: a **timed** wait, late by `sys_exit − softexpires`.
+//! Otherwise something else woke it first (data, a futex wake, a signal)
+//! and the kernel cancelled the timer: an **event-driven** wake-up,
+//! counted apart with its scheduling latency and its waker. (The kernel
+//! also records `hrtimer_cancel` as a timer expires, so the cancel event
+//! itself does not tell them apart; the expiry does.)
+
+use std::collections::{HashMap, HashSet};
+
+use crate::explain::Phases;
+use crate::ktrace::{Comm, Event, EventKind};
+use crate::time::{Nanos, Time};
+
+/// Who woke a thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Waker {
+    /// A hard interrupt handler (a timer's callback, a device's IRQ).
+    Irq,
+    /// A softirq.
+    Softirq,
+    /// A task: its pid and name (empty when it never ran on a traced CPU).
+    Task(i32, String),
+}
+
+impl std::fmt::Display for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Waker::Irq => f.write_str("irq"),
+            Waker::Softirq => f.write_str("softirq"),
+            Waker::Task(pid, c) if c.is_empty() => write!(f, "pid {pid}"),
+            Waker::Task(pid, c) => write!(f, "{c}/{pid}"),
+        }
+    }
+}
+
+/// A wait that its timer ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TimedWait {
+    /// The time asked for (`softexpires`, CLOCK_MONOTONIC).
+    pub requested: Time,
+    /// The timer slack the kernel added (`expires − softexpires`).
+    pub slack: Nanos,
+    /// Back in user space (the system call's exit) − requested.
+    pub lateness: Nanos,
+    /// The lateness in its four phases (they add up to it).
+    pub phases: Phases,
+}
+
+/// A wait that something other than its timer ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventWake {
+    /// The thread's `sched_waking`.
+    pub woken: Time,
+    /// `sched_waking` → switched in (0 when it was still running).
+    pub scheduling: Nanos,
+    /// Who woke it.
+    pub waker: Waker,
+}
+
+/// One thread's wake-ups in the trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadWaits {
+    /// Its timed waits, in time order.
+    pub timed: Vec<TimedWait>,
+    /// Its event-driven wake-ups, in time order.
+    pub event_driven: Vec<EventWake>,
+    /// Waits that returned without the thread being woken (their time had
+    /// passed, or their events were not recorded).
+    pub unmatched: u64,
+}
+
+/// A wait in progress.
+#[derive(Clone, Debug)]
+struct Pending {
+    hrtimer: u64,
+    soft: Time,
+    hard: Time,
+    expired: Option<Time>,
+    waking: Option<(Time, Waker)>,
+    switched_in: Option<Time>,
+}
+
+/// Follows the waits of `tids` through `events` (time order, every traced
+/// CPU's); `sleeper_fn` is the address of `hrtimer_wakeup` (`None` when
+/// unknown: then every timer a thread arms is taken for its wait's).
+pub fn follow(events: &[&Event], tids: &[i32], sleeper_fn: Option<u64>) -> HashMap<i32, ThreadWaits> {
+    let set: HashSet<i32> = tids.iter().copied().collect();
+    let mut out: HashMap<i32, ThreadWaits> = tids.iter().map(|&t| (t, ThreadWaits::default())).collect();
+    let mut pending: HashMap<i32, Pending> = HashMap::new();
+    let mut comms: HashMap<i32, Comm> = HashMap::new();
+    for e in events {
+        match &e.kind {
+            EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. }
+                if set.contains(&e.pid) && !e.in_hardirq() && sleeper_fn.is_none_or(|f| f == *function) =>
+            {
+                let p = Pending {
+                    hrtimer: *hrtimer,
+                    soft: *softexpires,
+                    hard: *expires,
+                    expired: None,
+                    waking: None,
+                    switched_in: None,
+                };
+                pending.insert(e.pid, p);
+            }
+            EventKind::HrtimerExpireEntry { hrtimer, .. } => {
+                for p in pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
+                    p.expired = Some(e.ts);
+                }
+            }
+            EventKind::SchedWaking(w) => {
+                if let Some(p) = pending.get_mut(&w.pid).filter(|p| p.waking.is_none()) {
+                    p.waking = Some((e.ts, waker(e, &comms)));
+                }
+            }
+            EventKind::SchedSwitch(s) => {
+                comms.insert(s.next_pid, s.next_comm);
+                comms.insert(s.prev_pid, s.prev_comm);
+                if let Some(p) = pending.get_mut(&s.next_pid).filter(|p| p.waking.is_some() && p.switched_in.is_none())
+                {
+                    p.switched_in = Some(e.ts);
+                }
+            }
+            EventKind::SysExit { .. } => {
+                if let (Some(p), Some(w)) = (pending.remove(&e.pid), out.get_mut(&e.pid)) {
+                    end(p, e.ts, w);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The wait `p` ended at the system call's exit `exit`.
+fn end(p: Pending, exit: Time, w: &mut ThreadWaits) {
+    let Some((woken, waker)) = p.waking else {
+        w.unmatched += 1;
+        return;
+    };
+    let on_cpu = p.switched_in.unwrap_or(woken);
+    match p.expired {
+        Some(expired) if expired <= woken => w.timed.push(TimedWait {
+            requested: p.soft,
+            slack: p.hard - p.soft,
+            lateness: exit - p.soft,
+            phases: Phases {
+                irq_delay: expired - p.soft,
+                wakeup_path: woken - expired,
+                scheduling: on_cpu - woken,
+                return_to_user: exit - on_cpu,
+            },
+        }),
+        _ => w.event_driven.push(EventWake { woken, scheduling: on_cpu - woken, waker }),
+    }
+}
+
+/// The waker of the `sched_waking` event `e`.
+fn waker(e: &Event, comms: &HashMap<i32, Comm>) -> Waker {
+    if e.in_hardirq() {
+        Waker::Irq
+    } else if e.in_softirq() {
+        Waker::Softirq
+    } else {
+        Waker::Task(e.pid, comms.get(&e.pid).map(|c| c.to_string()).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ktrace::{Switch, Wakeup};
+
+    const SLEEPER: u64 = 0xffff_0001;
+    const T: i32 = 42;
+
+    fn ev(ts: i64, pid: i32, flags: u8, kind: EventKind) -> Event {
+        Event { ts: Time(ts), pid, flags, preempt_count: 0, kind }
+    }
+    fn start(ts: i64, soft: i64) -> Event {
+        let k = EventKind::HrtimerStart {
+            hrtimer: 0xa,
+            function: SLEEPER,
+            expires: Time(soft + 50),
+            softexpires: Time(soft),
+            mode: 0,
+        };
+        ev(ts, T, 0, k)
+    }
+    fn expire(ts: i64) -> Event {
+        ev(ts, 0, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER })
+    }
+    fn waking(ts: i64, by: i32, flags: u8) -> Event {
+        let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 120, target_cpu: 0 };
+        ev(ts, by, flags, EventKind::SchedWaking(w))
+    }
+    fn switch_in(ts: i64, from: i32) -> Event {
+        let s = Switch {
+            prev_comm: Comm::new(b"writer"),
+            prev_pid: from,
+            prev_prio: 120,
+            prev_state: 1,
+            next_comm: Comm::new(b"app"),
+            next_pid: T,
+            next_prio: 120,
+        };
+        ev(ts, from, 0, EventKind::SchedSwitch(s))
+    }
+    fn exit(ts: i64) -> Event {
+        ev(ts, T, 0, EventKind::SysExit { id: 230, ret: 0 })
+    }
+
+    fn run(events: &[Event]) -> ThreadWaits {
+        let refs: Vec<&Event> = events.iter().collect();
+        follow(&refs, &[T], Some(SLEEPER)).remove(&T).unwrap()
+    }
+
+    #[test]
+    fn a_timed_wait_is_split_into_phases_that_add_up_to_its_lateness() {
+        let w = run(&[
+            exit(500),
+            start(1_000, 10_000),
+            expire(10_100),
+            waking(10_300, 0, 0x09),
+            switch_in(10_700, 0),
+            exit(11_000),
+        ]);
+        assert_eq!((w.event_driven.len(), w.unmatched), (0, 0));
+        let t = w.timed[0];
+        assert_eq!((t.requested, t.slack, t.lateness), (Time(10_000), Nanos(50), Nanos(1_000)));
+        assert_eq!(
+            t.phases,
+            Phases {
+                irq_delay: Nanos(100),
+                wakeup_path: Nanos(200),
+                scheduling: Nanos(400),
+                return_to_user: Nanos(300)
+            }
+        );
+        assert_eq!(t.phases.total(), t.lateness);
+    }
+
+    #[test]
+    fn a_wait_woken_before_its_timer_is_event_driven_with_its_waker() {
+        let mut events = vec![switch_in(0, 77), start(1_000, 50_000), waking(2_000, 77, 0)];
+        events.extend([switch_in(2_500, 77), exit(3_000)]);
+        // Woken by data, then the timer fired before the thread cancelled it: still event-driven.
+        events.extend([start(4_000, 90_000), waking(5_000, 0, 0x08), expire(5_100), switch_in(6_000, 0), exit(6_100)]);
+        let w = run(&events);
+        assert!(w.timed.is_empty());
+        let e = &w.event_driven;
+        assert_eq!((e[0].scheduling, e[0].waker.clone()), (Nanos(500), Waker::Task(77, "writer".into())));
+        assert_eq!(e[0].waker.to_string(), "writer/77");
+        assert_eq!((e[1].scheduling, e[1].waker.to_string()), (Nanos(1_000), "irq".to_string()));
+    }
+
+    #[test]
+    fn other_timers_and_waits_that_never_slept_are_not_waits() {
+        let mut tick = start(1_000, 2_000);
+        if let EventKind::HrtimerStart { function, .. } = &mut tick.kind {
+            *function = 0xdead;
+        }
+        let mut in_irq = start(1_100, 2_000);
+        in_irq.flags = 0x08;
+        let w = run(&[tick, in_irq, exit(1_500), start(2_000, 2_500), exit(2_100)]);
+        assert!(w.timed.is_empty() && w.event_driven.is_empty());
+        assert_eq!(w.unmatched, 1, "the armed wait that returned unwoken");
+    }
+}
