@@ -1,0 +1,248 @@
+//! `rtick attach` on real programs: a C loop (tests/c/periodic.c) that
+//! records its own planned and actual wake-ups is the ground truth rtick's
+//! per-wake-up lateness is checked against; its SCHED_OTHER variant shows
+//! the kernel's 50 µs timer slack apart; the target's exit and Ctrl-C end
+//! the run with its summary; bad targets are one-line usage errors. Root,
+//! tracefs and a C compiler needed; under CI a skip is a failure.
+
+mod common;
+use common::*;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
+use support::TRACEFS;
+
+fn ready() -> bool {
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+}
+
+/// tests/c/periodic.c compiled into `dir` as `name` (each test its own:
+/// they run at once, and one attaches by name), or `None` (skipped)
+/// without a C compiler.
+fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    let exe = dir.join(name);
+    match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
+        Ok(s) if s.success() => Some(exe),
+        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
+        Err(e) => {
+            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
+            None
+        }
+    }
+}
+
+/// Starts the loop: `cycles` of 1 ms, `fifo` or `other`, its record in `out`.
+fn start(exe: &Path, out: &Path, cycles: u32, policy: &str) -> Child {
+    Command::new(exe).arg(out).arg(cycles.to_string()).args(["1000", policy]).spawn().expect("the loop starts")
+}
+
+fn attach(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rtick"))
+        .arg("attach")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rtick starts")
+}
+
+fn finish(c: Child) -> std::process::Output {
+    let pid = c.id();
+    let o = c.wait_with_output().unwrap();
+    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
+    o
+}
+
+/// The program's own (planned, actual) wake-ups.
+fn ground_truth(path: &Path) -> Vec<(i64, i64)> {
+    let text = std::fs::read_to_string(path).expect("the loop wrote its record");
+    text.lines()
+        .map(|l| {
+            let (p, a) = l.split_once(' ').unwrap();
+            (p.parse().unwrap(), a.parse().unwrap())
+        })
+        .collect()
+}
+
+/// rtick's wake-ups of the attached thread: requested → (lateness, slack).
+fn wake_ups(run: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
+    let threads = run["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{run}");
+    let w = threads[0]["wake_ups"].as_array().unwrap();
+    w.iter()
+        .map(|w| {
+            let phases: i64 = w["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
+            let late = w["lateness_ns"].as_i64().unwrap();
+            assert_eq!(phases, late, "the phases add up to the lateness: {w}");
+            (w["requested_ns"].as_i64().unwrap(), (late, w["slack_ns"].as_i64().unwrap()))
+        })
+        .collect()
+}
+
+/// Matches rtick's wake-ups to the program's: every one of the program's
+/// in the window rtick traced (its first to its last) must be found, and
+/// the program's lateness (its clock read just after the call returned)
+/// is rtick's (the system call's exit) plus the few instructions between:
+/// never less (1 µs allowed for the two reads of CLOCK_MONOTONIC), and
+/// more only when the thread was interrupted or preempted right there.
+fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>) {
+    let (lo, hi) = (*rtick.keys().min().unwrap(), *rtick.keys().max().unwrap());
+    let window: Vec<&(i64, i64)> = truth.iter().filter(|(p, _)| (lo..=hi).contains(p)).collect();
+    assert!(window.len() >= 1000, "{} of the program's wake-ups in the window", window.len());
+    let mut diff: Vec<i64> = window.iter().filter_map(|(p, a)| rtick.get(p).map(|(late, _)| (a - p) - late)).collect();
+    let matched = diff.len() as f64 / window.len() as f64;
+    eprintln!("matched {} of {} wake-ups ({:.2} %)", diff.len(), window.len(), matched * 100.0);
+    assert!(matched >= 0.99, "only {:.2} % of the program's wake-ups matched", matched * 100.0);
+    diff.sort_unstable();
+    let (min, median) = (diff[0], diff[diff.len() / 2]);
+    let within = diff.iter().filter(|&&d| d <= 50_000).count() as f64 / diff.len() as f64;
+    eprintln!("program − rtick: min {min} ns, median {median} ns, {:.1} % within 50 µs", within * 100.0);
+    assert!(min >= -1_000, "the program woke before rtick saw its system call return: {min} ns");
+    assert!(median <= 20_000, "median difference {median} ns");
+    assert!(within >= 0.95, "{:.1} % within 50 µs", within * 100.0);
+}
+
+/// Two programs attached at once: a SCHED_FIFO loop, checked wake-up by
+/// wake-up against its own record, and a SCHED_OTHER one whose 50 µs of
+/// timer slack is reported apart, with the finding.
+#[test]
+fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-loop") else { return };
+    let d = dir.path();
+    let (fifo, other) =
+        (start(&exe, &d.join("fifo.txt"), 2000, "fifo"), start(&exe, &d.join("other.txt"), 2000, "other"));
+    std::thread::sleep(Duration::from_millis(100));
+    let (jf, jo) = (d.join("fifo.json"), d.join("other.json"));
+    let a = attach(&[&fifo.id().to_string(), "-D", "1.5", "--json", path_str(&jf)]);
+    let b = attach(&["--tid", &other.id().to_string(), "-D", "1.5", "--json", path_str(&jo)]);
+    let (a, b) = (finish(a), finish(b));
+    for (mut c, o) in [(fifo, &a), (other, &b)] {
+        assert!(c.wait().unwrap().success());
+        ok(o);
+    }
+    let run = json(&jf);
+    assert_eq!(run["ended_by"], "duration");
+    let w = wake_ups(&run);
+    assert!(w.values().all(|&(_, slack)| slack == 0), "a SCHED_FIFO thread has no slack");
+    check_against_truth(&ground_truth(&d.join("fifo.txt")), &w);
+    let out = stdout(&a);
+    assert!(out.contains("SCHED_FIFO 50") && out.contains("lateness of timed waits"), "{out}");
+    assert!(!out.contains("finding:"), "{out}");
+
+    let run = json(&jo);
+    let w = wake_ups(&run);
+    assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
+    assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
+    check_against_truth(&ground_truth(&d.join("other.txt")), &w);
+    let out = stdout(&b);
+    assert!(out.contains("timer slack 50000 ns"), "{out}");
+    assert!(out.contains("finding: thread") && out.contains("PR_SET_TIMERSLACK"), "{out}");
+    assert_eq!(run["findings"].as_array().unwrap().len(), 1);
+}
+
+/// The target's exit ends the run: its summary, a note, exit 0.
+#[test]
+fn the_targets_exit_ends_the_run_with_its_summary() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-exiting") else { return };
+    let prog = start(&exe, &dir.path().join("t.txt"), 400, "fifo");
+    std::thread::sleep(Duration::from_millis(100));
+    let j = dir.path().join("r.json");
+    let o = finish(attach(&["--comm", "rtick-exiting", "-q", "--json", path_str(&j)]));
+    let mut prog = prog;
+    assert!(prog.wait().unwrap().success());
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("note: the target exited"), "{out}");
+    assert!(!out.contains("attach: pid"), "-q prints no header: {out}");
+    let run = json(&j);
+    assert_eq!(run["ended_by"], "target_exited");
+    let n = run["threads"][0]["timed_waits"].as_u64().unwrap();
+    assert!(n >= 390, "{n} of the 400 waits after the attach");
+}
+
+/// Ctrl-C ends the run with what it has: here a program with no timed
+/// wait in the run, which is an answer, not an error.
+#[test]
+fn ctrl_c_ends_the_run_with_its_summary() {
+    if !ready() {
+        return;
+    }
+    let mut target = Command::new("sleep").arg("60").spawn().unwrap();
+    let c = attach(&[&target.id().to_string()]);
+    std::thread::sleep(Duration::from_millis(1500));
+    Command::new("kill").args(["-INT", &c.id().to_string()]).status().unwrap();
+    let o = finish(c);
+    target.kill().unwrap();
+    target.wait().unwrap();
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("note: interrupted") && out.contains("no timed wait of the target"), "{out}");
+}
+
+/// A bad target is a usage error: exit 2, one line naming it, no file.
+#[test]
+fn bad_targets_are_one_line_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let js = path_str(&j);
+    // Two processes of one name, unique to this test.
+    let twin = dir.path().join("rtick-twin");
+    std::fs::copy("/bin/sleep", &twin).unwrap();
+    let mut twins: Vec<Child> = (0..2).map(|_| Command::new(&twin).arg("30").spawn().unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let cases: [(&[&str], &str); 7] = [
+        (&["attach", "999999999", "--json", js], "no process or thread 999999999"),
+        (&["attach", "2", "--json", js], "is a kernel thread"),
+        (&["attach", "--comm", "rtick-no-such", "--json", js], "no process is named \"rtick-no-such\""),
+        (&["attach", "--comm", "rtick-twin", "--json", js], "2 processes are named \"rtick-twin\""),
+        (&["attach", "--tid", "0", "--json", js], "--tid 0 is not a process id"),
+        (&["attach", "--json", js], "the following required arguments were not provided"),
+        (&["attach", "1", "-D", "soon", "--json", js], "--duration"),
+    ];
+    for (args, want) in cases {
+        let o = rtick(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!j.exists(), "{args:?} wrote its file");
+    }
+    let ids: Vec<String> = twins.iter().map(|c| c.id().to_string()).collect();
+    let err = stderr(&rtick(&["attach", "--comm", "rtick-twin"]));
+    assert!(ids.iter().all(|p| err.contains(p.as_str())), "the pids are listed: {err}");
+    for t in &mut twins {
+        t.kill().unwrap();
+        t.wait().unwrap();
+    }
+}
+
+/// No tracefs: the one line `measure --explain` gives, exit 1, no file.
+#[test]
+fn no_tracefs_is_one_line_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let mut target = Command::new("sleep").arg("30").spawn().unwrap();
+    let tracefs = dir.path().join("none");
+    let o = rtick(&["attach", &target.id().to_string(), "--tracefs", path_str(&tracefs), "--json", path_str(&j)]);
+    target.kill().unwrap();
+    target.wait().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("mount -t tracefs nodev"), "{err}");
+    assert!(!j.exists());
+}
