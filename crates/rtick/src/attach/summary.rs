@@ -109,10 +109,12 @@ mod tests {
 
     #[test]
     fn figures_use_the_nearest_rank_percentiles_and_wakers_are_counted() {
-        let mut w = ThreadWaits::default();
-        w.timed = (1..=100).map(|v| timed(v, 50_000)).collect();
         let wake = |by: Waker, s| EventWake { woken: Time(0), scheduling: Nanos(s), waker: by };
-        w.event_driven = vec![wake(Waker::Irq, 5), wake(Waker::Task(3, "w".into()), 9), wake(Waker::Irq, 7)];
+        let w = ThreadWaits {
+            timed: (1..=100).map(|v| timed(v, 50_000)).collect(),
+            event_driven: vec![wake(Waker::Irq, 5), wake(Waker::Task(3, "w".into()), 9), wake(Waker::Irq, 7)],
+            unmatched: 0,
+        };
         let s = ThreadSummary::of(info(Policy::Other), &w);
         assert_eq!(s.lateness, Some([Nanos(50), Nanos(90), Nanos(99), Nanos(100)]));
         assert_eq!((s.timed, s.event_driven, s.slack_p50), (100, 3, Some(Nanos(50_000))));
