@@ -74,6 +74,12 @@ impl DriftMechanism {
         matches!(self, DriftMechanism::ItimerVirtual | DriftMechanism::ItimerProf)
     }
 
+    /// Whether the kernel reports its merged expirations (timerfd counts,
+    /// si_overrun): only then are `overruns` measured.
+    pub fn reports_overruns(self) -> bool {
+        matches!(self, DriftMechanism::Timerfd | DriftMechanism::PosixTimer)
+    }
+
     /// The signals its measurement waits for; block them in every thread first.
     pub fn signals() -> [libc::c_int; 4] {
         [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPROF, signal::timer_signal()]
