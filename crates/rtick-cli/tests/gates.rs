@@ -176,8 +176,10 @@ fn warm_up_wake_ups_are_counted_and_left_out_of_everything() {
 fn warm_up_with_compare_is_once_at_the_first_slice() {
     // Slices of 2 ms, 4 ms in all: the first slice is 3 ms longer and that
     // stretch is discarded; the second slice is measured whole.
-    let (o, dir) =
-        mock("100,200,300,400,500,600,700", &["--compare", "--slice", "2ms", "-D", "4ms", "--warm-up", "3ms"]);
+    let (o, dir) = mock(
+        "100,200,300,400,500,600,700",
+        &["-m", "mock,clock_nanosleep", "--compare", "--slice", "2ms", "-D", "4ms", "--warm-up", "3ms"],
+    );
     ok(&o);
     let r = &json(&dir.path().join("r.json"))["results"][0];
     assert_eq!((r["count"].as_u64(), r["warm_up_discarded"].as_u64()), (Some(4), Some(3)));

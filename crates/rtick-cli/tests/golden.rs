@@ -156,9 +156,11 @@ const CASES: &[Case] = &[
         ],
         files: &["gate-pass.json"],
     },
+    // One mechanism has nothing to compare with: refused, no file written
+    // (interleaved runs of the mock beside a real mechanism: tests/mock.rs).
     Case {
-        name: "compare",
-        code: 0,
+        name: "compare-alone",
+        code: 2,
         args: &[
             "measure",
             "-m",
@@ -174,7 +176,7 @@ const CASES: &[Case] = &[
             "--json",
             "compare.json",
         ],
-        files: &["compare.json"],
+        files: &[],
     },
     Case {
         name: "phases",
