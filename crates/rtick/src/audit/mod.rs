@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::SysRoot;
 
+/// The kernel's build configuration (it moved to [`crate::system`]; kept
+/// here for the code that names it `audit::KernelConfig`).
+pub use crate::system::KernelConfig;
+
 const UNREADABLE: &str = "unreadable or missing: ";
 
 /// How a finding bears on precise timing.
