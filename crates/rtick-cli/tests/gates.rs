@@ -346,7 +346,17 @@ fn disabled(root: &Path) -> [[u8; 4]; 2] {
     for (cpu, states) in v.iter_mut().enumerate() {
         for (k, d) in states.iter_mut().enumerate() {
             let f = root.join(format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/disable"));
-            *d = std::fs::read_to_string(f).unwrap().trim().parse().unwrap();
+            // rtick rewrites the file (truncate, then write) while a test
+            // polls it: an empty read is that moment, read again.
+            let mut text = String::new();
+            for _ in 0..1000 {
+                text = std::fs::read_to_string(&f).unwrap().trim().to_string();
+                if !text.is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            *d = text.parse().unwrap_or_else(|e| panic!("{}: {text:?}: {e}", f.display()));
         }
     }
     v
