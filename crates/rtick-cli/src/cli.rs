@@ -105,9 +105,9 @@ pub struct ReportArgs {
 }
 
 /// A clap value parser for a count in `min..=max`: a value beyond is clap's
-/// one-line error naming the option and the range.
-fn count(min: usize, max: usize) -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::new().range(min as u64..=max as u64)
+/// one-line error naming the option and the range, as the help states it.
+fn count(min: usize, max: usize) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    units::whole_within(min as u64, max as u64)
 }
 
 /// Options of `rtick clocks`.
@@ -238,8 +238,8 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "TIME", default_value = "1000", requires = "histogram", allow_hyphen_values = true, value_parser = units::micros)]
     pub histogram_max: Nanos,
 
-    /// Trace ring capacity per thread, in rows.
-    #[arg(long, value_name = "ROWS", default_value = "262144", value_parser = clap::value_parser!(u64).range(1..=1 << 26))]
+    /// Trace ring capacity per thread, in rows [1 to 67108864].
+    #[arg(long, value_name = "ROWS", default_value = "262144", value_parser = units::whole_within::<u64>(1, 1 << 26))]
     pub trace_buffer: u64,
 
     /// After the run, draw a plot (.png or .svg) as `rtick report --plot` does.

@@ -75,6 +75,25 @@ pub fn loops(s: &str) -> Result<u64, String> {
     }
 }
 
+/// clap value parser for a whole number from `min` to `max`, its error
+/// worded as the help states the range: "must be from 2 to 1000000".
+pub fn whole_within<T>(min: u64, max: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64>,
+{
+    move |s: &str| {
+        let n = s
+            .trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|_| format!("'{s}' is not a whole number from {min} to {max}"))?;
+        match T::try_from(n) {
+            Ok(v) if (min..=max).contains(&n) => Ok(v),
+            _ => Err(format!("{n} must be from {min} to {max}")),
+        }
+    }
+}
+
 /// clap value parser: `/dev/cpu_dma_latency` request in whole µs (≥ 0).
 pub fn dma_latency(s: &str) -> Result<i32, String> {
     let v = parse_time(s, Plain::Micros, false)?;

@@ -52,6 +52,9 @@ fn invalid_values_exit_2_with_one_line() {
         (&["--mlock", "--no-mlock"], "'--mlock' cannot be used with '--no-mlock'"),
         // Options of an option not given would be ignored.
         (&["--slice", "2"], "--compare"),
+        // Nothing to compare.
+        (&["--compare", "-m", "timerfd"], "--compare needs at least 2 mechanisms, and -m names only timerfd"),
+        (&["--compare", "-m", "spin,spin"], "-m names only spin: add another (-m spin,clock_nanosleep)"),
         (&["--histogram-max", "50"], "--histogram"),
     ];
     for (args, option) in cases {

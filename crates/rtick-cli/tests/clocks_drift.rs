@@ -41,6 +41,9 @@ fn clocks_json_and_invariants() {
     let cc = &j["cross_cpu"];
     let n = rtick::info::allowed_cpus().unwrap().len();
     assert_eq!(cc["pairs_tested"].as_u64().unwrap() as usize, n * (n - 1));
+    // The text says what is counted: ordered pairs, each pair both ways.
+    let pairs = rtick::text::count((n * (n - 1)) as u64, "ordered CPU pair");
+    assert!(stdout(&o).contains(&format!("cross-CPU: {pairs} (each pair both ways)")), "{}", stdout(&o));
     let backwards_ns = cc["max_backwards_ns"].as_f64().unwrap();
     match cc["clock"].as_str().unwrap() {
         // The TSC in ticks, and in ns at the calibrated frequency.
@@ -103,6 +106,26 @@ fn drift_json_and_invariants() {
     }
     let out = stdout(&o);
     assert!(out.contains("1000 µs") && out.contains("itimer-prof:"), "{out}");
+    // The header counts in words and rounds the total; a rule follows the
+    // column heading; overruns are `-` where the kernel does not report them.
+    assert!(out.contains("drift: 7 mechanisms × 2 periods, 250.00 ms each (about 4 s)"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("mechanism")).expect(&out);
+    assert!(lines[head].ends_with("  overruns"), "{out}");
+    assert!(!lines[head + 1].is_empty() && lines[head + 1].chars().all(|c| c == '-'), "{out}");
+    assert_eq!(lines[head + 1].chars().count(), lines[head].chars().count(), "{out}");
+    for r in results {
+        let mech = r["mechanism"].as_str().unwrap();
+        let us = (r["period_ns"].as_i64().unwrap() / 1000).to_string();
+        let row = lines.iter().find(|l| l.split_whitespace().take(3).eq([mech, us.as_str(), "µs"])).expect(&out);
+        let shown = row.split_whitespace().last().unwrap();
+        if mech == "timerfd" || mech == "posix-timer" {
+            assert_eq!(shown, r["overruns"].to_string(), "{row}");
+        } else {
+            assert_eq!(shown, "-", "{row}");
+        }
+        assert_eq!(row.chars().count(), lines[head].chars().count(), "right-aligned under the heading: {row}");
+    }
 }
 
 /// Each case exits 2 with one line naming the option (and the bound it
@@ -120,10 +143,18 @@ fn drift_bad_input_exits_2() {
         (&["drift", "--period", "4s", "-m", "itimer-real", "-D", "1"], "longer than -D/--duration"),
         (&["drift", "--period", "1ms,2s", "-D", "1500ms"], "--period: 2.000 s is longer"),
         (&["clocks", "--batches", "0"], "--batches"),
-        (&["clocks", "--batches", "99999999999"], "--batches <N>': 99999999999 is not in 2..=1000000"),
-        (&["clocks", "--batches", "18446744073709551615"], "is not in 2..=1000000"),
-        (&["clocks", "--reads", "18446744073709551615"], "--reads <N>': 18446744073709551615 is not in 1..=1000000"),
-        (&["clocks", "--rounds", "18446744073709551615"], "--rounds <N>': 18446744073709551615 is not in 1..=10000000"),
+        (&["clocks", "--batches", "99999999999"], "--batches <N>': 99999999999 must be from 2 to 1000000"),
+        (&["clocks", "--batches", "18446744073709551615"], "must be from 2 to 1000000"),
+        (&["clocks", "--batches", "1"], "--batches <N>': 1 must be from 2 to 1000000"),
+        (&["clocks", "--batches", "many"], "--batches <N>': 'many' is not a whole number from 2 to 1000000"),
+        (
+            &["clocks", "--reads", "18446744073709551615"],
+            "--reads <N>': 18446744073709551615 must be from 1 to 1000000",
+        ),
+        (
+            &["clocks", "--rounds", "18446744073709551615"],
+            "--rounds <N>': 18446744073709551615 must be from 1 to 10000000",
+        ),
         (&["clocks", "--rounds", "0"], "--rounds"),
         (&["clocks", "--batches", "1000000", "--reads", "101"], "--batches × --reads: 1000000 × 101"),
     ];

@@ -75,7 +75,9 @@ fn a_stalled_sched_deadline_thread_is_released_and_the_run_goes_on() {
     assert!(!hung, "rtick hung with a stalled sched-deadline thread");
     ok(&o);
     let out = stdout(&o);
-    let why = "sched-deadline: the kernel did not replenish the thread's runtime for ";
+    // Stopped with wake-ups counted: none of its results is kept.
+    let why = "sched-deadline: stopped mid-run, its results dropped (its wake-ups until then stay in the trace): \
+               the kernel did not replenish the thread's runtime for ";
     assert!(out.contains(&format!("unavailable: {why}")), "{out}");
     assert!(out.contains("use another mechanism or a longer period"), "{out}");
     let j = json(&j);

@@ -176,8 +176,10 @@ fn warm_up_wake_ups_are_counted_and_left_out_of_everything() {
 fn warm_up_with_compare_is_once_at_the_first_slice() {
     // Slices of 2 ms, 4 ms in all: the first slice is 3 ms longer and that
     // stretch is discarded; the second slice is measured whole.
-    let (o, dir) =
-        mock("100,200,300,400,500,600,700", &["--compare", "--slice", "2ms", "-D", "4ms", "--warm-up", "3ms"]);
+    let (o, dir) = mock(
+        "100,200,300,400,500,600,700",
+        &["-m", "mock,clock_nanosleep", "--compare", "--slice", "2ms", "-D", "4ms", "--warm-up", "3ms"],
+    );
     ok(&o);
     let r = &json(&dir.path().join("r.json"))["results"][0];
     assert_eq!((r["count"].as_u64(), r["warm_up_discarded"].as_u64()), (Some(4), Some(3)));
@@ -344,7 +346,17 @@ fn disabled(root: &Path) -> [[u8; 4]; 2] {
     for (cpu, states) in v.iter_mut().enumerate() {
         for (k, d) in states.iter_mut().enumerate() {
             let f = root.join(format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/disable"));
-            *d = std::fs::read_to_string(f).unwrap().trim().parse().unwrap();
+            // rtick rewrites the file (truncate, then write) while a test
+            // polls it: an empty read is that moment, read again.
+            let mut text = String::new();
+            for _ in 0..1000 {
+                text = std::fs::read_to_string(&f).unwrap().trim().to_string();
+                if !text.is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            *d = text.parse().unwrap_or_else(|e| panic!("{}: {text:?}: {e}", f.display()));
         }
     }
     v

@@ -89,7 +89,8 @@ fn a_killed_explain_run_is_named_and_cleanup_removes_its_instance() {
     let cwd = tempfile::tempdir().unwrap();
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     let child = start(&["measure", "-a", &cpu, "-m", "clock_nanosleep", "-D", "120s", "-q", "--explain"], cwd.path());
-    let inst = Path::new(TRACEFS).join("instances").join(format!("rtick-{}", child.id()));
+    let pid = child.id();
+    let inst = Path::new(TRACEFS).join("instances").join(format!("rtick-{pid}"));
     wait_for("the run's tracefs instance", || inst.join("tracing_on").exists().then_some(()));
     kill(child);
     assert!(inst.exists(), "SIGKILL leaves the instance");
@@ -97,9 +98,13 @@ fn a_killed_explain_run_is_named_and_cleanup_removes_its_instance() {
     let warning = format!("warning: {} was left by an rtick that no longer runs", inst.display());
     let line = out.lines().find(|l| l.starts_with(&warning)).unwrap_or_else(|| panic!("not named:\n{out}"));
     assert!(line.contains("`rtick cleanup` removes it"), "{line}");
+    // The warning and cleanup call the leftover by the same words.
+    let what = "a tracefs instance, still tracing";
+    assert!(line.contains(what), "{line}");
     let o = rtick_in(cwd.path(), &["cleanup"]);
     ok(&o);
-    assert!(stdout(&o).contains(&format!("removed {}", inst.display())), "{}", stdout(&o));
+    let removed = format!("removed {} (rtick {}): {what}", inst.display(), pid);
+    assert!(stdout(&o).contains(&removed), "{}", stdout(&o));
     assert!(!inst.exists(), "cleanup removes the instance");
     assert!(!clocks(cwd.path(), &[]).contains(&inst.display().to_string()), "named no more");
 }

@@ -98,8 +98,9 @@ fn catch_up_policy_serves_every_deadline() {
 #[test]
 fn one_overrun_is_said_in_the_singular() {
     // One wake-up of six is 1.5 periods late: exactly one overrun, which the
-    // --compare recommendation names ("1 overrun", never "1 overruns").
-    let (o, dir) = mock("0,0,1500000,0,0,0", &["-l", "6", "--compare", "--slice", "20ms"]);
+    // --compare recommendation names ("1 overrun", never "1 overruns");
+    // spin beside it is no sleeping mechanism, so the mock is the best one.
+    let (o, dir) = mock("0,0,1500000,0,0,0", &["-m", "mock,spin", "-l", "6", "--compare", "--slice", "20ms"]);
     ok(&o);
     let r = &json(&dir.path().join("r.json"))["results"][0];
     assert_eq!(r["overruns"].as_u64(), Some(1));
@@ -311,6 +312,53 @@ fn compare_interleaves_in_slices_on_one_grid() {
     assert!(out.contains("best sleeping mechanism: mock: p99 700 ns"), "{out}");
 }
 
+/// The header's timer slack: the value set under SCHED_OTHER; none under
+/// a real-time policy, whose threads the kernel gives no slack.
+#[test]
+fn the_header_says_real_time_threads_have_no_timer_slack() {
+    for (policy, want) in [
+        ("other", "timer slack 1 ns on measuring threads"),
+        ("fifo", "timer slack: none (real-time threads have no slack)"),
+        ("rr", "timer slack: none (real-time threads have no slack)"),
+    ] {
+        let o = rtick(&["measure", "-m", "mock", "--mock-latencies=1000", "-i", "1ms", "-l", "4", "--policy", policy]);
+        ok(&o);
+        let out = stdout(&o);
+        let line = out.lines().find(|l| l.trim_start().starts_with("scheduling")).expect(&out);
+        assert!(line.ends_with(want), "{policy}: {line}");
+    }
+}
+
+/// A run shorter than --slice is one slice of the whole run each: the
+/// header and the JSON say the slice used, not the one asked for.
+#[test]
+fn compare_shorter_than_a_slice_reports_the_slice_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = rtick(&[
+        "measure",
+        "--compare",
+        "-m",
+        "mock,clock_nanosleep",
+        "--mock-latencies=700",
+        "-i",
+        "1ms",
+        "-D",
+        "20ms",
+        "--slice",
+        "1s",
+        "--policy",
+        "other",
+        "--no-mlock",
+        "--json",
+        path_str(&j),
+    ]);
+    ok(&o);
+    assert_eq!(json(&j)["config"]["interleave_ns"], 20_000_000);
+    let out = stdout(&o);
+    assert!(out.contains("20.00 ms per mechanism | interleaved in 20.00 ms slices"), "{out}");
+}
+
 #[test]
 fn realtime_clock_steps_are_detected_not_recorded() {
     for (step, label) in [("5:1000000000", "1.000 s"), ("3:-500000000", "-500.00 ms")] {
@@ -321,7 +369,7 @@ fn realtime_clock_steps_are_detected_not_recorded() {
         assert_eq!((r["min_ns"].as_i64(), r["max_ns"].as_i64()), (Some(1000), Some(1000)), "the step is no latency");
         assert_eq!(r["clock_steps"], 1);
         let out = stdout(&o);
-        assert!(out.contains(&format!("CLOCK_REALTIME stepped 1 time(s), by {label}")), "{out}");
+        assert!(out.contains(&format!("CLOCK_REALTIME stepped 1 time, by {label}")), "{out}");
         // The trace holds only recorded wake-ups; each is on time.
         let rows = trace(&dir.path().join("t.csv"));
         assert_eq!(rows.len(), 10);

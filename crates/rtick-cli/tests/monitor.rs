@@ -307,3 +307,15 @@ fn bad_options_exit_2_in_one_line() {
         assert_eq!(common::stderr(&o).lines().count(), 1, "{args:?}: {}", common::stderr(&o));
     }
 }
+
+/// `--listen IP:0` asks the kernel for a free port: the header names the
+/// port it got, not 0.
+#[test]
+fn a_port_of_zero_is_named_as_bound() {
+    let o = common::rtick(&["monitor", "-m", "clock_nanosleep", "--no-mlock", "-D", "0.2", "--listen", "127.0.0.1:0"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let url = out.lines().find_map(|l| l.trim().strip_prefix("serving")).expect("a serving line").trim().to_string();
+    let port: u16 = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/metrics").parse().expect(&url);
+    assert_ne!(port, 0, "{url}");
+}

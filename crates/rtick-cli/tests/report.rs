@@ -217,7 +217,9 @@ fn bad_input_exits_1_naming_file_and_line() {
         (w("other.json", b"{\"answer\": 42}"), "neither rtick measure results nor cyclictest"),
         (w("audit.json", b"{\"rtick_version\": \"0.1.0\", \"verdict\": \"x\", \"findings\": []}"), "audit file"),
         (w("binary.bin", &[0xff, 0xfe, 0x00, 0x80]), "not a text file"),
-        (dir.path().join("missing.json"), "cannot read"),
+        // What cannot be read says why and what to do, in words.
+        (dir.path().join("missing.json"), "missing.json: no such file: check the path"),
+        (dir.path().to_path_buf(), ": a directory: give a file"),
     ];
     for (path, want) in cases {
         let o = rtick(&["report", path_str(&path)]);

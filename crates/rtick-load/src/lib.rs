@@ -7,20 +7,22 @@
 //! workers need (buffers, a file, sockets) and spawns them through
 //! [`workers::Workers`], which confines every load thread to the load CPUs
 //! as SCHED_OTHER and counts the work it does, so the achieved rate is
-//! known and a load that did nothing shows. A command runs in a process
-//! group of its own ([`command`]), on the load CPUs too. [`Running`] stops
-//! everything when it is stopped or dropped: at the end of the run, on
-//! Ctrl-C or SIGTERM, and on every error path — no load thread or process
-//! outlives an exit rtick controls. Killed with SIGKILL, rtick cannot end
-//! the group: the kernel kills `sh` (PR_SET_PDEATHSIG), but what a compound
-//! command started from it lives on.
-
+//! known and a load that did nothing shows. A command ([`command`]) runs
+//! through `sh -c` on the load CPUs, in a process group of its own and,
+//! where a cgroup v2 hierarchy is writable, in a cgroup of rtick's own
+//! ([`rtick::child_cgroup`]). [`Running`] stops everything when it is
+//! stopped or dropped: at the end of the run, on Ctrl-C or SIGTERM, and on
+//! every error path — no load thread or process outlives an exit rtick
+//! controls. Killed with SIGKILL, rtick cannot end the group itself: the
+//! kernel kills `sh` (PR_SET_PDEATHSIG), and what the command started is
+//! left in its cgroup, which `rtick cleanup` ends; without
+//! a cgroup, it lives on.
 //!
 //! The crate owns what a load is ([`LoadSpec`], parsed from the load
 //! grammar), running it ([`Running`]) and what it did ([`Outcome`]). It
-//! depends on the `rtick` library only: no command line, no output format
-//! (the CLI converts an outcome to its JSON and prints), no unsafe code
-//! (what the loads need of the system goes through `rtick`).
+//! depends on the `rtick` library, and on `rustix` for the signals to the
+//! command's process group: no command line, no output format (the CLI
+//! converts an outcome to its JSON and prints), no unsafe code.
 
 #![forbid(unsafe_code)]
 

@@ -100,7 +100,7 @@ pub enum SpecError {
         MAX_MEMORY >> 20,
         largest.workers,
         largest.kind.name(),
-        if largest.workers == 1 { "worker" } else { "workers" },
+        rtick::text::noun(largest.workers as u64, "worker"),
         per_worker >> 10
     )]
     TooMuchMemory {

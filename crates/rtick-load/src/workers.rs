@@ -145,10 +145,11 @@ impl Workers {
         while self.ready.load(Relaxed) < self.handles.len() {
             if t0.elapsed() > READY_WITHIN {
                 bail!(
-                    "the loads did not get ready within {} s ({} of {} workers); try fewer workers",
+                    "the loads did not get ready within {} s ({} of {} {}); try fewer workers",
                     READY_WITHIN.as_secs(),
                     self.ready.load(Relaxed),
-                    self.handles.len()
+                    self.handles.len(),
+                    rtick::text::noun(self.handles.len() as u64, "worker")
                 );
             }
             std::thread::sleep(Duration::from_millis(2));

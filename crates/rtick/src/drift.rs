@@ -74,6 +74,12 @@ impl DriftMechanism {
         matches!(self, DriftMechanism::ItimerVirtual | DriftMechanism::ItimerProf)
     }
 
+    /// Whether the kernel reports its merged expirations (timerfd counts,
+    /// si_overrun): only then are `overruns` measured.
+    pub fn reports_overruns(self) -> bool {
+        matches!(self, DriftMechanism::Timerfd | DriftMechanism::PosixTimer)
+    }
+
     /// The signals its measurement waits for; block them in every thread first.
     pub fn signals() -> [libc::c_int; 4] {
         [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPROF, signal::timer_signal()]
@@ -180,6 +186,11 @@ fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::Relaxed)
 }
 
+/// A `sigtimedwait` that failed other than by timing out or being interrupted.
+fn sigtimedwait(e: std::io::Error) -> Error {
+    Error::sys("sigtimedwait", e, "")
+}
+
 fn mono() -> Time {
     crate::ClockId::Monotonic.now()
 }
@@ -223,7 +234,7 @@ fn itimer(case: &DriftCase, which: Itimer, signo: libc::c_int, stop: &AtomicBool
         timer.arm(case.period, case.period).map_err(|e| Error::sys(format!("setitimer({})", which.name()), e, ""))?;
         let mut ticks = 0u64;
         while mono() - wall0 < case.duration && !stopped(stop) {
-            if signal::wait_timeout(&set, STOP_CHECK) {
+            if signal::wait_within(&set, STOP_CHECK).map_err(sigtimedwait)?.is_some() {
                 ticks += 1;
             }
         }
@@ -302,7 +313,7 @@ fn posix_timer(case: &DriftCase, stop: &AtomicBool) -> Result<Option<DriftResult
     t.arm_periodic(t0 + case.period, case.period).map_err(|e| Error::sys("timer_settime", e, ""))?;
     let (mut ticks, mut merged, mut last) = (0u64, 0u64, t0);
     while last - t0 < case.duration && !stopped(stop) {
-        let Some(got) = signal::wait_within(&set, STOP_CHECK) else { continue };
+        let Some(got) = signal::wait_within(&set, STOP_CHECK).map_err(sigtimedwait)? else { continue };
         ticks += 1 + got.timer_overrun as u64;
         merged += got.timer_overrun as u64;
         last = mono();

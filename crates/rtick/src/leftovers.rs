@@ -64,9 +64,21 @@ impl Leftover {
 /// or `rtick-<pid>.<n>`.
 pub fn owner(name: &str) -> Option<i32> {
     let rest = name.strip_prefix(PREFIX)?;
-    let pid =
-        rest.split_once('.').map_or(rest, |(pid, n)| if n.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" });
-    pid.parse().ok()
+    let pid = match rest.split_once('.') {
+        Some((pid, n)) => digits(n).map(|_| pid)?,
+        None => rest,
+    };
+    pid_of(pid)
+}
+
+/// `s` when it is one or more ASCII digits (no sign, no space).
+fn digits(s: &str) -> Option<&str> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
+}
+
+/// The pid written in `s`: ASCII digits only, above 0.
+fn pid_of(s: &str) -> Option<i32> {
+    digits(s)?.parse().ok().filter(|&pid| pid > 0)
 }
 
 /// The start of a temporary output file's name for `name`, written by this
@@ -81,7 +93,7 @@ pub fn temp_owner(file_name: &str) -> Option<i32> {
     let (rest, _random) = rest.rsplit_once('.')?;
     let (name, pid) = rest.rsplit_once('.')?;
     (!name.is_empty()).then_some(())?;
-    pid.parse().ok()
+    pid_of(pid)
 }
 
 fn dead(pid: i32) -> bool {
@@ -152,6 +164,13 @@ mod tests {
         assert_eq!(owner("rtick-123"), Some(123));
         assert_eq!(owner("rtick-123.2"), Some(123));
         assert_eq!((owner("rtick-fixture-9"), owner("rtick-12.x"), owner("other-1")), (None, None, None));
+        // Only a pid above 0 in ASCII digits, and a non-empty n: another's name is never taken for a dead rtick's.
+        for name in ["rtick-0", "rtick--5", "rtick-+5", "rtick-123.", "rtick-", "rtick-.2", "rtick- 5", "rtick-5.+1"] {
+            assert_eq!(owner(name), None, "{name}");
+        }
+        for name in [".a.0.XYZ.rtick-tmp", ".a.-5.XYZ.rtick-tmp", ".a.+5.XYZ.rtick-tmp", ".a..XYZ.rtick-tmp"] {
+            assert_eq!(temp_owner(name), None, "{name}");
+        }
         let prefix = temp_prefix("run.json");
         assert_eq!(temp_owner(&format!("{prefix}Ab12Cd{TEMP_SUFFIX}")), Some(std::process::id() as i32));
         assert_eq!(temp_owner(".a.b.c.77.XYZ123.rtick-tmp"), Some(77));

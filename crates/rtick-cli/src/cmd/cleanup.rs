@@ -45,22 +45,24 @@ pub fn run(a: &CleanupArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// What a leftover is, for people.
+/// What a leftover is, for people: its path, whose it was, what it is.
 fn describe(l: &Leftover) -> String {
-    let (path, pid) = (l.path.display(), l.pid);
-    match &l.kind {
-        LeftoverKind::Instance => format!("{path}: a tracefs instance of rtick {pid}, still tracing"),
-        LeftoverKind::Cgroup { pids } if pids.is_empty() => format!("{path}: the empty cgroup of rtick {pid}"),
-        LeftoverKind::Cgroup { pids } => {
-            format!("{path}: the cgroup of rtick {pid}'s --load-cmd, with {}", pid_list(pids))
-        }
-        LeftoverKind::TempFile => format!("{path}: a temporary output file of rtick {pid}"),
+    format!("{} (rtick {}): {}", l.path.display(), l.pid, phrase(&l.kind))
+}
+
+/// The kind of leftover in words, shared by `rtick cleanup` and the warnings.
+fn phrase(kind: &LeftoverKind) -> String {
+    match kind {
+        LeftoverKind::Instance => "a tracefs instance, still tracing".into(),
+        LeftoverKind::Cgroup { pids } if pids.is_empty() => "the empty cgroup of a --load-cmd".into(),
+        LeftoverKind::Cgroup { pids } => format!("the cgroup of a --load-cmd still running: {}", pid_list(pids)),
+        LeftoverKind::TempFile => "a temporary output file, never completed".into(),
     }
 }
 
 fn pid_list(pids: &[i32]) -> String {
     let list: Vec<String> = pids.iter().map(|p| format!("{p} ({})", comm(*p))).collect();
-    format!("pid{} {}", if pids.len() == 1 { "" } else { "s" }, list.join(", "))
+    format!("{} {}", rtick::text::noun(pids.len() as u64, "pid"), list.join(", "))
 }
 
 /// A process's command name, for a warning ("?" when unreadable).
@@ -85,21 +87,17 @@ pub fn warnings(tracefs: Option<&Path>) -> Vec<String> {
     found
         .iter()
         .map(|l| {
-            let (path, pid) = (l.path.display(), l.pid);
-            let gone = format!("{path} was left by an rtick that no longer runs (pid {pid})");
-            match &l.kind {
-                LeftoverKind::Instance => {
-                    format!("{gone}, and still traces (slowing what is measured): `{cmd}` removes it")
-                }
-                LeftoverKind::Cgroup { pids } if pids.is_empty() => format!("{gone}, empty: `{cmd}` removes it"),
-                LeftoverKind::Cgroup { pids } => format!(
-                    "{gone}, with its --load-cmd still running ({}: a load on what is measured): `{cmd}` ends it",
-                    pid_list(pids)
-                ),
-                LeftoverKind::TempFile => {
-                    format!("{gone}: a temporary output file, never completed: `{cmd}` removes it")
-                }
-            }
+            let (cost, verb) = match &l.kind {
+                LeftoverKind::Instance => (" (slowing what is measured)", "removes it"),
+                LeftoverKind::Cgroup { pids } if !pids.is_empty() => (" (a load on what is measured)", "ends it"),
+                _ => ("", "removes it"),
+            };
+            format!(
+                "{} was left by an rtick that no longer runs (pid {}): {}{cost}: `{cmd}` {verb}",
+                l.path.display(),
+                l.pid,
+                phrase(&l.kind)
+            )
         })
         .collect()
 }

@@ -193,8 +193,8 @@ pub fn render(f: &ClocksFile) -> String {
     }
     let cc = &f.cross_cpu;
     o += &format!(
-        "cross-CPU: {} CPU pairs exchanged {} timestamps; largest backwards step {}{}\n",
-        cc.pairs_tested,
+        "cross-CPU: {} (each pair both ways) exchanged {} timestamps; largest backwards step {}{}\n",
+        rtick::text::count(cc.pairs_tested as u64, "ordered CPU pair"),
         cc.clock,
         if cc.max_backwards_ns == 0.0 {
             "0 (consistent)".to_string()

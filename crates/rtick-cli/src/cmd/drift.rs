@@ -68,9 +68,21 @@ fn period(ns: i64) -> String {
     }
 }
 
-fn print_row(r: &DriftJson) {
+/// The table's heading and the rule under it.
+fn heading() -> String {
+    let h = format!(
+        "{:<16}{:>11}{:>9}{:>11}  {:>14}{:>12}{:>12}{:>10}",
+        "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm", "overruns"
+    );
+    let rule = "-".repeat(h.chars().count());
+    format!("{h}\n{rule}")
+}
+
+/// One row; `overruns` is `-` where the mechanism does not report them.
+fn print_row(r: &DriftJson, m: DriftMechanism) {
+    let overruns = if m.reports_overruns() { r.overruns.to_string() } else { "-".into() };
     println!(
-        "{:<16}{:>11}{:>9}{:>11.1}  {:>12}{:>10.2} %{:>12.0}  {}",
+        "{:<16}{:>11}{:>9}{:>11.1}  {:>14}{:>10.2} %{:>12.0}{overruns:>10}",
         r.mechanism,
         period(r.period_ns),
         r.ticks,
@@ -78,8 +90,16 @@ fn print_row(r: &DriftJson) {
         format!("{}{}", Nanos(r.elapsed_ns), if r.time_base == "cpu" { " cpu" } else { "" }),
         r.error_percent,
         r.error_ppm,
-        r.overruns
     );
+}
+
+/// A total run time, roughly: whole seconds, or whole milliseconds under 1 s.
+fn roughly(ns: i64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{} s", (ns + 500_000_000) / 1_000_000_000)
+    } else {
+        format!("{} ms", ((ns + 500_000) / 1_000_000).max(1))
+    }
 }
 
 pub fn run(a: &DriftArgs) -> Result<()> {
@@ -101,7 +121,8 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     let cases = mechanisms.len() * periods.len();
     let total = i64::try_from(cases).ok().and_then(|n| a.duration.as_ns().checked_mul(n)).ok_or_else(|| {
         Usage(format!(
-            "-D/--duration: {cases} cases of {} each last longer than 292 years; give a shorter duration",
+            "-D/--duration: {} of {} each last longer than 292 years; give a shorter duration",
+            rtick::text::count(cases as u64, "case"),
             a.duration
         ))
     })?;
@@ -110,21 +131,18 @@ pub fn run(a: &DriftArgs) -> Result<()> {
     super::cleanup::warnings(None).iter().for_each(|w| println!("warning: {w}"));
     let hz = drift::detect_hz(&SysRoot::default());
     println!(
-        "rtick {} drift: {} mechanisms × {} periods, {} each (about {}); {}",
+        "rtick {} drift: {} × {}, {} each (about {}); {}",
         env!("CARGO_PKG_VERSION"),
-        mechanisms.len(),
-        periods.len(),
+        rtick::text::count(mechanisms.len() as u64, "mechanism"),
+        rtick::text::count(periods.len() as u64, "period"),
         a.duration,
-        Nanos(total),
+        roughly(total),
         hz.map_or("HZ unknown".into(), |h| format!(
             "CONFIG_HZ={h} (scheduler tick {})",
             Nanos(1_000_000_000 / h as i64)
         ))
     );
-    println!(
-        "\n{:<16}{:>11}{:>9}{:>11}  {:>12}{:>12}{:>12}  overruns",
-        "mechanism", "period", "ticks", "expected", "elapsed", "error", "error ppm"
-    );
+    println!("\n{}", heading());
     let file = run_cases(a, &mechanisms, &periods, hz, &stop);
     println!();
     print_explanations(&file.results);
@@ -188,7 +206,7 @@ fn run_cases(
                 }
                 Ok(Some(r)) => {
                     let j = row(&r, hz, a.work);
-                    print_row(&j);
+                    print_row(&j, m);
                     file.results.push(j);
                 }
                 Err(e) => {
@@ -215,5 +233,18 @@ fn print_explanations(results: &[DriftJson]) {
             println!("{}: {}", r.mechanism, r.explanation);
             seen.push(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::roughly;
+
+    #[test]
+    fn the_total_is_rounded_to_whole_units() {
+        assert_eq!(roughly(56_000_000_000), "56 s");
+        assert_eq!(roughly(2_600_000_000), "3 s");
+        assert_eq!(roughly(500_000_000), "500 ms");
+        assert_eq!(roughly(999_600_000), "1000 ms");
     }
 }

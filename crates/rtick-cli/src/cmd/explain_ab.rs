@@ -15,9 +15,9 @@ pub fn render(ab: &AbOutcome, nsecs: bool) -> String {
     let lat = |l: &Latencies| format!("{:>7}  {} / {} / {}", l.wakeups, f(l.p50), f(l.p99), f(l.max));
     let longest = ab.schedule.switches.iter().map(|s| s.done - s.began).max().unwrap_or(Nanos::ZERO);
     let mut s = format!(
-            "\nwhat tracing added (A/B in this run: tracing switched off and on every {}, {} switches of up to {}; same CPUs): n  p50 / p99 / max, {}\n",
+            "\nwhat tracing added (A/B in this run: tracing switched off and on every {}, {} of up to {}; same CPUs): n  p50 / p99 / max, {}\n",
             ab.period,
-            ab.schedule.switches.len(),
+            rtick::text::count(ab.schedule.switches.len() as u64, "switch"),
             longest,
             unit(nsecs)
         );

@@ -84,6 +84,8 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         return Err(Usage("-D/--duration: must be greater than zero".into()).into());
     }
     let listener = http::bind(a.listen)?;
+    // The address bound: port 0 asks the kernel for a free one.
+    let listening = listener.local_addr().unwrap_or(a.listen);
 
     let sys = SystemInfo::read();
     let mut warnings = super::cleanup::warnings(a.tracefs.as_deref());
@@ -109,7 +111,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         let bound = a.duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d}"));
         print!("{}", header::render_as(&file, &mlock_detail(held.memory(), &cfg), "monitor", Some(&bound)));
         let paths = if a.spike.is_some() { "/metrics and /spikes" } else { "/metrics" };
-        println!("  serving       {}", serving(a.listen, paths));
+        println!("  serving       {}", serving(listening, paths));
         println!("  collector     may lag {} before trace rows are dropped", lag(rows, cfg.interval));
         if let Some(line) = &trace_line {
             println!("  explain       {line}");

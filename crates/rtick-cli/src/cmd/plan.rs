@@ -50,6 +50,12 @@ fn usage(msg: impl Into<String>) -> Usage {
 
 pub fn plan(a: &MeasureArgs, cpus: &Cpus) -> Result<Plan, Usage> {
     let mut plan = loop_plan(&a.looping, a.compare, cpus)?;
+    if let (true, [only]) = (a.compare, plan.cfg.mechanisms.as_slice()) {
+        let other = if *only == Mechanism::ClockNanosleep { Mechanism::Timerfd } else { Mechanism::ClockNanosleep };
+        return Err(usage(format!(
+            "--compare needs at least 2 mechanisms, and -m names only {only}: add another (-m {only},{other}) or leave -m out to compare them all"
+        )));
+    }
     let duration = match (a.duration, a.loops) {
         (None, None) if a.compare => Some(DEFAULT_COMPARE_DURATION),
         (None, None) => Some(DEFAULT_DURATION),

@@ -101,11 +101,12 @@ pub fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> 
         let s = r.latency.summary();
         if s.count > 0 && r.overruns * 100 > s.count {
             w.push(format!(
-                "{} T{}: {} of {} wake-ups overran ({:.1} %): a {} interval is shorter than what {} reaches here (p99 {})",
+                "{} T{}: {} of {} {} overran ({:.1} %): a {} interval is shorter than what {} reaches here (p99 {})",
                 r.mechanism,
                 r.thread,
                 r.overruns,
                 s.count,
+                rtick::text::noun(s.count, "wake-up"),
                 100.0 * r.overruns as f64 / s.count as f64,
                 cfg.interval,
                 r.mechanism,
@@ -114,11 +115,11 @@ pub fn run_warnings(cfg: &MeasureConfig, report: &MeasureReport) -> Vec<String> 
         }
         if r.clock_steps > 0 {
             w.push(format!(
-                "{} T{}: {} stepped {} time(s), by {} in all (settimeofday, an NTP step): those wake-ups were not recorded and the grid restarted after each; measure on monotonic to avoid it",
+                "{} T{}: {} stepped {}, by {} in all (settimeofday, an NTP step): those wake-ups were not recorded and the grid restarted after each; measure on monotonic to avoid it",
                 r.mechanism,
                 r.thread,
                 cfg.clock.kernel_name(),
-                r.clock_steps,
+                rtick::text::count(r.clock_steps, "time"),
                 r.clock_stepped
             ));
         }

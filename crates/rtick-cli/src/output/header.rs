@@ -41,13 +41,17 @@ pub fn render_as(run: &RunFile, mlock_detail: &str, command: &str, bound: Option
         .map(|(i, a)| format!("T{i}→{}", a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")))
         .collect();
     let prio = if c.priority > 0 { format!(" {}", c.priority) } else { String::new() };
+    // The kernel gives real-time threads no timer slack, whatever PR_SET_TIMERSLACK says.
+    let slack = if rtick::rt::Policy::parse(&c.policy).is_some_and(|p| p.is_realtime()) {
+        "timer slack: none (real-time threads have no slack)".to_string()
+    } else {
+        format!("timer slack {} ns on measuring threads", c.timer_slack_ns)
+    };
     let _ = writeln!(
         w,
-        "  scheduling    {}{prio}; affinity {}; timer slack {} ns on measuring threads{}",
+        "  scheduling    {}{prio}; affinity {}; {slack}",
         c.policy,
         if pin.is_empty() { "not pinned".to_string() } else { pin.join(" ") },
-        c.timer_slack_ns,
-        if c.policy == "SCHED_FIFO" || c.policy == "SCHED_RR" { " (RT threads have none)" } else { "" }
     );
     let _ = writeln!(w, "  memory        {mlock_detail}");
     let _ = writeln!(w, "  cpu_dma_lat.  {}", dma_latency(c));
@@ -129,9 +133,9 @@ fn per_mechanism(duration_ns: Option<i64>, loops: Option<u64>, phases: &[LoadPha
         return phase_list(phases);
     }
     match (duration_ns, loops) {
-        (Some(d), Some(l)) => format!("{} or {l} loops", rtick::Nanos(d)),
+        (Some(d), Some(l)) => format!("{} or {}", rtick::Nanos(d), rtick::text::count(l, "loop")),
         (Some(d), None) => format!("{}", rtick::Nanos(d)),
-        (None, Some(l)) => format!("{l} loops"),
+        (None, Some(l)) => rtick::text::count(l, "loop"),
         (None, None) => "until Ctrl-C".into(),
     }
 }
@@ -142,7 +146,7 @@ fn phase_list(phases: &[LoadPhaseJson]) -> String {
         .iter()
         .map(|p| match (p.duration_ns, p.loops) {
             (Some(d), _) => format!("{} {}", p.name, rtick::Nanos(d)),
-            (None, Some(l)) => format!("{} {l} loops", p.name),
+            (None, Some(l)) => format!("{} {}", p.name, rtick::text::count(l, "loop")),
             (None, None) => format!("{} until Ctrl-C", p.name),
         })
         .collect();
@@ -160,7 +164,7 @@ pub fn load_line(l: &LoadJson) -> String {
         what.push(format!("command sh -c '{}' (own process group)", c.command));
     }
     let shared = if l.shares_measured_cpus { "the measured CPUs included" } else { "apart from the measured CPUs" };
-    let cpus = if l.cpus.len() == 1 { "CPU" } else { "CPUs" };
+    let cpus = rtick::text::noun(l.cpus.len() as u64, "CPU");
     format!("{} on {cpus} {}, {shared}", what.join(" + "), rtick::system::format_cpu_list(&l.cpus))
 }
 

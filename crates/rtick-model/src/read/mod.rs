@@ -90,9 +90,19 @@ pub enum HistUnit {
     Nanos,
 }
 
+/// Why a file could not be read, and what to do about it.
+fn unreadable(path: &Path, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file: check the path".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied: make it readable, or read it as its owner".into(),
+        _ if path.is_dir() => "a directory: give a file written by rtick measure or cyclictest".into(),
+        _ => format!("cannot read: {e}"),
+    }
+}
+
 /// Reads one input; the error is one line naming the file (and line) and what was expected.
 pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {}", path.display(), unreadable(path, &e)))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: not a text file (expected JSON, CSV or a cyclictest histogram)", path.display()))?;
     let at = |msg: String| format!("{}:{msg}", path.display());

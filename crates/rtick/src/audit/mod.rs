@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::SysRoot;
 
+/// The kernel's build configuration (it moved to [`crate::system`]; kept
+/// here for the code that names it `audit::KernelConfig`).
+pub use crate::system::KernelConfig;
+
 const UNREADABLE: &str = "unreadable or missing: ";
 
 /// How a finding bears on precise timing.
@@ -159,9 +163,30 @@ pub fn verdict(findings: &[Finding]) -> String {
     let verdict = if fail > 0 {
         format!("not ready for precise timing: {} and {}", plural(fail, "failure"), plural(warn, "warning"))
     } else if warn > 0 {
-        format!("usable for precise timing, with {} to fix for the best results", plural(warn, "warning"))
+        // Not every warning can be fixed (a hypervisor, a CPU): the findings say which can.
+        format!("usable for precise timing, with {} (see their remedies, where there is one)", plural(warn, "warning"))
     } else {
         "ready for precise timing".to_string()
     };
     verdict + &tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_does_not_promise_every_warning_can_be_fixed() {
+        let warn = |id| Finding::new(id, Status::Warn, "w");
+        let ok = Finding::new("ok", Status::Ok, "fine");
+        assert_eq!(
+            verdict(&[warn("a"), ok.clone(), warn("b")]),
+            "usable for precise timing, with 2 warnings (see their remedies, where there is one)"
+        );
+        assert_eq!(verdict(std::slice::from_ref(&ok)), "ready for precise timing");
+        assert_eq!(
+            verdict(&[Finding::new("f", Status::Fail, "f"), warn("a"), ok]),
+            "not ready for precise timing: 1 failure and 1 warning"
+        );
+    }
 }

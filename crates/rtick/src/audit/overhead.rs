@@ -39,7 +39,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
                 Finding::new(
                     "kernel.debug_options",
                     Status::Warn,
-                    format!("a debug kernel: {} latency-heavy option(s) built in", on.len()),
+                    format!("a debug kernel: {} built in", crate::text::count(on.len() as u64, "latency-heavy option")),
                 )
                 .evidence(format!("{}: {}", c.source, on.join(", ")))
                 .impact("locking, allocation and interrupt toggling are slower everywhere in the kernel: wake-ups and their tails are longer")
@@ -77,7 +77,7 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
         Finding::new(
             "kernel.mitigations",
             Status::Info,
-            format!("{} cost time on every kernel entry", crate::text::count(costly.len() as u64, "CPU-vulnerability mitigation")),
+            costly_title(costly.len()),
         )
         .evidence(costly.join("; "))
         .impact("each system call and interrupt pays for them (from a few hundred ns to µs): a timing loop enters the kernel at least once per period")
@@ -85,9 +85,23 @@ pub(crate) fn check(ctx: &Context<'_>, out: &mut Vec<Finding>) {
     });
 }
 
+/// The finding's title: the verb agrees with "entry", whatever the count.
+fn costly_title(n: usize) -> String {
+    format!("every kernel entry pays for {}", crate::text::count(n as u64, "CPU-vulnerability mitigation"))
+}
+
 /// Enhanced/automatic IBRS is set once and costs nothing per entry; only
 /// legacy IBRS, written on every entry, is costly.
 fn is_cheap_ibrs(state: &str) -> bool {
     let legacy = state.replace("Enhanced / Automatic IBRS", "").replace("Enhanced IBRS", "").replace("eIBRS", "");
     !legacy.contains("IBRS")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_title_reads_right_for_one_mitigation_or_several() {
+        assert_eq!(super::costly_title(1), "every kernel entry pays for 1 CPU-vulnerability mitigation");
+        assert_eq!(super::costly_title(3), "every kernel entry pays for 3 CPU-vulnerability mitigations");
+    }
 }

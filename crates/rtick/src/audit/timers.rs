@@ -31,14 +31,23 @@ fn hres_active(hres: &HresActive, timer_list: &str) -> Finding {
         (hres.cpus().len(), hres.count(Some(true)), hres.count(Some(false)), hres.count(None));
     let unread = if unknown > 0 { format!(" (unreadable on {unknown})") } else { String::new() };
     let evidence = format!(
-        "{TIMER_LIST}: .hres_active = 1 on {active} of {cpus} CPUs{unread}; event_handler hrtimer_interrupt on {handlers} clock event devices"
+        "{TIMER_LIST}: .hres_active = 1 on {active} of {cpus} {}{unread}; event_handler hrtimer_interrupt on {}",
+        crate::text::noun(cpus as u64, "CPU"),
+        crate::text::count(handlers as u64, "clock event device")
     );
     let f = if cpus == 0 {
         Finding::new(ID, Status::Info, "high-resolution timers: no CPU listed in /proc/timer_list")
     } else if inactive > 0 {
-        Finding::new(ID, Status::Fail, format!("high-resolution timers are inactive on {inactive} of {cpus} CPUs"))
-            .impact("sleeps and timers on those CPUs expire only at scheduler ticks: milliseconds late")
-            .remedy("a kernel with CONFIG_HIGH_RES_TIMERS=y; remove highres=off from the boot parameters")
+        Finding::new(
+            ID,
+            Status::Fail,
+            format!(
+                "high-resolution timers are inactive on {inactive} of {cpus} {}",
+                crate::text::noun(cpus as u64, "CPU")
+            ),
+        )
+        .impact("sleeps and timers on those CPUs expire only at scheduler ticks: milliseconds late")
+        .remedy("a kernel with CONFIG_HIGH_RES_TIMERS=y; remove highres=off from the boot parameters")
     } else if unknown > 0 {
         Finding::new(ID, Status::Info, format!("high-resolution timers: state unreadable on {unknown} of {cpus} CPUs"))
     } else {

@@ -47,7 +47,7 @@ impl NoBreakdown {
     pub fn reason(self) -> &'static str {
         match self {
             NoBreakdown::NotTimerWoken(why) => why,
-            NoBreakdown::TraceFailed => "the kernel trace failed (see the warning on stderr)",
+            NoBreakdown::TraceFailed => "the kernel trace failed earlier in the run",
             NoBreakdown::ThreadUnknown => "its thread's id was not published yet (the run's first moment)",
             NoBreakdown::Unexplained(u) => u.reason(),
         }
@@ -111,6 +111,10 @@ impl SpikeWatcher {
     /// Watches `cfg`'s run through its rings `consumers`; wake-ups later
     /// than `threshold` are spikes, the latest `keep` of a drain returned,
     /// explained from `live` when given.
+    ///
+    /// # Panics
+    ///
+    /// When `consumers` is not one ring per thread of `cfg`.
     pub fn new(
         cfg: &MeasureConfig,
         consumers: Vec<TraceConsumer>,
@@ -118,7 +122,8 @@ impl SpikeWatcher {
         keep: usize,
         live: Option<Live>,
     ) -> SpikeWatcher {
-        let threads = consumers.len();
+        let threads = cfg.threads.len();
+        assert_eq!(consumers.len(), threads, "one trace ring per thread of the run is needed");
         SpikeWatcher {
             mechanisms: cfg.mechanisms.clone(),
             cpus: cfg.threads.iter().map(|t| if let [c] = t.cpus.as_slice() { Some(*c) } else { None }).collect(),
@@ -133,7 +138,7 @@ impl SpikeWatcher {
             tids: vec![0; threads],
             prev: vec![None; threads],
             pending: (0..threads).map(|_| VecDeque::with_capacity(keep)).collect(),
-            windows: vec![WindowMax::default(); cfg.threads.len() * cfg.mechanisms.len()],
+            windows: vec![WindowMax::default(); threads * cfg.mechanisms.len()],
             consumers,
         }
     }
@@ -176,10 +181,14 @@ impl SpikeWatcher {
                 self.windows[t * n + m].record(self.sec, latency.as_ns());
                 if self.threshold.is_some_and(|th| latency > th) {
                     // Each thread's latest `keep`: no more can be returned.
-                    if self.pending[t].len() == self.keep {
-                        out.crowded.extend(self.pending[t].pop_front().map(|(i, ..)| i));
+                    if self.keep == 0 {
+                        out.crowded.push(t * n + m);
+                    } else {
+                        if self.pending[t].len() == self.keep {
+                            out.crowded.extend(self.pending[t].pop_front().map(|(i, ..)| i));
+                        }
+                        self.pending[t].push_back((t * n + m, row, self.prev[t]));
                     }
-                    self.pending[t].push_back((t * n + m, row, self.prev[t]));
                 }
                 self.prev[t] = Some(row);
             }
@@ -231,5 +240,60 @@ impl SpikeWatcher {
         let rec = |r: &TraceRow| Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
         let cpu = self.cpus[series / n];
         live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval, cpu).map_err(NoBreakdown::Unexplained)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::ThreadSetup;
+    use crate::time::Time;
+
+    fn cfg(threads: usize) -> MeasureConfig {
+        MeasureConfig {
+            mechanisms: vec![Mechanism::ClockNanosleep, Mechanism::Futex],
+            threads: vec![ThreadSetup::default(); threads],
+            ..Default::default()
+        }
+    }
+
+    /// `n` wake-ups 20 µs late of each thread, into its ring.
+    fn late_rows(producers: &mut [crate::measure::TraceProducer], n: u64) {
+        for k in 0..n {
+            for (t, p) in producers.iter_mut().enumerate() {
+                let at = Time((2 * k + t as u64) as i64 * 1000);
+                let row = TraceRow {
+                    thread: t as u32,
+                    mechanism: Mechanism::Futex,
+                    cycle: k,
+                    planned: at,
+                    actual: at + Nanos::from_us(20),
+                };
+                p.push(row).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn spikes_beyond_keep_are_crowded_and_nothing_grows_even_with_keep_0() {
+        for keep in [0, 3] {
+            let (mut producers, consumers) = crate::measure::trace_rings(2, 1024);
+            let mut w = SpikeWatcher::new(&cfg(2), consumers, Some(Nanos::from_us(10)), keep, None);
+            let capacity: Vec<_> = w.pending.iter().map(VecDeque::capacity).collect();
+            late_rows(&mut producers, 100);
+            let d = w.drain(|_, _| {});
+            assert_eq!(d.spikes.len(), keep, "keep {keep}");
+            assert_eq!(d.crowded.len() + d.spikes.len(), 200, "keep {keep}: every spike once");
+            assert!(d.crowded.iter().all(|&s| s == 1 || s == 3), "the futex series of both threads: {:?}", d.crowded);
+            let after: Vec<_> = w.pending.iter().map(VecDeque::capacity).collect();
+            assert_eq!(after, capacity, "keep {keep}: the pending spikes stay within what was allocated");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "one trace ring per thread")]
+    fn rings_that_do_not_match_the_threads_are_refused() {
+        let (_, consumers) = crate::measure::trace_rings(1, 16);
+        SpikeWatcher::new(&cfg(2), consumers, None, 1, None);
     }
 }

@@ -135,7 +135,7 @@ impl MeasureConfig {
                 )));
             }
             if !m.built_in() && self.waiters.is_none() {
-                return Err(Error::Invalid(format!("{} has no waiter of the library's own: supply one", info.name)));
+                return Err(crate::wait::no_waiter_of_its_own(*m));
             }
         }
         if let HybridSlack::Fixed(s) = self.hybrid_slack {
@@ -397,5 +397,15 @@ mod tests {
         assert_eq!(fine.slices().len(), 2 * 360_000);
         let huge = MeasureConfig { histogram: Some(HistogramSpec { buckets: usize::MAX, unit_ns: 1 }), ..ok };
         assert!(huge.validate().unwrap_err().to_string().contains("histogram buckets"));
+    }
+
+    #[test]
+    fn a_mechanism_without_a_waiter_is_refused_in_the_same_words_before_and_at_the_run() {
+        let m = crate::testing::MOCK;
+        let cfg = MeasureConfig { mechanisms: vec![m], ..Default::default() };
+        let before = cfg.validate().unwrap_err().to_string();
+        let at = crate::wait::build(m, &cfg.wait_config()).err().unwrap().to_string();
+        assert_eq!(before, at);
+        assert!(before.contains("mock has no waiter of the library's own: supply one (WaiterSource)"), "{before}");
     }
 }

@@ -233,7 +233,10 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>>
                     // (sched-deadline's period limits or admission test), or left a
                     // sched-deadline thread throttled until its watchdog released it:
                     // this mechanism is unavailable, the others go on.
-                    Err(Error::Unavailable { reason, .. }) => slots[slice.mechanism] = Err(reason),
+                    Err(Error::Unavailable { reason, .. }) => {
+                        let reason = if slot.n > 0 { stopped_mid_run(&reason) } else { reason };
+                        slots[slice.mechanism] = Err(reason);
+                    }
                     Err(e) => {
                         failure = Some(e);
                         ctx.stop.store(true, Relaxed);
@@ -261,6 +264,13 @@ pub(crate) fn run_thread(ctx: ThreadCtx<'_>) -> Result<Option<Vec<SlotOutcome>>>
             })
             .collect(),
     ))
+}
+
+/// Why a mechanism that became unavailable after wake-ups were counted
+/// reports no result: none of its threads' results are kept (see `regroup`).
+#[cold]
+fn stopped_mid_run(reason: &str) -> String {
+    format!("stopped mid-run, its results dropped (its wake-ups until then stay in the trace): {reason}")
 }
 
 /// One slot per mechanism; a mechanism this system cannot run becomes its reason.

@@ -255,21 +255,28 @@ fn thread_outcome<T>(index: usize, joined: std::thread::Result<Result<T>>) -> Re
 }
 
 /// Results with mechanisms in run order, threads in index order; each
-/// unavailable mechanism once.
+/// unavailable mechanism once, with the reason of its first thread that
+/// reported one. A mechanism unavailable to any thread (refused at its
+/// arm, or stopped mid-run) is unavailable for the run: none of its
+/// threads' results is kept, so it is never both measured and unavailable.
 fn regroup(mechanisms: usize, mut per_thread: Vec<Vec<SlotOutcome>>) -> (Vec<ThreadResult>, Vec<Unavailable>) {
     let mut results = Vec::new();
-    let mut unavailable: Vec<Unavailable> = Vec::new();
+    let mut unavailable = Vec::new();
     for m in 0..mechanisms {
-        for slots in per_thread.iter_mut() {
-            match std::mem::replace(&mut slots[m], SlotOutcome::NotReached) {
-                SlotOutcome::Measured(r) => results.push(*r),
-                SlotOutcome::NotReached => {}
-                SlotOutcome::Unavailable(mechanism, reason) => {
-                    if !unavailable.iter().any(|u| u.mechanism == mechanism) {
-                        unavailable.push(Unavailable { mechanism, reason });
-                    }
-                }
+        let outcomes: Vec<_> =
+            per_thread.iter_mut().map(|slots| std::mem::replace(&mut slots[m], SlotOutcome::NotReached)).collect();
+        let refused = outcomes.iter().find_map(|o| match o {
+            SlotOutcome::Unavailable(mechanism, reason) => {
+                Some(Unavailable { mechanism: *mechanism, reason: reason.clone() })
             }
+            _ => None,
+        });
+        match refused {
+            Some(u) => unavailable.push(u),
+            None => results.extend(outcomes.into_iter().filter_map(|o| match o {
+                SlotOutcome::Measured(r) => Some(*r),
+                _ => None,
+            })),
         }
     }
     (results, unavailable)
@@ -307,5 +314,55 @@ mod tests {
             let e = slot.event().expect("claimed");
             assert_eq!((e.mechanism, e.thread, e.cycle, e.latency), (m, 2, 7, Nanos(5_000)));
         }
+    }
+
+    fn measured(mechanism: Mechanism, thread: usize) -> SlotOutcome {
+        SlotOutcome::Measured(Box::new(ThreadResult {
+            mechanism,
+            thread,
+            tid: 100 + thread as i32,
+            cpu: None,
+            pinned: Vec::new(),
+            latency: crate::stats::LatencyStats::new(),
+            period: crate::stats::LatencyStats::new(),
+            buckets: None,
+            overruns: 0,
+            missed: 0,
+            cpu_time: Nanos::ZERO,
+            wall: Nanos::ZERO,
+            trace_dropped: 0,
+            slack: None,
+            calibration: None,
+            first_deadline: None,
+            clock_steps: 0,
+            clock_stepped: Nanos::ZERO,
+            warm_up_discarded: 0,
+        }))
+    }
+
+    /// Thread 0 measured sched-deadline, thread 1 was stopped mid-run (its
+    /// watchdog released it): the mechanism is unavailable for the run, once,
+    /// with no result of any thread; the other mechanism keeps both.
+    #[test]
+    fn a_mechanism_unavailable_to_one_thread_is_unavailable_for_all_never_also_measured() {
+        let (dl, futex) = (Mechanism::SchedDeadline, Mechanism::Futex);
+        let why = "stopped mid-run: released".to_string();
+        let per_thread = vec![
+            vec![measured(dl, 0), measured(futex, 0)],
+            vec![SlotOutcome::Unavailable(dl, why.clone()), measured(futex, 1)],
+        ];
+        let (results, unavailable) = regroup(2, per_thread);
+        assert_eq!(unavailable, vec![Unavailable { mechanism: dl, reason: why.clone() }]);
+        let kept: Vec<_> = results.iter().map(|r| (r.mechanism, r.thread)).collect();
+        assert_eq!(kept, vec![(futex, 0), (futex, 1)]);
+        // Whichever thread it is, and when both were refused: listed once.
+        let per_thread = vec![
+            vec![SlotOutcome::Unavailable(dl, why.clone()), SlotOutcome::NotReached],
+            vec![SlotOutcome::Unavailable(dl, "other".into()), SlotOutcome::NotReached],
+            vec![measured(dl, 2), SlotOutcome::NotReached],
+        ];
+        let (results, unavailable) = regroup(2, per_thread);
+        assert!(results.is_empty(), "{results:?}");
+        assert_eq!(unavailable, vec![Unavailable { mechanism: dl, reason: why }]);
     }
 }

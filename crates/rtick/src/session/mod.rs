@@ -103,7 +103,7 @@ pub struct Session {
     /// Held for its Drop, which releases /dev/cpu_dma_latency.
     dma: Option<DmaLatency>,
     idle: Option<IdleLimit>,
-    /// The `cpu_dma_latency` asked for, and the value the system had before.
+    /// The `cpu_dma_latency` held for the run, µs (`None`: not asked for).
     pub dma_asked: Option<i32>,
     /// The system's `cpu_dma_latency` before the run, µs.
     pub dma_system: Option<i32>,

@@ -259,23 +259,28 @@ pub fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// Waits up to `timeout` for one of `set` (`sigtimedwait`); true if one came.
-pub fn wait_timeout(set: &SigSet, timeout: crate::time::Nanos) -> bool {
-    wait_within(set, timeout).is_some()
-}
-
 /// Waits up to `timeout` for one of `set` (`sigtimedwait`): what came, or
-/// `None` when nothing did (or a handled signal interrupted the wait).
-pub fn wait_within(set: &SigSet, timeout: crate::time::Nanos) -> Option<Received> {
+/// `None` when nothing did (EAGAIN) or a handled signal interrupted the
+/// wait (EINTR); any other failure (an invalid timeout) is an error.
+pub fn wait_within(set: &SigSet, timeout: crate::time::Nanos) -> io::Result<Option<Received>> {
     let ts = timeout.to_timespec();
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: set and ts are valid; info is a valid out pointer.
     if unsafe { libc::sigtimedwait(&set.0, info.as_mut_ptr(), &ts) } < 0 {
-        return None;
+        return nothing_came(super::last_error());
     }
     // SAFETY: it was zeroed (a valid siginfo_t), then filled by sigtimedwait.
     let info = unsafe { info.assume_init() };
-    Some(Received { timer_overrun: timer_overrun(&info) })
+    Ok(Some(Received { timer_overrun: timer_overrun(&info) }))
+}
+
+/// A failed `sigtimedwait`: nothing came when it timed out (EAGAIN) or a
+/// handled signal interrupted it (EINTR); any other failure is an error.
+fn nothing_came<T>(e: io::Error) -> io::Result<Option<T>> {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EINTR) => Ok(None),
+        _ => Err(e),
+    }
 }
 
 /// Dequeues every pending signal of `set` without waiting (they must be
@@ -322,6 +327,28 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_wait_that_cannot_be_made_is_an_error_not_nothing() {
+        use crate::time::Nanos;
+        std::thread::spawn(|| {
+            let sig = libc::SIGUSR2;
+            block(&[sig]).unwrap();
+            let set = SigSet::of(&[sig]);
+            assert!(matches!(wait_within(&set, Nanos::from_ms(1)), Ok(None)), "nothing came");
+            // SAFETY: raising a blocked signal at the calling thread only makes it pending.
+            unsafe { libc::raise(sig) };
+            assert!(matches!(wait_within(&set, Nanos::from_ms(1)), Ok(Some(_))), "it came");
+        })
+        .join()
+        .unwrap();
+        let failed = |errno| nothing_came::<Received>(io::Error::from_raw_os_error(errno));
+        assert!(matches!(failed(libc::EAGAIN), Ok(None)), "timed out");
+        assert!(matches!(failed(libc::EINTR), Ok(None)), "interrupted");
+        for errno in [libc::EINVAL, libc::EFAULT] {
+            assert_eq!(failed(errno).unwrap_err().raw_os_error(), Some(errno), "not a wait that saw nothing");
+        }
     }
 
     #[test]

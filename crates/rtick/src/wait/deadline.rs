@@ -50,11 +50,24 @@ fn unavailable(e: std::io::Error) -> Error {
     Error::Unavailable { mechanism: "sched-deadline", reason }
 }
 
-/// The error of a wait whose thread the watchdog released after `stuck`.
+/// The watchdog thread could not be started (its stack could not be had:
+/// memory, RLIMIT_MEMLOCK under `mlockall`, RLIMIT_NPROC).
+fn no_watchdog(e: std::io::Error) -> Error {
+    Error::Unavailable {
+        mechanism: "sched-deadline",
+        reason: format!(
+            "its watchdog thread could not be started ({e}): raise RLIMIT_MEMLOCK (ulimit -l) and \
+             RLIMIT_NPROC (ulimit -u), or use another mechanism"
+        ),
+    }
+}
+
+/// The error of a wait whose thread the watchdog released after `stuck`
+/// (`restore`: the raw policy it was moved back to, with its flags).
 #[cold]
 #[inline(never)]
 fn released(stuck: Nanos, restore: libc::c_int) -> Error {
-    let policy = Policy::from_raw(restore).unwrap_or_default().kernel_name();
+    let policy = Policy::from_raw(restore & !libc::SCHED_RESET_ON_FORK).unwrap_or_default().kernel_name();
     Error::Unavailable {
         mechanism: "sched-deadline",
         reason: format!(
@@ -110,11 +123,14 @@ impl Waiter for DeadlineWait {
     fn arm(&mut self, _first: Time, interval: Nanos) -> Result<()> {
         self.interval = interval;
         // Spawned (once) while the thread is not SCHED_DEADLINE yet: such a thread may not fork.
-        self.watchdog
-            .spawn(timer::gettid(), self.restore)
-            .map_err(|e| Error::sys("spawning the sched-deadline watchdog thread", e, ""))?;
-        deadline::set_deadline(runtime_for(interval), interval).map_err(unavailable)?;
+        self.watchdog.spawn(timer::gettid(), self.restore).map_err(no_watchdog)?;
+        // Watched from before it is SCHED_DEADLINE: a release of the previous
+        // arming still under way cannot reach the thread armed now.
         self.watchdog.watch(interval);
+        if let Err(e) = deadline::set_deadline(runtime_for(interval), interval) {
+            self.watchdog.idle();
+            return Err(unavailable(e));
+        }
         // Find the grid: the earliest phase (modulo the period, so a skipped
         // period does not matter) over the first periods.
         self.yield_watched()?;
@@ -164,6 +180,18 @@ mod tests {
             Err(e) => {
                 skip(&e.to_string(), false);
                 None
+            }
+        }
+    }
+
+    #[test]
+    fn the_release_names_the_policy_whatever_its_flags() {
+        for (raw, name) in
+            [(libc::SCHED_FIFO, "SCHED_FIFO"), (libc::SCHED_RR, "SCHED_RR"), (libc::SCHED_BATCH, "SCHED_BATCH")]
+        {
+            for flags in [0, libc::SCHED_RESET_ON_FORK] {
+                let e = released(Nanos::from_secs(1), raw | flags).to_string();
+                assert!(e.contains(&format!("moved back to {name};")), "{raw:#x} {flags:#x}: {e}");
             }
         }
     }

@@ -290,7 +290,12 @@ pub const KINDS: &[KindInfo] = &[
 impl Mechanism {
     /// This mechanism's row in the table.
     pub fn info(self) -> &'static KindInfo {
-        KINDS.iter().chain(unlisted_rows()).find(|k| k.mechanism == self).expect("every mechanism has a row")
+        self.row().expect("every mechanism has a row")
+    }
+
+    /// Its row, `None` for a number no mechanism has.
+    fn row(self) -> Option<&'static KindInfo> {
+        KINDS.iter().chain(unlisted_rows()).find(|k| k.mechanism == self)
     }
 
     /// Whether the library has a waiter of its own for it (a row of
@@ -358,8 +363,13 @@ fn unlisted_rows() -> &'static [KindInfo] {
 }
 
 impl fmt::Debug for Mechanism {
+    /// Its name; a number no mechanism has (never panics: Debug is what a
+    /// failed assertion or a panic message prints).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self.row() {
+            Some(k) => f.write_str(k.name),
+            None => write!(f, "Mechanism(#{})", self.0),
+        }
     }
 }
 
@@ -372,6 +382,13 @@ impl fmt::Display for Mechanism {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_names_a_mechanism_and_numbers_an_unknown_one() {
+        assert_eq!(format!("{:?}", Mechanism::Futex), "futex");
+        assert_eq!(format!("{:?}", Mechanism(999)), "Mechanism(#999)");
+        assert_eq!(format!("{:?}", Mechanism::unlisted(77)), "Mechanism(#1077)");
+    }
 
     #[test]
     fn every_row_parses_back_and_names_are_unique() {

@@ -143,12 +143,14 @@ fn build_own(mechanism: Mechanism, cfg: &WaitConfig) -> Result<Box<dyn Waiter>> 
         Mechanism::StdSleep => Box::new(timeout::TimeoutWait::new(cfg.clock, timeout::Call::StdSleep)?),
         Mechanism::PosixTimerHandler => Box::new(handler::HandlerTimerWait::new(cfg.clock)?),
         Mechanism::SchedDeadline => Box::new(deadline::DeadlineWait::new(cfg.clock)?),
-        other => {
-            return Err(crate::Error::Invalid(format!(
-                "{other} has no waiter of the library's own: supply one (WaiterSource)"
-            )))
-        }
+        other => return Err(no_waiter_of_its_own(other)),
     })
+}
+
+/// The error for a mechanism the library has no waiter of its own for (a
+/// test mechanism) when none is supplied.
+pub(crate) fn no_waiter_of_its_own(m: Mechanism) -> crate::Error {
+    crate::Error::Invalid(format!("{m} has no waiter of the library's own: supply one (WaiterSource)"))
 }
 
 /// The signals the signal-based mechanisms wait for. Block them with

@@ -53,6 +53,10 @@ pub struct Calibration {
     /// The slack chosen for the interval last armed: p99 · 1.25 + 2 µs, at
     /// least 2 µs; the whole interval when that does not fit in ¾ of it.
     pub slack: Nanos,
+    /// The slack chosen when first armed, from this calibration's p99
+    /// (later arms, as each interleaved slice makes, follow the overshoot
+    /// tracked since); zero until armed.
+    pub first_slack: Nanos,
     /// The sleep overshoot does not fit in ¾ of the interval: the hybrid
     /// spins the whole period and never sleeps (a sleep would overshoot
     /// the deadline).
@@ -79,7 +83,14 @@ pub fn calibrate(clock: ClockId) -> Result<Calibration> {
     let samples = over.len();
     let at = |q: f64| Nanos(crate::stats::percentile::of_sorted(&over, q).unwrap_or(0));
     let (p50, p99) = (at(0.50), at(0.99));
-    Ok(Calibration { samples, overshoot_p50: p50, overshoot_p99: p99, slack: Nanos::ZERO, spins_whole_period: false })
+    Ok(Calibration {
+        samples,
+        overshoot_p50: p50,
+        overshoot_p99: p99,
+        slack: Nanos::ZERO,
+        first_slack: Nanos::ZERO,
+        spins_whole_period: false,
+    })
 }
 
 /// The slack wanted for a given sleep-overshoot p99: p99 · 1.25 + 2 µs. When
@@ -214,6 +225,9 @@ impl Waiter for Hybrid {
         if let Some(c) = self.calibration.as_mut() {
             // Decided from the overshoot followed so far (the calibration's at first).
             (c.slack, c.spins_whole_period) = slack_for(self.overshoot_p99, interval);
+            if c.first_slack == Nanos::ZERO {
+                c.first_slack = c.slack;
+            }
             self.slack = c.slack;
         }
         Ok(())
@@ -306,5 +320,23 @@ mod tests {
         h.follow(Nanos::from_ms(50));
         assert_eq!(h.slack, Nanos::from_us(7_500));
         assert!(!h.calibration.unwrap().spins_whole_period);
+    }
+
+    /// Each interleaved slice arms the waiter again, from the overshoot
+    /// followed so far: the slack it started at stays the first arm's.
+    #[test]
+    fn the_first_armed_slack_survives_later_arms() {
+        let mut h = Hybrid::new(ClockId::Monotonic, HybridSlack::Auto).unwrap();
+        let cal = h.calibration.unwrap();
+        let now = h.now();
+        h.arm(now, Nanos::from_ms(10)).unwrap();
+        let first = slack_for(cal.overshoot_p99, Nanos::from_ms(10)).0;
+        assert_eq!(h.calibration.unwrap().first_slack, first);
+        h.follow(cal.overshoot_p99 + Nanos::from_us(400));
+        h.arm(now, Nanos::from_ms(10)).unwrap();
+        let c = h.calibration.unwrap();
+        assert_eq!(c.first_slack, first);
+        assert_eq!(c.slack, slack_for(cal.overshoot_p99 + Nanos::from_us(400), Nanos::from_ms(10)).0);
+        assert_ne!(c.slack, c.first_slack);
     }
 }

@@ -56,13 +56,13 @@ fn print_notes(cfg: &MeasureConfig, report: &MeasureReport, rows: Option<u64>, n
             ),
             Some(c) => println!(
                 "note: hybrid T{} slack settled at {} (auto: started at {} from a sleep overshoot p50 {}, p99 {} over {} calibration sleeps, then followed the overshoot's p99)",
-                r.thread, slack, c.slack, c.overshoot_p50, c.overshoot_p99, c.samples
+                r.thread, slack, c.first_slack, c.overshoot_p50, c.overshoot_p99, c.samples
             ),
             None => println!("note: hybrid T{} slack {slack} (fixed)", r.thread),
         }
     }
     if let Some(rows) = rows {
-        println!("note: trace: {rows} rows written");
+        println!("note: trace: {} written", rtick::text::count(rows, "row"));
     }
     if let Some(b) = report.breaktrace {
         println!(

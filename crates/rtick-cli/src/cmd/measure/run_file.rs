@@ -90,7 +90,11 @@ fn config_json(cfg: &MeasureConfig, mlock: bool, dma: Option<i32>, dma_system: O
         },
         breaktrace_ns: cfg.breaktrace.map(|b| b.as_ns()),
         tracemark: cfg.tracemark.as_ref().map(|t| t.dir().display().to_string()),
-        interleave_ns: cfg.interleave.map(|s| s.as_ns()),
+        // The slice the run was cut into (the whole run when shorter than
+        // --slice); the one asked for when unbounded (monitor).
+        interleave_ns: cfg
+            .interleave
+            .map(|asked| cfg.slices().first().and_then(|s| s.duration).map_or(asked, |used| used.min(asked)).as_ns()),
         warm_up_ns: (cfg.warm_up > Nanos::ZERO).then_some(cfg.warm_up.as_ns()),
         deepest_idle_state: None,
         cpuidle: None,

@@ -9,6 +9,11 @@
 //! watchdog moves it back to the policy it had before, which ends the yield,
 //! and records that it did so for the wait to report.
 //!
+//! Each arming and disarming starts a new generation; the watchdog claims
+//! the generation it watched before it acts, and only if the thread has not
+//! moved since its look, so that it never releases a thread that left the
+//! stalled yield, or was disarmed and armed again, in between.
+//!
 //! The thread is spawned at the first arm (before the waiting thread becomes
 //! SCHED_DEADLINE: a deadline thread may not fork), idles parked while the
 //! wait is disarmed, so that re-arming on a change of period allocates
@@ -18,6 +23,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crate::clock::ClockId;
 use crate::sys::sched;
@@ -61,6 +67,14 @@ impl Sighting {
     }
 }
 
+/// The low bit of [`Shared::generation`]: the watchdog is releasing the
+/// thread armed in that generation.
+const RELEASING: u64 = 1;
+
+/// The watchdog's stack: it calls a few system calls, nothing deep (and
+/// under `mlockall` the default 2 MiB would be locked).
+const STACK: usize = 64 * 1024;
+
 /// What the waiting thread and its watchdog share.
 #[derive(Default)]
 pub(super) struct Shared {
@@ -68,6 +82,8 @@ pub(super) struct Shared {
     progress: AtomicU64,
     /// The armed interval in ns; 0 while disarmed (the watchdog idles).
     interval: AtomicI64,
+    /// Moved by 2 at each arm and disarm; its low bit is [`RELEASING`].
+    generation: AtomicU64,
     /// How long the thread had been stuck when the watchdog released it; 0 if it did not.
     stalled_for: AtomicI64,
     /// When it released it (CLOCK_MONOTONIC ns).
@@ -97,14 +113,18 @@ impl Watchdog {
             let shared = Arc::clone(&self.shared);
             let handle = std::thread::Builder::new()
                 .name("rtick-dl-watch".into())
+                .stack_size(STACK)
                 .spawn(move || watch(&shared, tid, restore))?;
             self.thread = Some(handle);
         }
         Ok(())
     }
 
-    /// Starts watching waits of period `interval` (allocates nothing).
+    /// Starts watching waits of period `interval` (allocates nothing). Call
+    /// before the thread becomes SCHED_DEADLINE: a release of the previous
+    /// generation still under way ends first.
     pub(super) fn watch(&self, interval: Nanos) {
+        self.next_generation();
         self.shared.stalled_for.store(0, Relaxed);
         self.shared.interval.store(interval.as_ns().max(1), Release);
         self.wake();
@@ -112,7 +132,21 @@ impl Watchdog {
 
     /// Stops watching: the watchdog idles until the next [`Watchdog::watch`].
     pub(super) fn idle(&self) {
+        self.next_generation();
         self.shared.interval.store(0, Release);
+    }
+
+    /// A new generation, once no release of the current one is under way
+    /// (one system call of the watchdog's: it is given the CPU to finish).
+    fn next_generation(&self) {
+        let generation = &self.shared.generation;
+        loop {
+            let g = generation.load(Acquire);
+            if g & RELEASING == 0 && generation.compare_exchange(g, g + 2, AcqRel, Acquire).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 
     fn wake(&self) {
@@ -169,8 +203,9 @@ fn watch(shared: &Shared, tid: libc::pid_t, restore: (libc::c_int, libc::c_int))
     // waits use are not for it. Neither can fail for a running thread.
     let _ = sched::set_scheduler(libc::SCHED_OTHER, 0);
     let _ = crate::sys::signal::block(&crate::wait::timer_signals());
-    let mut sighting: Option<Sighting> = None;
+    let mut sighting: Option<(u64, Sighting)> = None;
     while !shared.stop.load(Acquire) {
+        let generation = shared.generation.load(Acquire);
         let interval = Nanos(shared.interval.load(Acquire));
         if interval == Nanos::ZERO || shared.stalled_for.load(Relaxed) != 0 {
             sighting = None;
@@ -179,14 +214,37 @@ fn watch(shared: &Shared, tid: libc::pid_t, restore: (libc::c_int, libc::c_int))
         }
         let now = ClockId::Monotonic.now();
         let progress = shared.progress.load(Relaxed);
-        let s = sighting.get_or_insert(Sighting { seen: progress, since: now });
+        // A new generation is a new arming: the count starts over.
+        if sighting.is_some_and(|(g, _)| g != generation) {
+            sighting = None;
+        }
+        let (_, s) = sighting.get_or_insert((generation, Sighting { seen: progress, since: now }));
         if let Some(stuck) = s.look(progress, now, interval) {
-            if !release(shared, tid, restore, stuck, now) {
-                return;
+            if claim(shared, s.seen, generation) {
+                let alive = release(shared, tid, restore, stuck, now);
+                shared.generation.fetch_and(!RELEASING, Release);
+                if !alive {
+                    return;
+                }
             }
         }
         std::thread::park_timeout(Nanos(limit_for(interval).as_ns() / 8).to_std());
     }
+}
+
+/// The decision made sure, right before acting: the thread has not moved
+/// since the look that saw it stuck at `seen`, and is still armed in
+/// `generation`, which the watchdog then claims (the waiting thread cannot
+/// start another until [`RELEASING`] is cleared).
+fn claim(shared: &Shared, seen: u64, generation: u64) -> bool {
+    if shared.generation.compare_exchange(generation, generation | RELEASING, AcqRel, Acquire).is_err() {
+        return false;
+    }
+    if shared.progress.load(Acquire) != seen {
+        shared.generation.fetch_and(!RELEASING, Release);
+        return false;
+    }
+    true
 }
 
 /// Moves `tid` back to `restore`, which ends its yield. The record comes
@@ -229,6 +287,38 @@ mod tests {
         // A long period lengthens the limit.
         assert!(!stalled(false, true, s * 3, Nanos::from_ms(4)));
         assert!(stalled(false, true, s * 4, Nanos::from_ms(4)));
+    }
+
+    #[test]
+    fn a_release_is_claimed_only_for_an_unmoved_thread_of_the_same_generation() {
+        let w = Watchdog::new();
+        let shared = w.shared();
+        w.watch(Nanos::from_ms(1));
+        let g = shared.generation.load(Relaxed);
+        shared.progress.store(5, Relaxed);
+        // It left the yield (and maybe entered another) since the look.
+        assert!(!claim(shared, 3, g), "moved since the look");
+        assert_eq!(shared.generation.load(Relaxed), g, "a refused claim leaves the generation");
+        // Disarmed, or disarmed and armed again, since the look.
+        w.idle();
+        assert!(!claim(shared, 5, g), "disarmed since the look");
+        w.watch(Nanos::from_ms(2));
+        assert!(!claim(shared, 5, g), "armed again since the look");
+        let now = shared.generation.load(Relaxed);
+        assert_eq!(now, g + 4, "each arm and disarm is a generation");
+        // Unmoved, same generation: claimed, once.
+        assert!(claim(shared, 5, now));
+        assert_eq!(shared.generation.load(Relaxed), now | RELEASING);
+        assert!(!claim(shared, 5, now), "claimed twice");
+        // The next arm waits for the release to end.
+        let releasing = Arc::clone(shared);
+        let ends = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            releasing.generation.fetch_and(!RELEASING, Release);
+        });
+        w.watch(Nanos::from_ms(1));
+        assert_eq!(shared.generation.load(Relaxed), now + 2, "armed after the release ended");
+        ends.join().unwrap();
     }
 
     #[test]
