@@ -12,12 +12,13 @@
 //! systemctl, dpkg — are other tests' subjects or change the system.
 //!
 //! The rewrite only shortens time (`rewrite`): an rtick `-D TIME` becomes
-//! `-D 0.2s`; `measure`, `drift` and `monitor` without `-D` or `-l` get one
+//! `-D 0.2s`; `measure`, `drift`, `monitor` and `attach` without `-D` or `-l` get one
 //! (they run 10 s, or until Ctrl-C); `--phases` durations become 0.2s;
 //! `--warm-up TIME` becomes 0.1s; `-l N` stays when N <= 1000, else 200;
 //! cyclictest's `-DN` becomes `-D1` (whole seconds). Not a time, the one
 //! other: a monitor without `--listen` gets a free port, since 9464 may be
-//! a running monitor's.
+//! a running monitor's; `rtick attach` examples attach to a stand-in
+//! program (`attach_stand_in`).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -217,7 +218,7 @@ fn rewrite_rtick(words: &[String]) -> Vec<String> {
             }
         }
     }
-    if !timed && matches!(sub, "measure" | "drift" | "monitor") {
+    if !timed && matches!(sub, "measure" | "drift" | "monitor" | "attach") {
         out.extend(["-D".to_string(), SHORT.to_string()]);
     }
     if sub == "monitor" && !words.iter().any(|w| w == "--listen" || w.starts_with("--listen=")) {
@@ -225,6 +226,34 @@ fn rewrite_rtick(words: &[String]) -> Vec<String> {
     }
     out.extend(words[end..].iter().cloned());
     out
+}
+
+/// `rtick attach` examples name a program that is not running here: a
+/// stand-in runs instead (`sleep`, copied under the `--comm` name the
+/// example gives, so that its comm is that name), and the example's pid and
+/// `--tid` list become the stand-in's pid. Not a time: the other rewrite.
+fn attach_stand_in(cmd: &str, dir: &Path) -> Option<(String, std::process::Child)> {
+    let w = words(cmd);
+    if w.get(1).map(String::as_str) != Some("attach") {
+        return None;
+    }
+    let comm = w.windows(2).find(|p| p[0] == "--comm").map_or("example-app".to_string(), |p| unquote(&p[1]));
+    let sleep = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("sleep"))
+        .find(|p| p.is_file())
+        .expect("sleep on PATH");
+    let exe = dir.join(&comm);
+    std::fs::copy(&sleep, &exe).unwrap();
+    let child = Command::new(&exe).arg("60").spawn().unwrap();
+    let pid = child.id().to_string();
+    let mut out = Vec::new();
+    let mut after_tid = false;
+    for word in &w {
+        let numeric = word.split(',').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        out.push(if numeric && (after_tid || out.len() == 2) { pid.clone() } else { word.clone() });
+        after_tid = word == "--tid";
+    }
+    Some((out.join(" "), child))
 }
 
 /// The exit statuses the example may have: 0, or what EXIT_CODES lists.
@@ -301,9 +330,21 @@ fn run_document(name: &str, examples: &[Example], path: &OsString) {
             }
         }
         let cmd = rewrite(&ex.text);
+        let mut target = None;
+        let cmd = match attach_stand_in(&cmd, dir.path()) {
+            Some((cmd, child)) => {
+                target = Some(child);
+                cmd
+            }
+            None => cmd,
+        };
         let log = logs.path().join(format!("{n}.log"));
         let began = Instant::now();
         let code = run(&cmd, dir.path(), path, &log);
+        if let Some(mut t) = target {
+            let _ = t.kill();
+            let _ = t.wait();
+        }
         eprintln!("{}: `{cmd}`: exit {code:?} after {:.1} s", ex.at, began.elapsed().as_secs_f64());
         let output = std::fs::read_to_string(&log).unwrap_or_default();
         let codes = expected_codes(&ex.text);
