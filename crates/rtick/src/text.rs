@@ -6,12 +6,13 @@ pub fn count(n: u64, noun: &str) -> String {
 }
 
 /// `noun` alone, plural unless `n` is 1, for when the number is printed
-/// apart: "CPU" for 1, "CPUs" for 0 or 2.
+/// apart: "CPU" for 1, "CPUs" for 0 or 2; "switch", "switches".
 pub fn noun(n: u64, noun: &str) -> String {
-    if n == 1 {
-        noun.to_string()
-    } else {
-        format!("{noun}s")
+    let sibilant = ["s", "x", "z", "ch", "sh"].iter().any(|end| noun.ends_with(end));
+    match (n, sibilant) {
+        (1, _) => noun.to_string(),
+        (_, true) => format!("{noun}es"),
+        (_, false) => format!("{noun}s"),
     }
 }
 
@@ -29,5 +30,7 @@ mod tests {
         assert_eq!(super::noun(1, "pid"), "pid");
         assert_eq!(super::noun(0, "worker"), "workers");
         assert_eq!(super::noun(3, "CPU"), "CPUs");
+        assert_eq!(super::count(2, "switch"), "2 switches");
+        assert_eq!(super::count(1, "switch"), "1 switch");
     }
 }
