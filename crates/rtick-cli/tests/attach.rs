@@ -202,7 +202,7 @@ fn bad_targets_are_one_line_usage_errors() {
     // Two processes of one name, unique to this test.
     let twin = dir.path().join("rtick-twin");
     std::fs::copy("/bin/sleep", &twin).unwrap();
-    let mut twins: Vec<Child> = (0..2).map(|_| Command::new(&twin).arg("30").spawn().unwrap()).collect();
+    let mut twins: Vec<Child> = (0..2).map(|_| spawn_copied(&twin, &["30"])).collect();
     std::thread::sleep(Duration::from_millis(200));
     let cases: [(&[&str], &str); 7] = [
         (&["attach", "999999999", "--json", js], "no process or thread 999999999"),

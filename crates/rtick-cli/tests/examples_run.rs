@@ -244,7 +244,7 @@ fn attach_stand_in(cmd: &str, dir: &Path) -> Option<(String, std::process::Child
         .expect("sleep on PATH");
     let exe = dir.join(&comm);
     std::fs::copy(&sleep, &exe).unwrap();
-    let child = Command::new(&exe).arg("60").spawn().unwrap();
+    let child = common::spawn_copied(&exe, &["60"]);
     let pid = child.id().to_string();
     let mut out = Vec::new();
     let mut after_tid = false;

@@ -76,3 +76,18 @@ pub fn is_root() -> bool {
     let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).expect("a Uid: line");
     uid.split_whitespace().nth(1) == Some("0")
 }
+
+/// Starts a program the test has just copied: while another test's thread
+/// forks, its child holds the copy's descriptor until it execs, and exec of
+/// the copy fails with ETXTBSY meanwhile: tried again.
+pub fn spawn_copied(exe: &Path, args: &[&str]) -> std::process::Child {
+    for _ in 0..100 {
+        match Command::new(exe).args(args).spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{} stayed busy", exe.display())
+}
