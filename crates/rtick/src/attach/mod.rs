@@ -11,6 +11,7 @@
 //!
 //! - [`target`]: the threads to follow (a pid's, a list of tids, a
 //!   program's name) and what /proc says of each;
+//! - [`bases`]: the clock a timer runs on, turned into CLOCK_MONOTONIC;
 //! - [`waits`]: the events turned into each thread's timed and
 //!   event-driven wake-ups;
 //! - [`summary`]: the figures per thread and the findings;
@@ -21,6 +22,7 @@
 //! with [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the
 //! CPUs the target may run on, its system calls' exits filtered to its threads.
 
+pub mod bases;
 pub mod run;
 pub mod summary;
 pub mod target;

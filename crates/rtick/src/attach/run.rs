@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::bases::BaseOffsets;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
 use super::waits::{follow, ThreadWaits};
@@ -78,6 +79,7 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
         syscall_pids: tids.clone(),
         ..Options::default()
     };
+    let bases = BaseOffsets::read();
     let session = Session::start(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts)?;
     let began = Instant::now();
     let end = loop {
@@ -106,7 +108,7 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
     let mut all: Vec<&Event> = capture.per_cpu.iter().flat_map(|c| c.events.iter()).collect();
     all.sort_by_key(|e| e.ts);
     let sleeper = Kallsyms::load().ok().and_then(|k| sleeper_fn(&k));
-    let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper).into_iter().collect();
+    let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper, &bases).into_iter().collect();
     let threads = seen.values().map(|t| ThreadSummary::of(t.clone(), &waits[&t.tid])).collect();
     Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events })
 }

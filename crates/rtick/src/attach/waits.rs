@@ -20,6 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::bases::BaseOffsets;
 use crate::explain::Phases;
 use crate::ktrace::{Comm, Event, EventKind};
 use crate::time::{Nanos, Time};
@@ -88,15 +89,22 @@ struct Pending {
     hrtimer: u64,
     soft: Time,
     hard: Time,
-    expired: Option<Time>,
+    /// The expiry's time stamp, and its base's offset to CLOCK_MONOTONIC.
+    expired: Option<(Time, Nanos)>,
     waking: Option<(Time, Waker)>,
     switched_in: Option<Time>,
 }
 
 /// Follows the waits of `tids` through `events` (time order, every traced
 /// CPU's); `sleeper_fn` is the address of `hrtimer_wakeup` (`None` when
-/// unknown: then every timer a thread arms is taken for its wait's).
-pub fn follow(events: &[&Event], tids: &[i32], sleeper_fn: Option<u64>) -> HashMap<i32, ThreadWaits> {
+/// unknown: then every timer a thread arms is taken for its wait's);
+/// `bases` turns a timer's requested time into CLOCK_MONOTONIC.
+pub fn follow(
+    events: &[&Event],
+    tids: &[i32],
+    sleeper_fn: Option<u64>,
+    bases: &BaseOffsets,
+) -> HashMap<i32, ThreadWaits> {
     let set: HashSet<i32> = tids.iter().copied().collect();
     let mut out: HashMap<i32, ThreadWaits> = tids.iter().map(|&t| (t, ThreadWaits::default())).collect();
     let mut pending: HashMap<i32, Pending> = HashMap::new();
@@ -116,9 +124,9 @@ pub fn follow(events: &[&Event], tids: &[i32], sleeper_fn: Option<u64>) -> HashM
                 };
                 pending.insert(e.pid, p);
             }
-            EventKind::HrtimerExpireEntry { hrtimer, .. } => {
+            EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
                 for p in pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
-                    p.expired = Some(e.ts);
+                    p.expired = Some((e.ts, bases.at_expiry(*now, e.ts)));
                 }
             }
             EventKind::SchedWaking(w) => {
@@ -153,12 +161,12 @@ fn end(p: Pending, exit: Time, w: &mut ThreadWaits) {
     };
     let on_cpu = p.switched_in.unwrap_or(woken);
     match p.expired {
-        Some(expired) if expired <= woken => w.timed.push(TimedWait {
-            requested: p.soft,
+        Some((expired, base)) if expired <= woken => w.timed.push(TimedWait {
+            requested: p.soft - base,
             slack: p.hard - p.soft,
-            lateness: exit - p.soft,
+            lateness: exit - (p.soft - base),
             phases: Phases {
-                irq_delay: expired - p.soft,
+                irq_delay: expired - (p.soft - base),
                 wakeup_path: woken - expired,
                 scheduling: on_cpu - woken,
                 return_to_user: exit - on_cpu,
@@ -186,6 +194,7 @@ mod tests {
 
     const SLEEPER: u64 = 0xffff_0001;
     const T: i32 = 42;
+    const REALTIME: Nanos = Nanos(1_764_000_000_000_000_000);
 
     fn ev(ts: i64, pid: i32, flags: u8, kind: EventKind) -> Event {
         Event { ts: Time(ts), pid, flags, preempt_count: 0, kind }
@@ -225,7 +234,7 @@ mod tests {
 
     fn run(events: &[Event]) -> ThreadWaits {
         let refs: Vec<&Event> = events.iter().collect();
-        follow(&refs, &[T], Some(SLEEPER)).remove(&T).unwrap()
+        follow(&refs, &[T], Some(SLEEPER), &BaseOffsets::new(&[Nanos::ZERO, REALTIME])).remove(&T).unwrap()
     }
 
     #[test]
@@ -278,5 +287,17 @@ mod tests {
         let w = run(&[tick, in_irq, exit(1_500), start(2_000, 2_500), exit(2_100)]);
         assert!(w.timed.is_empty() && w.event_driven.is_empty());
         assert_eq!(w.unmatched, 1, "the armed wait that returned unwoken");
+    }
+
+    #[test]
+    fn a_realtime_timer_is_late_against_its_request_in_monotonic_time() {
+        let mut events = vec![exit(500), start(1_000, 10_000 + REALTIME.as_ns())];
+        // The interrupt read CLOCK_REALTIME 2 µs before the event's time stamp.
+        let mut e = expire(12_100);
+        e.kind = EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(10_100) + REALTIME, function: SLEEPER };
+        events.extend([e, waking(12_300, 0, 0x09), switch_in(12_700, 0), exit(13_000)]);
+        let t = run(&events).timed[0];
+        assert_eq!((t.requested, t.lateness, t.slack), (Time(10_000), Nanos(3_000), Nanos(50)));
+        assert_eq!(t.phases.irq_delay, Nanos(2_100));
     }
 }

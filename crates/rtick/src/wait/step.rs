@@ -2,7 +2,7 @@
 //! slewing by watching its offset to CLOCK_MONOTONIC at each wake-up.
 
 use super::Waiter;
-use crate::time::{Nanos, Time};
+use crate::time::{clock_offset, Nanos, Time};
 
 /// The offset of a waiter's clock to CLOCK_MONOTONIC, watched for steps.
 #[derive(Copy, Clone, Debug)]
@@ -40,24 +40,10 @@ fn is_step(jump: Nanos, since: Nanos) -> bool {
     jump.as_ns().abs() > 50_000 + since.as_ns().max(0) / 1000
 }
 
-/// The offset of the waiter's clock to CLOCK_MONOTONIC, read between two
-/// reference reads no more than 5 µs apart (best of ten tries).
+/// The offset of the waiter's clock to CLOCK_MONOTONIC (see [`clock_offset`]).
 #[cold]
 fn offset(w: &dyn Waiter) -> Nanos {
-    let mut best = (Nanos(i64::MAX), Nanos::ZERO);
-    for _ in 0..10 {
-        let before = w.reference_now();
-        let t = w.now();
-        let after = w.reference_now();
-        let span = after - before;
-        if span < best.0 {
-            best = (span, t - before - Nanos(span.as_ns() / 2));
-        }
-        if span <= Nanos::from_us(5) {
-            break;
-        }
-    }
-    best.1
+    clock_offset(|| w.now(), || w.reference_now())
 }
 
 #[cfg(test)]
