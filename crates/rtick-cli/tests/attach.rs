@@ -189,6 +189,32 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
 }
 
+/// 300 threads are too many for the kernel's event filter: the run goes on
+/// filtering in rtick and says so.
+#[test]
+fn a_target_with_hundreds_of_threads_is_followed() {
+    if !ready() {
+        return;
+    }
+    let prog = "import threading, time\n\
+                def loop():\n    while True: time.sleep(0.1)\n\
+                for _ in range(300): threading.Thread(target=loop, daemon=True).start()\n\
+                print('ready', flush=True)\n\
+                time.sleep(60)\n";
+    let mut py = Command::new("python3").args(["-c", prog]).stdout(Stdio::piped()).spawn().expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(py.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let a = finish(attach(&[&py.id().to_string(), "-D", "1"]));
+    py.kill().unwrap();
+    py.wait().unwrap();
+    ok(&a);
+    let out = stdout(&a);
+    assert!(out.contains("301 threads"), "{out}");
+    assert!(out.contains("note: 301 threads at once are too many for the kernel's event filter"), "{out}");
+    assert!(out.contains("lateness of timed waits"), "{out}");
+}
+
 /// The target's exit ends the run: its summary, a note, exit 0.
 #[test]
 fn the_targets_exit_ends_the_run_with_its_summary() {

@@ -112,6 +112,9 @@ pub fn render(a: &Attached) -> String {
     if a.lost.any() {
         let _ = writeln!(o, "\nwarning: the kernel lost trace events ({:?}): waits around them are missing", a.lost);
     }
+    for n in &a.notes {
+        let _ = writeln!(o, "\nnote: {n}");
+    }
     match a.end {
         End::TargetExited => o += "\nnote: the target exited; the figures cover its run until then\n",
         End::Interrupted => o += "\nnote: interrupted; the figures cover the run until then\n",

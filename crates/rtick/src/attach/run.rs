@@ -58,14 +58,16 @@ pub struct Attached {
     pub missing: Vec<&'static str>,
     /// Kernel events recorded.
     pub events: usize,
+    /// What limited the run's view, a sentence each.
+    pub notes: Vec<String>,
 }
 
 /// Traces `target` until `opts.duration` passes, `stop` is set, or it exits.
 pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Result<Attached> {
     let proc = Path::new("/proc");
     let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
-    let mut tids = target.threads(proc);
-    note(proc, &tids, &mut seen);
+    let mut live = target.threads(proc);
+    note(proc, &live, &mut seen);
     if seen.is_empty() {
         return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
     }
@@ -76,12 +78,13 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
     let topts = Options {
         buffer_kb: buffers.kb,
         events: &Tracepoint::ATTACH,
-        syscall_pids: tids.clone(),
+        syscall_pids: live.clone(),
         ..Options::default()
     };
     let bases = BaseOffsets::read();
     let session = Session::start(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts)?;
     let began = Instant::now();
+    let (mut most, mut kernel_filtered) = (live.len(), ktrace::kernel_filters_pids(&live));
     let end = loop {
         std::thread::sleep(POLL);
         if stop.load(Ordering::Relaxed) {
@@ -94,11 +97,15 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
         if now.is_empty() {
             break End::TargetExited;
         }
-        let new: Vec<i32> = now.iter().copied().filter(|t| !seen.contains_key(t)).collect();
-        if !new.is_empty() {
+        if now != live {
+            let new: Vec<i32> = now.iter().copied().filter(|t| !seen.contains_key(t)).collect();
             note(proc, &new, &mut seen);
-            tids.extend(new);
-            session.set_syscall_pids(&tids)?;
+            // Exited threads are dropped: the filter stays short, and a
+            // reused tid is not followed.
+            session.set_syscall_pids(&now)?;
+            most = most.max(now.len());
+            kernel_filtered &= ktrace::kernel_filters_pids(&now);
+            live = now;
         }
     };
     let elapsed = Nanos::from_std(began.elapsed());
@@ -107,13 +114,27 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
     let events: usize = capture.per_cpu.iter().map(|c| c.events.len()).sum();
     let mut all: Vec<&Event> = capture.per_cpu.iter().flat_map(|c| c.events.iter()).collect();
     all.sort_by_key(|e| e.ts);
-    let sleeper = Kallsyms::load().ok().and_then(|k| sleeper_fn(&k));
+    let mut notes = Vec::new();
+    if !kernel_filtered {
+        notes.push(format!(
+            "{most} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's"
+        ));
+    }
+    let sleeper = match Kallsyms::load() {
+        Ok(k) => sleeper_fn(&k),
+        Err(e) => {
+            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
+            None
+        }
+    };
+    let tids: Vec<i32> = seen.keys().copied().collect();
     let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper, &bases).into_iter().collect();
     let threads = seen.values().map(|t| ThreadSummary::of(t.clone(), &waits[&t.tid])).collect();
-    Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events })
+    Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events, notes })
 }
 
-/// Reads the threads of `tids` not yet seen into `seen`.
+/// Reads the threads of `tids` not yet seen into `seen` (those already
+/// seen keep what was read first).
 fn note(proc: &Path, tids: &[i32], seen: &mut BTreeMap<i32, ThreadInfo>) {
     for &t in tids {
         if let Some(i) = ThreadInfo::read(proc, t) {

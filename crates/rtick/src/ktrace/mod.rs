@@ -40,6 +40,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub mod events;
+mod filter;
 pub mod format;
 pub mod instance;
 pub mod kallsyms;
@@ -49,6 +50,7 @@ mod session;
 mod stream;
 
 pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
+pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};

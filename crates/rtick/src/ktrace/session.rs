@@ -22,6 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::events::{Decoder, Event, Tracepoint};
+use super::filter::filter;
 use super::format::{load_headers, EventFormat};
 use super::instance::{BufferStats, Instance};
 use super::reader::{ReadCounts, Reader, ReaderSetup};
@@ -209,14 +210,17 @@ impl Session {
         Ok(())
     }
 
-    /// Records the system calls' exits of `pids` from now on (threads of
-    /// an attached process found after the start), replacing the list.
+    /// Records the system calls' exits of `pids` from now on (an attached
+    /// process's threads as they come and go), replacing the list; all of
+    /// them when the list is past the kernel's limit
+    /// ([`kernel_filters_pids`](super::kernel_filters_pids)).
     pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
-        if !self.events.contains(&Tracepoint::SysExit) || self.missing.contains(&Tracepoint::SysExit.full_name()) {
+        let tp = Tracepoint::SysExit;
+        if !self.events.contains(&tp) || self.missing.contains(&tp.full_name()) {
             return Ok(());
         }
-        let tp = Tracepoint::SysExit;
-        self.instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &pid_filter(pids))
+        let f = filter(tp, &self.cpus, pids).unwrap_or_default();
+        self.instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &f)
     }
 
     /// Stops recording, collects every event and removes the instance.
@@ -350,30 +354,6 @@ pub(super) fn enable_events(
     Ok((decoder, missing))
 }
 
-/// The kernel-side filter of `tp`, where one cuts volume without hiding
-/// anything the analysis needs. Wake-ups are recorded on the waker's CPU:
-/// only those of tasks that will run on a measured CPU matter (the measured
-/// thread, and whoever competes with it). Every `sched_switch`, IRQ,
-/// softirq and timer event on a measured CPU is kept: each may be a culprit.
-/// System calls' exits are only those of `pids` (none when empty).
-fn filter(tp: Tracepoint, cpus: &[usize], pids: &[i32]) -> Option<String> {
-    match tp {
-        Tracepoint::SchedWaking | Tracepoint::SchedWakeup => {
-            Some(cpus.iter().map(|c| format!("target_cpu == {c}")).collect::<Vec<_>>().join(" || "))
-        }
-        Tracepoint::SysExit => Some(pid_filter(pids)),
-        _ => None,
-    }
-}
-
-/// `common_pid == a || common_pid == b`; for no pid, a filter no event passes.
-fn pid_filter(pids: &[i32]) -> String {
-    if pids.is_empty() {
-        return "common_pid == -1".into();
-    }
-    pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ")
-}
-
 fn open_pipe(instance: &Instance, cpu: usize) -> Result<File> {
     let path = instance.dir().join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
     OpenOptions::new()
@@ -397,19 +377,6 @@ mod tests {
         // A gap of unknown size counts nowhere but makes `any` true.
         let gap = LostEvents { uncounted_gaps: 1, ..Default::default() };
         assert_eq!((gap.count(), gap.any()), (0, true));
-    }
-
-    #[test]
-    fn wake_ups_are_filtered_to_the_measured_cpus_and_nothing_else_is() {
-        assert_eq!(filter(Tracepoint::SchedWaking, &[1, 3], &[]).unwrap(), "target_cpu == 1 || target_cpu == 3");
-        assert_eq!(filter(Tracepoint::SchedWakeup, &[0], &[]).unwrap(), "target_cpu == 0");
-        assert_eq!(filter(Tracepoint::SchedSwitch, &[0], &[7]), None);
-    }
-
-    #[test]
-    fn system_call_exits_are_only_the_attached_threads() {
-        assert_eq!(filter(Tracepoint::SysExit, &[0], &[7, 9]).unwrap(), "common_pid == 7 || common_pid == 9");
-        assert_eq!(filter(Tracepoint::SysExit, &[0], &[]).unwrap(), "common_pid == -1");
     }
 
     /// A fake instance holding `events/<sys>/<name>/{format,enable,filter}`
