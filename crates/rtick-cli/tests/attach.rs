@@ -255,7 +255,9 @@ fn ctrl_c_ends_the_run_with_its_summary() {
     target.wait().unwrap();
     ok(&o);
     let out = stdout(&o);
-    assert!(out.contains("note: interrupted") && out.contains("no timed wait of the target"), "{out}");
+    assert!(out.contains("note: interrupted") && out.contains("no timed wait of the target ended"), "{out}");
+    let waiting = format!("still waiting when tracing stopped: {} sleep (blocked in ", target.id());
+    assert!(out.contains(&waiting) && out.contains("timerfd, POSIX timers and itimers are not followed"), "{out}");
 }
 
 /// A bad target is a usage error: exit 2, one line naming it, no file.

@@ -104,7 +104,7 @@ pub fn render(a: &Attached) -> String {
         o += &details(s);
     }
     if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
-        o += "\nno timed wait of the target in the run: it did not sleep on a timer while traced\n";
+        o += &no_waits(&a.threads);
     }
     for f in rtick::attach::findings(&a.threads) {
         let _ = writeln!(o, "\nfinding: {f}");
@@ -121,6 +121,26 @@ pub fn render(a: &Attached) -> String {
         End::Duration => {}
     }
     o
+}
+
+/// Why no wait ended: the threads still waiting when tracing stopped (a
+/// wait longer than the run), and the timers not followed yet.
+fn no_waits(threads: &[ThreadSummary]) -> String {
+    let mut o = String::from("\nno timed wait of the target ended in the run");
+    let waiting: Vec<String> = threads
+        .iter()
+        .filter(|s| s.in_progress || s.blocked_in.is_some())
+        .map(|s| match &s.blocked_in {
+            Some(f) => format!("{} {} (blocked in {f})", s.thread.tid, s.thread.comm),
+            None => format!("{} {} (on its timer)", s.thread.tid, s.thread.comm),
+        })
+        .collect();
+    if waiting.is_empty() {
+        o += ": it armed no sleep timer of its own while traced\n";
+    } else {
+        let _ = writeln!(o, "; still waiting when tracing stopped: {}", waiting.join(", "));
+    }
+    o + "note: timerfd, POSIX timers and itimers are not followed yet: a loop waiting on one of them shows no timed wait\n"
 }
 
 /// A thread's phases and its event-driven wake-ups, a line each.

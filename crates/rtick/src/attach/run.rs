@@ -109,6 +109,8 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
         }
     };
     let elapsed = Nanos::from_std(began.elapsed());
+    let blocked: BTreeMap<i32, String> =
+        live.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(proc, t)?))).collect();
     let missing = session.missing_events().to_vec();
     let capture = session.stop()?;
     let events: usize = capture.per_cpu.iter().map(|c| c.events.len()).sum();
@@ -129,7 +131,13 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
     };
     let tids: Vec<i32> = seen.keys().copied().collect();
     let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper, &bases).into_iter().collect();
-    let threads = seen.values().map(|t| ThreadSummary::of(t.clone(), &waits[&t.tid])).collect();
+    let threads = seen
+        .values()
+        .map(|t| ThreadSummary {
+            blocked_in: blocked.get(&t.tid).cloned(),
+            ..ThreadSummary::of(t.clone(), &waits[&t.tid])
+        })
+        .collect();
     Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events, notes })
 }
 

@@ -30,8 +30,12 @@ pub struct ThreadSummary {
     pub event_scheduling: Option<[Nanos; 2]>,
     /// Who woke them, most often first.
     pub wakers: Vec<(Waker, u64)>,
-    /// Waits that returned without a recorded wake-up.
+    /// Waits that ended without a wake-up rtick could follow.
     pub unmatched: u64,
+    /// Still in a timed wait when the trace stopped.
+    pub in_progress: bool,
+    /// The kernel function it was blocked in when the trace stopped.
+    pub blocked_in: Option<String>,
 }
 
 impl ThreadSummary {
@@ -61,6 +65,8 @@ impl ThreadSummary {
             event_scheduling: (|| Some([q(&sched, 0.5)?, q(&sched, 1.0)?]))(),
             wakers,
             unmatched: waits.unmatched,
+            in_progress: waits.in_progress,
+            blocked_in: None,
         }
     }
 
@@ -114,6 +120,7 @@ mod tests {
             timed: (1..=100).map(|v| timed(v, 50_000)).collect(),
             event_driven: vec![wake(Waker::Irq, 5), wake(Waker::Task(3, "w".into()), 9), wake(Waker::Irq, 7)],
             unmatched: 0,
+            in_progress: false,
         };
         let s = ThreadSummary::of(info(Policy::Other), &w);
         assert_eq!(s.lateness, Some([Nanos(50), Nanos(90), Nanos(99), Nanos(100)]));

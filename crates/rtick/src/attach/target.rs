@@ -91,6 +91,14 @@ impl ThreadInfo {
         })
     }
 
+    /// The kernel function thread `tid` is blocked in (`/proc/TID/wchan`:
+    /// `hrtimer_nanosleep`, `do_epoll_wait`…), `None` when it runs or is gone.
+    pub fn blocked_in(proc: &Path, tid: i32) -> Option<String> {
+        let w = fs::read_to_string(proc.join(tid.to_string()).join("wchan")).ok()?;
+        let w = w.trim();
+        (!w.is_empty() && w != "0").then(|| w.to_string())
+    }
+
     /// `SCHED_FIFO 80`, `SCHED_OTHER nice 0`.
     pub fn policy_text(&self) -> String {
         match self.policy {

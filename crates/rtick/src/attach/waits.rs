@@ -78,9 +78,12 @@ pub struct ThreadWaits {
     pub timed: Vec<TimedWait>,
     /// Its event-driven wake-ups, in time order.
     pub event_driven: Vec<EventWake>,
-    /// Waits that returned without the thread being woken (their time had
-    /// passed, or their events were not recorded).
+    /// Waits that ended without a wake-up rtick could follow: the call
+    /// returned unwoken (its time had passed), a new timer replaced the
+    /// wait's before its call returned, or the events between were lost.
     pub unmatched: u64,
+    /// Still waiting on its timer when the trace stopped.
+    pub in_progress: bool,
 }
 
 /// A wait in progress.
@@ -122,7 +125,10 @@ pub fn follow(
                     waking: None,
                     switched_in: None,
                 };
-                pending.insert(e.pid, p);
+                if pending.insert(e.pid, p).is_some() {
+                    // The previous wait never reached its system call's exit.
+                    out.entry(e.pid).or_default().unmatched += 1;
+                }
             }
             EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
                 for p in pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
@@ -149,6 +155,9 @@ pub fn follow(
             }
             _ => {}
         }
+    }
+    for (tid, _) in pending {
+        out.entry(tid).or_default().in_progress = true;
     }
     out
 }
@@ -287,6 +296,14 @@ mod tests {
         let w = run(&[tick, in_irq, exit(1_500), start(2_000, 2_500), exit(2_100)]);
         assert!(w.timed.is_empty() && w.event_driven.is_empty());
         assert_eq!(w.unmatched, 1, "the armed wait that returned unwoken");
+        assert!(!w.in_progress);
+    }
+
+    #[test]
+    fn a_wait_replaced_before_it_ended_is_unmatched_and_one_left_open_in_progress() {
+        let w = run(&[start(1_000, 10_000), start(2_000, 20_000), expire(20_000)]);
+        assert_eq!((w.unmatched, w.in_progress), (1, true));
+        assert!(w.timed.is_empty() && w.event_driven.is_empty());
     }
 
     #[test]
