@@ -23,7 +23,7 @@ pub struct AttachArgs {
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
 
-    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits.
+    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits (every trace event is kept in memory until then).
     #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 
