@@ -71,16 +71,7 @@ pub fn json(run: &ExplainedRun) -> ExplainJson {
                 matched: e.matched,
                 not_timer_woken: e.not_timer_woken.map(str::to_string),
                 unmatched: e.unmatched.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
-                phases_ns: e
-                    .phases
-                    .iter()
-                    .map(|(name, [p50, p99, max])| KernelPhaseJson {
-                        phase: name.to_string(),
-                        p50: p50.as_ns(),
-                        p99: p99.as_ns(),
-                        max: max.as_ns(),
-                    })
-                    .collect(),
+                phases_ns: e.phases.iter().map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
                 spikes: e.spikes.iter().map(SpikeJson::from).collect(),
             })
             .collect(),

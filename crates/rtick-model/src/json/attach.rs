@@ -124,14 +124,7 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
         timed_waits: s.timed,
         lateness_ns: s.lateness.map(|l| ns(&l).try_into().expect("four")),
         slack_p50_ns: s.slack_p50.map(|n| n.as_ns()),
-        phases_ns: phases
-            .map(|(name, [p50, p99, max])| KernelPhaseJson {
-                phase: name.to_string(),
-                p50: p50.as_ns(),
-                p99: p99.as_ns(),
-                max: max.as_ns(),
-            })
-            .collect(),
+        phases_ns: phases.map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
         event_driven: s.event_driven,
         event_scheduling_ns: s.event_scheduling.map(|l| [l[0].as_ns(), l[1].as_ns()]),
         wakers: s.wakers.iter().map(|(w, n)| (w.to_string(), *n)).collect(),

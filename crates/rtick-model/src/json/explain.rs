@@ -46,6 +46,13 @@ pub struct KernelPhaseJson {
     pub max: i64,
 }
 
+impl KernelPhaseJson {
+    /// A phase's summary as the library gives it: its name and p50, p99, max.
+    pub fn of(phase: &str, [p50, p99, max]: [rtick::Nanos; 3]) -> KernelPhaseJson {
+        KernelPhaseJson { phase: phase.to_string(), p50: p50.as_ns(), p99: p99.as_ns(), max: max.as_ns() }
+    }
+}
+
 /// One spike explained (in `explain.results[].spikes` of a run file, and
 /// as `explain` of a spike at `rtick monitor`'s /spikes).
 #[derive(Debug, Clone, Serialize, Deserialize)]
