@@ -145,12 +145,17 @@ fn rounds(
             collector.collect(p);
             stop_at(stop, until);
         })?;
-        collector.finish(
-            report
-                .results
-                .iter()
-                .map(|r| (r.thread, r.mechanism, r.tid, [r.latency.count(), r.overruns, r.missed, r.trace_dropped])),
-        );
+        collector.finish(report.results.iter().map(|r| metrics::Final {
+            thread: r.thread,
+            mechanism: r.mechanism,
+            tid: r.tid,
+            counts: metrics::Counts {
+                wakeups: r.latency.count(),
+                overruns: r.overruns,
+                missed: r.missed,
+                dropped: r.trace_dropped,
+            },
+        }));
         if first {
             for u in &report.unavailable {
                 println!("warning: {} is unavailable: {}", u.mechanism, u.reason);

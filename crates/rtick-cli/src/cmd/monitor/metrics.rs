@@ -81,19 +81,40 @@ struct Series {
     missed: Counter,
     dropped: Counter,
     max: Float,
-    /// count, overruns, missed, dropped at the last copy (of this run).
-    copied: [u64; 4],
+    /// The counts at the last copy (of this run).
+    copied: Counts,
+}
+
+/// A series' counts in one run, as the loop reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub wakeups: u64,
+    pub overruns: u64,
+    pub missed: u64,
+    pub dropped: u64,
+}
+
+/// A thread's final counts of one mechanism, after a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Final {
+    pub thread: usize,
+    pub mechanism: rtick::Mechanism,
+    pub tid: i32,
+    pub counts: Counts,
 }
 
 impl Series {
-    /// Adds to the counters what `now` (count, overruns, missed, dropped of
-    /// this run) has more than the last copy.
-    fn copy(&mut self, now: [u64; 4]) {
-        for ((counter, was), now) in
-            [&self.wakeups, &self.overruns, &self.missed, &self.dropped].into_iter().zip(&mut self.copied).zip(now)
-        {
-            counter.inc_by(now.saturating_sub(*was));
-            *was = now;
+    /// Adds to the counters what `now` (this run's counts) has more than
+    /// the last copy.
+    fn copy(&mut self, now: Counts) {
+        let was = std::mem::replace(&mut self.copied, now);
+        for (counter, now, was) in [
+            (&self.wakeups, now.wakeups, was.wakeups),
+            (&self.overruns, now.overruns, was.overruns),
+            (&self.missed, now.missed, was.missed),
+            (&self.dropped, now.dropped, was.dropped),
+        ] {
+            counter.inc_by(now.saturating_sub(was));
         }
     }
 }
@@ -188,7 +209,7 @@ impl Families {
                     missed: self.missed.get_or_create(&labels).clone(),
                     dropped: self.dropped.get_or_create(&labels).clone(),
                     max: self.max.get_or_create(&labels).clone(),
-                    copied: [0; 4],
+                    copied: Counts::default(),
                 });
             }
         }
@@ -238,7 +259,7 @@ impl Collector {
 
     /// A new run starts: its threads count from zero again, and are new threads.
     pub fn new_run(&mut self) {
-        self.series.iter_mut().for_each(|s| s.copied = [0; 4]);
+        self.series.iter_mut().for_each(|s| s.copied = Counts::default());
         self.watcher.new_run();
     }
 
@@ -246,7 +267,9 @@ impl Collector {
     pub fn collect(&mut self, p: &Progress<'_>) {
         let n = self.mechanisms.len();
         for (t, snap) in p.threads.iter().enumerate() {
-            self.series[t * n + snap.mechanism].copy([snap.count, snap.overruns, snap.missed, snap.dropped]);
+            let counts =
+                Counts { wakeups: snap.count, overruns: snap.overruns, missed: snap.missed, dropped: snap.dropped };
+            self.series[t * n + snap.mechanism].copy(counts);
             if snap.tid != 0 {
                 self.watcher.set_tid(t, snap.tid);
             }
@@ -258,13 +281,13 @@ impl Collector {
     /// progress callback last saw them up to 100 ms before the end, and only
     /// the mechanism each thread was then measuring — so that nothing is
     /// lost when [`Self::new_run`] starts counting from zero again.
-    pub fn finish(&mut self, finals: impl IntoIterator<Item = (usize, rtick::Mechanism, i32, [u64; 4])>) {
+    pub fn finish(&mut self, finals: impl IntoIterator<Item = Final>) {
         let n = self.mechanisms.len();
-        for (t, mechanism, tid, counts) in finals {
-            if let Some(m) = self.mechanisms.iter().position(|&m| m == mechanism) {
-                self.series[t * n + m].copy(counts);
+        for f in finals {
+            if let Some(m) = self.mechanisms.iter().position(|&m| m == f.mechanism) {
+                self.series[f.thread * n + m].copy(f.counts);
             }
-            self.watcher.set_tid(t, tid);
+            self.watcher.set_tid(f.thread, f.tid);
         }
         self.update();
     }
@@ -391,7 +414,13 @@ mod tests {
                 threads: &[snap],
             };
             c.collect(&p);
-            c.finish([(0, Mechanism::ClockNanosleep, 10, [100, 1, 2, 0]), (0, Mechanism::Spin, 10, [90, 0, 0, 0])]);
+            let last = |mechanism, wakeups, overruns, missed| Final {
+                thread: 0,
+                mechanism,
+                tid: 10,
+                counts: Counts { wakeups, overruns, missed, dropped: 0 },
+            };
+            c.finish([last(Mechanism::ClockNanosleep, 100, 1, 2), last(Mechanism::Spin, 90, 0, 0)]);
         }
         assert_eq!(wakeups(&c, "clock_nanosleep"), "200");
         assert_eq!(wakeups(&c, "spin"), "180");
