@@ -31,4 +31,4 @@ pub mod waits;
 pub use run::{attach, AttachOptions, Attached, End};
 pub use summary::{findings, ThreadSummary};
 pub use target::{Spec, Target, TargetError, ThreadInfo};
-pub use waits::{EventWake, ThreadWaits, TimedWait, Waker};
+pub use waits::{EventWake, Follower, ThreadWaits, TimedWait, Wake, Waker};

@@ -114,8 +114,9 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
     let missing = session.missing_events().to_vec();
     let capture = session.stop()?;
     let events: usize = capture.per_cpu.iter().map(|c| c.events.len()).sum();
-    let mut all: Vec<&Event> = capture.per_cpu.iter().flat_map(|c| c.events.iter()).collect();
-    all.sort_by_key(|e| e.ts);
+    let mut all: Vec<(usize, &Event)> =
+        capture.per_cpu.iter().flat_map(|c| c.events.iter().map(|e| (c.cpu, e))).collect();
+    all.sort_by_key(|(_, e)| e.ts);
     let mut notes = Vec::new();
     if !kernel_filtered {
         notes.push(format!(

@@ -91,6 +91,7 @@ pub fn findings(threads: &[ThreadSummary]) -> Vec<String> {
 mod tests {
     use super::super::waits::{EventWake, TimedWait};
     use super::*;
+    use crate::explain::Matched;
     use crate::rt::Policy;
     use crate::time::Time;
 
@@ -110,7 +111,16 @@ mod tests {
     fn timed(late: i64, slack: i64) -> TimedWait {
         let p =
             Phases { irq_delay: Nanos(late), wakeup_path: Nanos(0), scheduling: Nanos(0), return_to_user: Nanos(0) };
-        TimedWait { requested: Time(0), slack: Nanos(slack), lateness: Nanos(late), phases: p }
+        let m =
+            Matched { cpu: 0, hrtimer: 0, expired: Time(late), waking: Time(late), switched_in: Time(late), prio: 120 };
+        TimedWait {
+            requested: Time(0),
+            slack: Nanos(slack),
+            lateness: Nanos(late),
+            phases: p,
+            matched: m,
+            exit: Time(late),
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::bases::BaseOffsets;
-use crate::explain::Phases;
+use crate::explain::{Matched, Phases};
 use crate::ktrace::{Comm, Event, EventKind};
 use crate::time::{Nanos, Time};
 
@@ -58,6 +58,12 @@ pub struct TimedWait {
     pub lateness: Nanos,
     /// The lateness in its four phases (they add up to it).
     pub phases: Phases,
+    /// The events it was matched to: its timer's expiry, the thread's
+    /// `sched_waking` and switch-in (the waking's time when it was still
+    /// running), the CPU it ran on and its priority.
+    pub matched: Matched,
+    /// Its system call's exit.
+    pub exit: Time,
 }
 
 /// A wait that something other than its timer ended.
@@ -71,6 +77,19 @@ pub struct EventWake {
     pub waker: Waker,
 }
 
+/// How one wait of an attached thread ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// Its timer woke it.
+    Timed(TimedWait),
+    /// Something else woke it first.
+    Event(EventWake),
+    /// It ended without a wake-up rtick could follow: the call returned
+    /// unwoken (its time had passed), a new timer replaced the wait's
+    /// before its call returned, or the events between were lost.
+    Unmatched,
+}
+
 /// One thread's wake-ups in the trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadWaits {
@@ -78,12 +97,21 @@ pub struct ThreadWaits {
     pub timed: Vec<TimedWait>,
     /// Its event-driven wake-ups, in time order.
     pub event_driven: Vec<EventWake>,
-    /// Waits that ended without a wake-up rtick could follow: the call
-    /// returned unwoken (its time had passed), a new timer replaced the
-    /// wait's before its call returned, or the events between were lost.
+    /// Waits that ended without a wake-up rtick could follow ([`Wake::Unmatched`]).
     pub unmatched: u64,
     /// Still waiting on its timer when the trace stopped.
     pub in_progress: bool,
+}
+
+impl ThreadWaits {
+    /// Adds one wait's end.
+    pub fn add(&mut self, w: Wake) {
+        match w {
+            Wake::Timed(t) => self.timed.push(t),
+            Wake::Event(e) => self.event_driven.push(e),
+            Wake::Unmatched => self.unmatched += 1,
+        }
+    }
 }
 
 /// A wait in progress.
@@ -94,28 +122,51 @@ struct Pending {
     hard: Time,
     /// The expiry's time stamp, and its base's offset to CLOCK_MONOTONIC.
     expired: Option<(Time, Nanos)>,
-    waking: Option<(Time, Waker)>,
-    switched_in: Option<Time>,
+    /// The `sched_waking`, who did it, and the thread's priority then.
+    waking: Option<(Time, Waker, i32)>,
+    /// The switch-in and its CPU.
+    switched_in: Option<(Time, u32)>,
 }
 
-/// Follows the waits of `tids` through `events` (time order, every traced
-/// CPU's); `sleeper_fn` is the address of `hrtimer_wakeup` (`None` when
-/// unknown: then every timer a thread arms is taken for its wait's);
-/// `bases` turns a timer's requested time into CLOCK_MONOTONIC.
-pub fn follow(
-    events: &[&Event],
-    tids: &[i32],
+/// The waits of the followed threads, one event at a time: fed every traced
+/// CPU's events in time order (all CPUs merged), it gives each wait's end
+/// as its system call returns.
+#[derive(Debug)]
+pub struct Follower {
+    threads: HashSet<i32>,
+    pending: HashMap<i32, Pending>,
+    comms: HashMap<i32, Comm>,
     sleeper_fn: Option<u64>,
-    bases: &BaseOffsets,
-) -> HashMap<i32, ThreadWaits> {
-    let set: HashSet<i32> = tids.iter().copied().collect();
-    let mut out: HashMap<i32, ThreadWaits> = tids.iter().map(|&t| (t, ThreadWaits::default())).collect();
-    let mut pending: HashMap<i32, Pending> = HashMap::new();
-    let mut comms: HashMap<i32, Comm> = HashMap::new();
-    for e in events {
+    bases: BaseOffsets,
+}
+
+impl Follower {
+    /// Follows no thread yet; `sleeper_fn` is the address of
+    /// `hrtimer_wakeup` (`None` when unknown: then every timer a thread arms
+    /// is taken for its wait's); `bases` turns a timer's requested time
+    /// into CLOCK_MONOTONIC.
+    pub fn new(sleeper_fn: Option<u64>, bases: BaseOffsets) -> Follower {
+        Follower { threads: HashSet::new(), pending: HashMap::new(), comms: HashMap::new(), sleeper_fn, bases }
+    }
+
+    /// Follows `tids` too, from their next event on.
+    pub fn follow_threads(&mut self, tids: &[i32]) {
+        self.threads.extend(tids);
+    }
+
+    /// The threads in a wait now (when the trace stops: still waiting).
+    pub fn in_progress(&self) -> impl Iterator<Item = i32> + '_ {
+        self.pending.keys().copied()
+    }
+
+    /// Takes event `e` of `cpu` (the next in time order): a followed
+    /// thread's wait that ended with it, if one did.
+    pub fn feed(&mut self, cpu: usize, e: &Event) -> Option<(i32, Wake)> {
         match &e.kind {
             EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. }
-                if set.contains(&e.pid) && !e.in_hardirq() && sleeper_fn.is_none_or(|f| f == *function) =>
+                if self.threads.contains(&e.pid)
+                    && !e.in_hardirq()
+                    && self.sleeper_fn.is_none_or(|f| f == *function) =>
             {
                 let p = Pending {
                     hrtimer: *hrtimer,
@@ -125,63 +176,85 @@ pub fn follow(
                     waking: None,
                     switched_in: None,
                 };
-                if pending.insert(e.pid, p).is_some() {
-                    // The previous wait never reached its system call's exit.
-                    out.entry(e.pid).or_default().unmatched += 1;
-                }
+                // A previous wait that never reached its system call's exit.
+                return self.pending.insert(e.pid, p).map(|_| (e.pid, Wake::Unmatched));
             }
             EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
-                for p in pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
+                let bases = &self.bases;
+                for p in self.pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
                     p.expired = Some((e.ts, bases.at_expiry(*now, e.ts)));
                 }
             }
             EventKind::SchedWaking(w) => {
-                if let Some(p) = pending.get_mut(&w.pid).filter(|p| p.waking.is_none()) {
-                    p.waking = Some((e.ts, waker(e, &comms)));
+                if let Some(p) = self.pending.get_mut(&w.pid).filter(|p| p.waking.is_none()) {
+                    p.waking = Some((e.ts, waker(e, &self.comms), w.prio));
                 }
             }
             EventKind::SchedSwitch(s) => {
-                comms.insert(s.next_pid, s.next_comm);
-                comms.insert(s.prev_pid, s.prev_comm);
-                if let Some(p) = pending.get_mut(&s.next_pid).filter(|p| p.waking.is_some() && p.switched_in.is_none())
+                self.comms.insert(s.next_pid, s.next_comm);
+                self.comms.insert(s.prev_pid, s.prev_comm);
+                if let Some(p) =
+                    self.pending.get_mut(&s.next_pid).filter(|p| p.waking.is_some() && p.switched_in.is_none())
                 {
-                    p.switched_in = Some(e.ts);
+                    p.switched_in = Some((e.ts, cpu as u32));
                 }
             }
             EventKind::SysExit { .. } => {
-                if let (Some(p), Some(w)) = (pending.remove(&e.pid), out.get_mut(&e.pid)) {
-                    end(p, e.ts, w);
-                }
+                let p = self.pending.remove(&e.pid)?;
+                return Some((e.pid, end(p, e.ts, cpu as u32)));
             }
             _ => {}
         }
+        None
     }
-    for (tid, _) in pending {
+}
+
+/// Follows the waits of `tids` through `events` (time order, every traced
+/// CPU's, each with its CPU): [`Follower`] over a whole trace.
+pub fn follow(
+    events: &[(usize, &Event)],
+    tids: &[i32],
+    sleeper_fn: Option<u64>,
+    bases: &BaseOffsets,
+) -> HashMap<i32, ThreadWaits> {
+    let mut out: HashMap<i32, ThreadWaits> = tids.iter().map(|&t| (t, ThreadWaits::default())).collect();
+    let mut f = Follower::new(sleeper_fn, bases.clone());
+    f.follow_threads(tids);
+    for (cpu, e) in events {
+        if let Some((tid, w)) = f.feed(*cpu, e) {
+            out.entry(tid).or_default().add(w);
+        }
+    }
+    for tid in f.in_progress() {
         out.entry(tid).or_default().in_progress = true;
     }
     out
 }
 
-/// The wait `p` ended at the system call's exit `exit`.
-fn end(p: Pending, exit: Time, w: &mut ThreadWaits) {
-    let Some((woken, waker)) = p.waking else {
-        w.unmatched += 1;
-        return;
+/// The wait `p` ended at the system call's exit `exit`, on `cpu`.
+fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
+    let Some((woken, waker, prio)) = p.waking else {
+        return Wake::Unmatched;
     };
-    let on_cpu = p.switched_in.unwrap_or(woken);
+    let (on_cpu, cpu) = p.switched_in.unwrap_or((woken, cpu));
     match p.expired {
-        Some((expired, base)) if expired <= woken => w.timed.push(TimedWait {
-            requested: p.soft - base,
-            slack: p.hard - p.soft,
-            lateness: exit - (p.soft - base),
-            phases: Phases {
-                irq_delay: expired - (p.soft - base),
-                wakeup_path: woken - expired,
-                scheduling: on_cpu - woken,
-                return_to_user: exit - on_cpu,
-            },
-        }),
-        _ => w.event_driven.push(EventWake { woken, scheduling: on_cpu - woken, waker }),
+        Some((expired, base)) if expired <= woken => {
+            let requested = p.soft - base;
+            Wake::Timed(TimedWait {
+                requested,
+                slack: p.hard - p.soft,
+                lateness: exit - requested,
+                phases: Phases {
+                    irq_delay: expired - requested,
+                    wakeup_path: woken - expired,
+                    scheduling: on_cpu - woken,
+                    return_to_user: exit - on_cpu,
+                },
+                matched: Matched { cpu, hrtimer: p.hrtimer, expired, waking: woken, switched_in: on_cpu, prio },
+                exit,
+            })
+        }
+        _ => Wake::Event(EventWake { woken, scheduling: on_cpu - woken, waker }),
     }
 }
 
@@ -242,7 +315,7 @@ mod tests {
     }
 
     fn run(events: &[Event]) -> ThreadWaits {
-        let refs: Vec<&Event> = events.iter().collect();
+        let refs: Vec<(usize, &Event)> = events.iter().map(|e| (0, e)).collect();
         follow(&refs, &[T], Some(SLEEPER), &BaseOffsets::new(&[Nanos::ZERO, REALTIME])).remove(&T).unwrap()
     }
 
