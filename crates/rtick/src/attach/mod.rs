@@ -26,6 +26,7 @@ pub mod bases;
 pub mod run;
 pub mod summary;
 pub mod target;
+pub mod timers;
 pub mod waits;
 
 pub use run::{attach, AttachOptions, Attached, End};

@@ -120,6 +120,8 @@ mod tests {
             phases: p,
             matched: m,
             exit: Time(late),
+            armed: Time(0),
+            callback: 0,
         }
     }
 

@@ -7,20 +7,28 @@
 //!  (softexpires) ─ IRQ delay ─│─ wake-up path ─│─ scheduling ─│─ return to user ─│
 //! ```
 //!
-//! The wait begins at an `hrtimer_start` of an hrtimer-sleeper timer
-//! (callback `hrtimer_wakeup`) armed by the thread itself, outside an
-//! interrupt, and ends at the thread's next system call exit after it was
-//! woken. When that timer's callback ran before the thread's `sched_waking`,
-//! the timer woke it: a **timed** wait, late by `sys_exit − softexpires`.
-//! Otherwise something else woke it first (data, a futex wake, a signal)
-//! and the kernel cancelled the timer: an **event-driven** wake-up,
-//! counted apart with its scheduling latency and its waker. (The kernel
-//! also records `hrtimer_cancel` as a timer expires, so the cancel event
-//! itself does not tell them apart; the expiry does.)
+//! A **timed** wait is one a timer's callback ended: a `sched_waking` of
+//! the thread done inside the callback of a timer a followed thread armed
+//! ([`timers`](super::timers)): its own sleep's (`hrtimer_wakeup`: a
+//! `clock_nanosleep`, a `poll`/`epoll_wait`/futex timeout), or a timerfd's,
+//! a POSIX timer's or an itimer's, which wake a thread blocked with no
+//! timer of its own (`read`, `epoll_wait(-1)`, `sigwaitinfo`). It ends at
+//! the thread's next system call exit, late by `sys_exit − softexpires` of
+//! that timer; its request is that timer's even when the thread had a sleep
+//! of its own pending (an `epoll_wait` with a timeout woken by its timerfd
+//! is timed by the timerfd).
+//!
+//! A wait that begins with a sleep the thread armed itself (outside an
+//! interrupt) and that something other than a timer ended first (data, a
+//! futex wake, a signal) is **event-driven**: counted apart with its
+//! scheduling latency and its waker. (The kernel also records
+//! `hrtimer_cancel` as a timer expires, so the cancel event itself does not
+//! tell them apart; the callback does.)
 
 use std::collections::{HashMap, HashSet};
 
 use super::bases::BaseOffsets;
+use super::timers::{Armed, Callback, Timers};
 use crate::explain::{Matched, Phases};
 use crate::ktrace::{Comm, Event, EventKind};
 use crate::time::{Nanos, Time};
@@ -47,7 +55,7 @@ impl std::fmt::Display for Waker {
     }
 }
 
-/// A wait that its timer ended.
+/// A wait that a timer ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TimedWait {
     /// The time asked for (`softexpires`, CLOCK_MONOTONIC).
@@ -64,9 +72,36 @@ pub struct TimedWait {
     pub matched: Matched,
     /// Its system call's exit.
     pub exit: Time,
+    /// When its timer was armed: the `hrtimer_start` that set the time
+    /// asked for (a periodic timerfd's, POSIX timer's or itimer's last
+    /// re-arm, on the thread's `read` or signal dequeue). After
+    /// `requested` when the program asked for a time already past (it
+    /// overran): see [`TimedWait::overrun`].
+    pub armed: Time,
+    /// The timer's callback's address (`hrtimer_wakeup` for a sleep,
+    /// `timerfd_tmrproc`, `posix_timer_fn`, `it_real_fn`…): what kind of
+    /// timer it was, named through kallsyms.
+    pub callback: u64,
 }
 
-/// A wait that something other than its timer ended.
+impl TimedWait {
+    /// How long after the time it asked for the program armed its timer
+    /// (0 when it asked in time). When positive the program overran: that
+    /// much of [`lateness`](TimedWait::lateness) (and of the IRQ delay
+    /// phase, counted from the request) passed before it even asked, and
+    /// is the program's own, not the kernel's.
+    pub fn overrun(&self) -> Nanos {
+        (self.armed - self.requested).max(Nanos::ZERO)
+    }
+
+    /// The part of the lateness the kernel is answerable for: from the
+    /// later of the request and the arm to the system call's exit.
+    pub fn kernel_lateness(&self) -> Nanos {
+        self.lateness - self.overrun()
+    }
+}
+
+/// A wait that something other than a timer ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventWake {
     /// The thread's `sched_waking`.
@@ -80,7 +115,7 @@ pub struct EventWake {
 /// How one wait of an attached thread ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// Its timer woke it.
+    /// A timer woke it.
     Timed(TimedWait),
     /// Something else woke it first.
     Event(EventWake),
@@ -114,28 +149,36 @@ impl ThreadWaits {
     }
 }
 
-/// A wait in progress.
+/// What woke a wait in progress.
 #[derive(Clone, Debug)]
+enum By {
+    /// The callback of a remembered timer, and its base's offset to CLOCK_MONOTONIC.
+    Timer(Callback, Armed, Nanos),
+    /// Anything else.
+    Other(Waker),
+}
+
+/// A wait in progress: begun by a sleep the thread armed (not woken
+/// yet), or by a timer's waking of the thread.
+#[derive(Clone, Debug, Default)]
 struct Pending {
-    hrtimer: u64,
-    soft: Time,
-    hard: Time,
-    /// The expiry's time stamp, and its base's offset to CLOCK_MONOTONIC.
-    expired: Option<(Time, Nanos)>,
-    /// The `sched_waking`, who did it, and the thread's priority then.
-    waking: Option<(Time, Waker, i32)>,
+    /// The `sched_waking`, what did it, and the thread's priority then.
+    woken: Option<(Time, By, i32)>,
     /// The switch-in and its CPU.
     switched_in: Option<(Time, u32)>,
 }
 
 /// The waits of the followed threads, one event at a time: fed every traced
 /// CPU's events in time order (all CPUs merged), it gives each wait's end
-/// as its system call returns.
+/// as its system call returns. Its memory is bounded by the threads
+/// followed, the timers armed at once and the CPUs.
 #[derive(Debug)]
 pub struct Follower {
     threads: HashSet<i32>,
     pending: HashMap<i32, Pending>,
-    comms: HashMap<i32, Comm>,
+    timers: Timers,
+    /// Per CPU, the task running (its last switch-in): a waker's name.
+    current: Vec<(i32, Comm)>,
     sleeper_fn: Option<u64>,
     bases: BaseOffsets,
 }
@@ -143,15 +186,31 @@ pub struct Follower {
 impl Follower {
     /// Follows no thread yet; `sleeper_fn` is the address of
     /// `hrtimer_wakeup` (`None` when unknown: then every timer a thread arms
-    /// is taken for its wait's); `bases` turns a timer's requested time
+    /// may be its wait's sleep); `bases` turns a timer's requested time
     /// into CLOCK_MONOTONIC.
     pub fn new(sleeper_fn: Option<u64>, bases: BaseOffsets) -> Follower {
-        Follower { threads: HashSet::new(), pending: HashMap::new(), comms: HashMap::new(), sleeper_fn, bases }
+        Follower {
+            threads: HashSet::new(),
+            pending: HashMap::new(),
+            timers: Timers::default(),
+            current: Vec::new(),
+            sleeper_fn,
+            bases,
+        }
     }
 
     /// Follows `tids` too, from their next event on.
     pub fn follow_threads(&mut self, tids: &[i32]) {
         self.threads.extend(tids);
+    }
+
+    /// Stops following `tids` (threads that exited), forgetting their wait
+    /// in progress.
+    pub fn unfollow_threads(&mut self, tids: &[i32]) {
+        for t in tids {
+            self.threads.remove(t);
+            self.pending.remove(t);
+        }
     }
 
     /// The threads in a wait now (when the trace stops: still waiting).
@@ -163,38 +222,25 @@ impl Follower {
     /// thread's wait that ended with it, if one did.
     pub fn feed(&mut self, cpu: usize, e: &Event) -> Option<(i32, Wake)> {
         match &e.kind {
-            EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. }
-                if self.threads.contains(&e.pid)
-                    && !e.in_hardirq()
-                    && self.sleeper_fn.is_none_or(|f| f == *function) =>
-            {
-                let p = Pending {
-                    hrtimer: *hrtimer,
-                    soft: *softexpires,
-                    hard: *expires,
-                    expired: None,
-                    waking: None,
-                    switched_in: None,
-                };
-                // A previous wait that never reached its system call's exit.
-                return self.pending.insert(e.pid, p).map(|_| (e.pid, Wake::Unmatched));
-            }
-            EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
-                let bases = &self.bases;
-                for p in self.pending.values_mut().filter(|p| p.hrtimer == *hrtimer && p.expired.is_none()) {
-                    p.expired = Some((e.ts, bases.at_expiry(*now, e.ts)));
+            EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. } => {
+                let a = Armed { hrtimer: *hrtimer, function: *function, soft: *softexpires, hard: *expires, at: e.ts };
+                let by_followed = self.threads.contains(&e.pid) && !e.in_hardirq();
+                self.timers.start(cpu, a, by_followed);
+                if by_followed {
+                    return self.sleep(e.pid, a);
                 }
             }
-            EventKind::SchedWaking(w) => {
-                if let Some(p) = self.pending.get_mut(&w.pid).filter(|p| p.waking.is_none()) {
-                    p.waking = Some((e.ts, waker(e, &self.comms), w.prio));
-                }
-            }
+            EventKind::HrtimerCancel { hrtimer } => self.timers.cancel(cpu, *hrtimer),
+            EventKind::HrtimerExpireEntry { hrtimer, now, .. } => self.timers.entry(cpu, *hrtimer, e.ts, *now),
+            EventKind::HrtimerExpireExit { hrtimer } => self.timers.exit(cpu, *hrtimer),
+            EventKind::SchedWaking(w) if self.threads.contains(&w.pid) => return self.waking(cpu, e, w.pid, w.prio),
             EventKind::SchedSwitch(s) => {
-                self.comms.insert(s.next_pid, s.next_comm);
-                self.comms.insert(s.prev_pid, s.prev_comm);
+                if self.current.len() <= cpu {
+                    self.current.resize(cpu + 1, (0, Comm::default()));
+                }
+                self.current[cpu] = (s.next_pid, s.next_comm);
                 if let Some(p) =
-                    self.pending.get_mut(&s.next_pid).filter(|p| p.waking.is_some() && p.switched_in.is_none())
+                    self.pending.get_mut(&s.next_pid).filter(|p| p.woken.is_some() && p.switched_in.is_none())
                 {
                     p.switched_in = Some((e.ts, cpu as u32));
                 }
@@ -206,6 +252,51 @@ impl Follower {
             _ => {}
         }
         None
+    }
+
+    /// Thread `tid` armed timer `a` itself: when it is a sleep, its wait
+    /// begins (a previous one that never reached its system call's exit
+    /// is unmatched). With the sleep's callback unknown, a timer armed
+    /// after the thread was woken is taken for a re-arm on its way back
+    /// (a timerfd's on `read`), not a new wait.
+    fn sleep(&mut self, tid: i32, a: Armed) -> Option<(i32, Wake)> {
+        match self.sleeper_fn {
+            Some(f) if f != a.function => return None,
+            None if self.pending.get(&tid).is_some_and(|p| p.woken.is_some()) => return None,
+            _ => {}
+        }
+        self.pending.insert(tid, Pending::default()).map(|_| (tid, Wake::Unmatched))
+    }
+
+    /// A `sched_waking` of followed thread `tid` (priority `prio`), event
+    /// `e` on `cpu`: inside a remembered timer's callback, that timer ends
+    /// its wait (a wait already woken and run since ended unseen: its
+    /// exit was lost, it is unmatched); else it ends the sleep it armed, if
+    /// any, as an event.
+    fn waking(&mut self, cpu: usize, e: &Event, tid: i32, prio: i32) -> Option<(i32, Wake)> {
+        let Some(cb) = self.timers.callback(cpu).copied() else {
+            let p = self.pending.get_mut(&tid).filter(|p| p.woken.is_none())?;
+            p.woken = Some((e.ts, By::Other(waker(e, cpu, &self.current)), prio));
+            return None;
+        };
+        let armed = cb.armed?;
+        let by = By::Timer(cb, armed, self.bases.at_expiry(cb.now, cb.entry));
+        let fresh = Pending { woken: Some((e.ts, by, prio)), ..Pending::default() };
+        match self.pending.get_mut(&tid) {
+            None => {
+                self.pending.insert(tid, fresh);
+                None
+            }
+            Some(p) if p.woken.is_none() => {
+                p.woken = fresh.woken;
+                None
+            }
+            Some(p) if p.switched_in.is_some() => {
+                *p = fresh;
+                Some((tid, Wake::Unmatched))
+            }
+            Some(_) => None,
+        }
     }
 }
 
@@ -233,39 +324,43 @@ pub fn follow(
 
 /// The wait `p` ended at the system call's exit `exit`, on `cpu`.
 fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
-    let Some((woken, waker, prio)) = p.waking else {
+    let Some((woken, by, prio)) = p.woken else {
         return Wake::Unmatched;
     };
     let (on_cpu, cpu) = p.switched_in.unwrap_or((woken, cpu));
-    match p.expired {
-        Some((expired, base)) if expired <= woken => {
-            let requested = p.soft - base;
-            Wake::Timed(TimedWait {
-                requested,
-                slack: p.hard - p.soft,
-                lateness: exit - requested,
-                phases: Phases {
-                    irq_delay: expired - requested,
-                    wakeup_path: woken - expired,
-                    scheduling: on_cpu - woken,
-                    return_to_user: exit - on_cpu,
-                },
-                matched: Matched { cpu, hrtimer: p.hrtimer, expired, waking: woken, switched_in: on_cpu, prio },
-                exit,
-            })
-        }
-        _ => Wake::Event(EventWake { woken, scheduling: on_cpu - woken, waker }),
-    }
+    let (cb, armed, base) = match by {
+        By::Timer(cb, armed, base) => (cb, armed, base),
+        By::Other(waker) => return Wake::Event(EventWake { woken, scheduling: on_cpu - woken, waker }),
+    };
+    let requested = armed.soft - base;
+    let expired = cb.entry;
+    Wake::Timed(TimedWait {
+        requested,
+        slack: armed.hard - armed.soft,
+        lateness: exit - requested,
+        phases: Phases {
+            irq_delay: expired - requested,
+            wakeup_path: woken - expired,
+            scheduling: on_cpu - woken,
+            return_to_user: exit - on_cpu,
+        },
+        matched: Matched { cpu, hrtimer: armed.hrtimer, expired, waking: woken, switched_in: on_cpu, prio },
+        exit,
+        armed: armed.at,
+        callback: armed.function,
+    })
 }
 
-/// The waker of the `sched_waking` event `e`.
-fn waker(e: &Event, comms: &HashMap<i32, Comm>) -> Waker {
+/// The waker of the `sched_waking` event `e` on `cpu`, given the task
+/// running on each CPU.
+fn waker(e: &Event, cpu: usize, current: &[(i32, Comm)]) -> Waker {
     if e.in_hardirq() {
         Waker::Irq
     } else if e.in_softirq() {
         Waker::Softirq
     } else {
-        Waker::Task(e.pid, comms.get(&e.pid).map(|c| c.to_string()).unwrap_or_default())
+        let comm = current.get(cpu).filter(|(pid, _)| *pid == e.pid).map(|(_, c)| c.to_string());
+        Waker::Task(e.pid, comm.unwrap_or_default())
     }
 }
 
@@ -275,82 +370,103 @@ mod tests {
     use crate::ktrace::{Switch, Wakeup};
 
     const SLEEPER: u64 = 0xffff_0001;
+    const TIMERFD: u64 = 0xffff_0002;
+    const POSIX: u64 = 0xffff_0003;
+    const ITIMER: u64 = 0xffff_0004;
     const T: i32 = 42;
+    const U: i32 = 43;
     const REALTIME: Nanos = Nanos(1_764_000_000_000_000_000);
+    /// In a hard interrupt (TRACE_FLAG_HARDIRQ | IRQS_OFF).
+    const IRQ: u8 = 0x09;
 
     fn ev(ts: i64, pid: i32, flags: u8, kind: EventKind) -> Event {
         Event { ts: Time(ts), pid, flags, preempt_count: 0, kind }
     }
+    /// Thread `by` arms timer `hrtimer` (callback `function`) for `soft`, 50 ns of slack.
+    fn arm(ts: i64, by: i32, hrtimer: u64, function: u64, soft: i64) -> Event {
+        let k =
+            EventKind::HrtimerStart { hrtimer, function, expires: Time(soft + 50), softexpires: Time(soft), mode: 0 };
+        ev(ts, by, 0, k)
+    }
     fn start(ts: i64, soft: i64) -> Event {
-        let k = EventKind::HrtimerStart {
-            hrtimer: 0xa,
-            function: SLEEPER,
-            expires: Time(soft + 50),
-            softexpires: Time(soft),
-            mode: 0,
-        };
-        ev(ts, T, 0, k)
+        arm(ts, T, 0xa, SLEEPER, soft)
     }
-    fn expire(ts: i64) -> Event {
-        ev(ts, 0, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER })
+    /// The kernel removes a timer (records a cancel) just before its callback.
+    fn fire(ts: i64, hrtimer: u64) -> [Event; 2] {
+        [
+            ev(ts - 1, 0, IRQ, EventKind::HrtimerCancel { hrtimer }),
+            ev(ts, 0, IRQ, EventKind::HrtimerExpireEntry { hrtimer, now: Time(ts), function: 0 }),
+        ]
     }
-    fn waking(ts: i64, by: i32, flags: u8) -> Event {
-        let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 120, target_cpu: 0 };
+    fn done(ts: i64, hrtimer: u64) -> Event {
+        ev(ts, 0, IRQ, EventKind::HrtimerExpireExit { hrtimer })
+    }
+    fn wake(ts: i64, tid: i32, by: i32, flags: u8) -> Event {
+        let w = Wakeup { comm: Comm::new(b"app"), pid: tid, prio: 120, target_cpu: 0 };
         ev(ts, by, flags, EventKind::SchedWaking(w))
     }
-    fn switch_in(ts: i64, from: i32) -> Event {
+    fn waking(ts: i64, by: i32, flags: u8) -> Event {
+        wake(ts, T, by, flags)
+    }
+    fn switch(ts: i64, from: (i32, &[u8]), to: (i32, &[u8])) -> Event {
         let s = Switch {
-            prev_comm: Comm::new(b"writer"),
-            prev_pid: from,
+            prev_comm: Comm::new(from.1),
+            prev_pid: from.0,
             prev_prio: 120,
             prev_state: 1,
-            next_comm: Comm::new(b"app"),
-            next_pid: T,
+            next_comm: Comm::new(to.1),
+            next_pid: to.0,
             next_prio: 120,
         };
-        ev(ts, from, 0, EventKind::SchedSwitch(s))
+        ev(ts, from.0, 0, EventKind::SchedSwitch(s))
+    }
+    fn switch_in(ts: i64, from: i32) -> Event {
+        switch(ts, (from, b"writer"), (T, b"app"))
+    }
+    fn sys_exit(ts: i64, tid: i32) -> Event {
+        ev(ts, tid, 0, EventKind::SysExit { id: 0, ret: 0 })
     }
     fn exit(ts: i64) -> Event {
-        ev(ts, T, 0, EventKind::SysExit { id: 230, ret: 0 })
+        sys_exit(ts, T)
     }
 
+    /// The waits of T and U, every event on CPU 0.
     fn run(events: &[Event]) -> ThreadWaits {
-        let refs: Vec<(usize, &Event)> = events.iter().map(|e| (0, e)).collect();
-        follow(&refs, &[T], Some(SLEEPER), &BaseOffsets::new(&[Nanos::ZERO, REALTIME])).remove(&T).unwrap()
+        run_on(&events.iter().map(|e| (0, e.clone())).collect::<Vec<_>>(), Some(SLEEPER)).remove(&T).unwrap()
+    }
+    fn run_on(events: &[(usize, Event)], sleeper: Option<u64>) -> HashMap<i32, ThreadWaits> {
+        let refs: Vec<(usize, &Event)> = events.iter().map(|(c, e)| (*c, e)).collect();
+        follow(&refs, &[T, U], sleeper, &BaseOffsets::new(&[Nanos::ZERO, REALTIME]))
+    }
+    fn phases(irq: i64, path: i64, sched: i64, ret: i64) -> Phases {
+        Phases { irq_delay: Nanos(irq), wakeup_path: Nanos(path), scheduling: Nanos(sched), return_to_user: Nanos(ret) }
     }
 
     #[test]
     fn a_timed_wait_is_split_into_phases_that_add_up_to_its_lateness() {
-        let w = run(&[
-            exit(500),
-            start(1_000, 10_000),
-            expire(10_100),
-            waking(10_300, 0, 0x09),
-            switch_in(10_700, 0),
-            exit(11_000),
-        ]);
+        let mut events = vec![exit(500), start(1_000, 10_000)];
+        events.extend(fire(10_100, 0xa));
+        events.extend([waking(10_300, 0, IRQ), done(10_350, 0xa), switch_in(10_700, 0), exit(11_000)]);
+        let w = run(&events);
         assert_eq!((w.event_driven.len(), w.unmatched), (0, 0));
         let t = w.timed[0];
         assert_eq!((t.requested, t.slack, t.lateness), (Time(10_000), Nanos(50), Nanos(1_000)));
-        assert_eq!(
-            t.phases,
-            Phases {
-                irq_delay: Nanos(100),
-                wakeup_path: Nanos(200),
-                scheduling: Nanos(400),
-                return_to_user: Nanos(300)
-            }
-        );
+        assert_eq!((t.armed, t.callback, t.overrun()), (Time(1_000), SLEEPER, Nanos::ZERO));
+        assert_eq!(t.phases, phases(100, 200, 400, 300));
         assert_eq!(t.phases.total(), t.lateness);
     }
 
     #[test]
     fn a_wait_woken_before_its_timer_is_event_driven_with_its_waker() {
-        let mut events = vec![switch_in(0, 77), start(1_000, 50_000), waking(2_000, 77, 0)];
-        events.extend([switch_in(2_500, 77), exit(3_000)]);
-        // Woken by data, then the timer fired before the thread cancelled it: still event-driven.
-        events.extend([start(4_000, 90_000), waking(5_000, 0, 0x08), expire(5_100), switch_in(6_000, 0), exit(6_100)]);
-        let w = run(&events);
+        // The writer runs on CPU 1 and wakes the thread sleeping on CPU 0.
+        let mut events = vec![(1, switch(0, (0, b"swapper/1"), (77, b"writer"))), (0, start(1_000, 50_000))];
+        events.extend([(1, waking(2_000, 77, 0)), (0, switch_in(2_500, 0)), (0, exit(3_000))]);
+        // Woken by an interrupt, then its timer fired before the thread
+        // cancelled it: still event-driven.
+        events.extend([(0, start(4_000, 90_000)), (0, waking(5_000, 0, 0x08))]);
+        events.extend(fire(5_100, 0xa).map(|e| (0, e)));
+        events.extend([(0, done(5_200, 0xa)), (0, switch_in(6_000, 0)), (0, exit(6_100))]);
+        let w = run_on(&events, Some(SLEEPER)).remove(&T).unwrap();
         assert!(w.timed.is_empty());
         let e = &w.event_driven;
         assert_eq!((e[0].scheduling, e[0].waker.clone()), (Nanos(500), Waker::Task(77, "writer".into())));
@@ -360,10 +476,7 @@ mod tests {
 
     #[test]
     fn other_timers_and_waits_that_never_slept_are_not_waits() {
-        let mut tick = start(1_000, 2_000);
-        if let EventKind::HrtimerStart { function, .. } = &mut tick.kind {
-            *function = 0xdead;
-        }
+        let tick = arm(1_000, T, 0xb, 0xdead, 2_000);
         let mut in_irq = start(1_100, 2_000);
         in_irq.flags = 0x08;
         let w = run(&[tick, in_irq, exit(1_500), start(2_000, 2_500), exit(2_100)]);
@@ -374,7 +487,9 @@ mod tests {
 
     #[test]
     fn a_wait_replaced_before_it_ended_is_unmatched_and_one_left_open_in_progress() {
-        let w = run(&[start(1_000, 10_000), start(2_000, 20_000), expire(20_000)]);
+        let mut events = vec![start(1_000, 10_000), start(2_000, 20_000)];
+        events.extend(fire(20_000, 0xa));
+        let w = run(&events);
         assert_eq!((w.unmatched, w.in_progress), (1, true));
         assert!(w.timed.is_empty() && w.event_driven.is_empty());
     }
@@ -383,11 +498,151 @@ mod tests {
     fn a_realtime_timer_is_late_against_its_request_in_monotonic_time() {
         let mut events = vec![exit(500), start(1_000, 10_000 + REALTIME.as_ns())];
         // The interrupt read CLOCK_REALTIME 2 µs before the event's time stamp.
-        let mut e = expire(12_100);
+        let [c, mut e] = fire(12_100, 0xa);
         e.kind = EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(10_100) + REALTIME, function: SLEEPER };
-        events.extend([e, waking(12_300, 0, 0x09), switch_in(12_700, 0), exit(13_000)]);
+        events.extend([c, e, waking(12_300, 0, IRQ), done(12_400, 0xa), switch_in(12_700, 0), exit(13_000)]);
         let t = run(&events).timed[0];
         assert_eq!((t.requested, t.lateness, t.slack), (Time(10_000), Nanos(3_000), Nanos(50)));
         assert_eq!(t.phases.irq_delay, Nanos(2_100));
+    }
+
+    /// A periodic timerfd read in a loop, as this kernel traces it: the
+    /// callback wakes the thread blocked in `read`, which re-arms the timer
+    /// for the next period before returning.
+    #[test]
+    fn a_timerfd_read_is_timed_by_the_timerfd_and_armed_at_its_re_arm() {
+        let mut events = vec![arm(1_000, T, 0xf, TIMERFD, 10_000), exit(1_100)];
+        for (soft, next, late) in [(10_000, 20_000, 100), (20_000, 30_000, 50)] {
+            events.extend(fire(soft + late, 0xf));
+            events.extend([waking(soft + late + 10, 0, IRQ), done(soft + late + 20, 0xf)]);
+            events.extend([switch_in(soft + 300, 0), arm(soft + 400, T, 0xf, TIMERFD, next), exit(soft + 450)]);
+        }
+        let w = run(&events);
+        assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched, w.in_progress), (2, 0, 0, false));
+        let (a, b) = (w.timed[0], w.timed[1]);
+        assert_eq!((a.requested, a.lateness, a.armed, a.callback), (Time(10_000), Nanos(450), Time(1_000), TIMERFD));
+        assert_eq!(a.phases, phases(100, 10, 190, 150));
+        assert_eq!((b.requested, b.lateness, b.armed), (Time(20_000), Nanos(450), Time(10_400)));
+        assert_eq!(b.phases, phases(50, 10, 240, 150));
+        assert_eq!((a.slack, a.matched.hrtimer, b.matched.expired), (Nanos(50), 0xf, Time(20_050)));
+    }
+
+    /// `epoll_wait` with a 1 ms timeout (its own sleep) on a timerfd that
+    /// fires first: timed by the timerfd; the `read` after it returns at
+    /// once and is no wait.
+    #[test]
+    fn an_epoll_wait_with_a_timeout_woken_by_its_timerfd_is_timed_by_the_timerfd() {
+        let mut events = vec![arm(1_000, T, 0xf, TIMERFD, 10_000), exit(1_100), start(2_000, 1_002_000)];
+        events.extend(fire(10_200, 0xf));
+        events.extend([waking(10_210, 0, IRQ), done(10_220, 0xf), switch_in(10_500, 0), exit(10_600)]);
+        events.extend([arm(10_700, T, 0xf, TIMERFD, 20_000), exit(10_750)]);
+        let w = run(&events);
+        assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched), (1, 0, 0));
+        let t = w.timed[0];
+        assert_eq!((t.requested, t.lateness, t.armed, t.callback), (Time(10_000), Nanos(600), Time(1_000), TIMERFD));
+        assert_eq!(t.phases, phases(200, 10, 290, 100));
+    }
+
+    /// A POSIX timer armed by one thread (timer_settime), its signal sent
+    /// to another (SIGEV_THREAD_ID) blocked in `sigwaitinfo`, which
+    /// re-arms it as it dequeues the signal; the same with an itimer's
+    /// SIGALRM. The first wait of T on CPU 1 is timed, U's on CPU 0 too.
+    #[test]
+    fn a_posix_timer_or_an_itimer_wakes_the_thread_it_signals_timed_by_its_request() {
+        let mut events = vec![(0, arm(1_000, U, 0xb, POSIX, 10_000)), (0, sys_exit(1_100, U))];
+        events.push((1, arm(1_200, T, 0xc, ITIMER, 12_000)));
+        events.push((1, exit(1_300)));
+        events.extend(fire(10_040, 0xb).map(|e| (0, e)));
+        events.extend([(0, wake(10_050, T, 0, IRQ)), (0, done(10_060, 0xb))]);
+        events.extend(fire(12_030, 0xc).map(|e| (1, e)));
+        events.extend([(1, wake(12_040, U, 0, IRQ)), (1, done(12_050, 0xc))]);
+        events.extend([(1, switch_in(12_100, 0)), (1, arm(12_150, T, 0xb, POSIX, 20_000)), (1, exit(12_200))]);
+        events.push((0, switch(12_300, (0, b"swapper/0"), (U, b"app"))));
+        events.extend([(0, arm(12_350, U, 0xc, ITIMER, 22_000)), (0, sys_exit(12_400, U))]);
+        let mut w = run_on(&events, Some(SLEEPER));
+        let (t, u) = (w.remove(&T).unwrap(), w.remove(&U).unwrap());
+        let (t, u) = (t.timed[0], u.timed[0]);
+        assert_eq!((t.requested, t.lateness, t.armed, t.callback), (Time(10_000), Nanos(2_200), Time(1_000), POSIX));
+        assert_eq!(t.phases, phases(40, 10, 2_050, 100));
+        assert_eq!(t.matched.cpu, 1, "switched in on CPU 1");
+        assert_eq!((u.requested, u.lateness, u.armed, u.callback), (Time(12_000), Nanos(400), Time(1_200), ITIMER));
+        assert_eq!(u.phases, phases(30, 10, 260, 100));
+    }
+
+    /// `clock_nanosleep` to an absolute time already past: the program
+    /// overran; the timer fires at once, before the thread even slept.
+    #[test]
+    fn a_wait_armed_after_its_request_is_told_apart_as_the_programs_overrun() {
+        let mut events = vec![exit(500), start(12_000, 10_000)];
+        events.extend(fire(12_050, 0xa));
+        events.extend([waking(12_060, T, IRQ), done(12_070, 0xa), exit(12_100)]);
+        let t = run(&events).timed[0];
+        assert_eq!((t.requested, t.armed, t.lateness), (Time(10_000), Time(12_000), Nanos(2_100)));
+        assert_eq!((t.overrun(), t.kernel_lateness()), (Nanos(2_000), Nanos(100)));
+        assert_eq!(t.phases, phases(2_050, 10, 0, 40));
+    }
+
+    /// A wait woken by a timer whose thread ran and slept again without a
+    /// system call's exit seen (lost, or not yet filtered in): the next
+    /// timer's waking starts a new wait, the old one is unmatched.
+    #[test]
+    fn a_timed_wait_whose_exit_was_not_seen_is_unmatched_not_late_by_a_period() {
+        let mut events = vec![arm(1_000, T, 0xf, TIMERFD, 10_000)];
+        events.extend(fire(10_100, 0xf));
+        events.extend([waking(10_110, 0, IRQ), done(10_120, 0xf), switch_in(10_200, 0)]);
+        events.push(arm(10_300, T, 0xf, TIMERFD, 20_000));
+        events.extend(fire(20_100, 0xf));
+        events.extend([waking(20_110, 0, IRQ), done(20_120, 0xf), switch_in(20_200, 0), exit(20_300)]);
+        let w = run(&events);
+        assert_eq!(w.unmatched, 1);
+        assert_eq!((w.timed.len(), w.timed[0].requested, w.timed[0].lateness), (1, Time(20_000), Nanos(300)));
+    }
+
+    /// With the sleep's callback unknown (no kallsyms), every timer a
+    /// thread arms may be its sleep, but a timerfd re-armed in its `read`
+    /// after the waking does not replace the wait.
+    #[test]
+    fn without_the_sleep_callback_a_re_arm_after_the_waking_is_no_new_wait() {
+        let mut events = vec![(0, arm(1_000, T, 0xf, TIMERFD, 10_000)), (0, exit(1_100))];
+        events.extend(fire(10_100, 0xf).map(|e| (0, e)));
+        events.extend([(0, waking(10_110, 0, IRQ)), (0, done(10_120, 0xf)), (0, switch_in(10_200, 0))]);
+        events.extend([(0, arm(10_300, T, 0xf, TIMERFD, 20_000)), (0, exit(10_400))]);
+        let w = run_on(&events, None).remove(&T).unwrap();
+        assert_eq!(w.unmatched, 1, "timerfd_settime taken for a sleep that returned unwoken");
+        assert_eq!((w.timed.len(), w.timed[0].requested, w.timed[0].lateness), (1, Time(10_000), Nanos(400)));
+    }
+
+    /// A timer armed before the attach is not known: its callback's waking
+    /// of a thread in a sleep of its own is an event (an interrupt).
+    #[test]
+    fn an_unknown_timers_callback_ending_a_sleep_is_an_interrupts_event() {
+        let mut events = vec![start(1_000, 50_000)];
+        events.extend(fire(2_000, 0xe));
+        events.extend([waking(2_010, 0, IRQ), done(2_020, 0xe), switch_in(2_100, 0), exit(2_200)]);
+        let w = run(&events);
+        assert!(w.timed.is_empty());
+        assert_eq!((w.event_driven[0].waker.clone(), w.event_driven[0].scheduling), (Waker::Irq, Nanos(90)));
+    }
+
+    #[test]
+    fn memory_does_not_grow_with_the_run() {
+        let mut f = Follower::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]));
+        f.follow_threads(&[T, U]);
+        let mut n = 0;
+        for i in 0..5_000i64 {
+            let t0 = i * 100_000;
+            let mut events =
+                vec![arm(t0, T, 0xf, TIMERFD, t0 + 50_000), arm(t0 + 1, T, 0x100 + i as u64, SLEEPER, t0 + 90_000)];
+            events.extend(fire(t0 + 50_100, 0xf));
+            events.extend([waking(t0 + 50_110, 0, IRQ), done(t0 + 50_120, 0xf), switch_in(t0 + 50_200, 0)]);
+            // The sleep is cancelled as the call returns; a task not followed comes and goes.
+            events.push(ev(t0 + 50_250, T, 0, EventKind::HrtimerCancel { hrtimer: 0x100 + i as u64 }));
+            events.extend([exit(t0 + 50_300), switch(t0 + 50_400, (T, b"app"), (1_000 + i as i32, b"other"))]);
+            n += events.iter().filter_map(|e| f.feed(0, e)).filter(|(_, w)| matches!(w, Wake::Timed(_))).count();
+        }
+        assert_eq!(n, 5_000);
+        assert_eq!((f.timers.len(), f.pending.len(), f.current.len()), (0, 0, 1));
+        f.unfollow_threads(&[T]);
+        assert_eq!(f.threads.len(), 1);
     }
 }
