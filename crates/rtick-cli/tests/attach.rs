@@ -1,9 +1,12 @@
 //! `rtick attach` on real programs: a C loop (tests/c/periodic.c) that
 //! records its own planned and actual wake-ups is the ground truth rtick's
-//! per-wake-up lateness is checked against; its SCHED_OTHER variant shows
-//! the kernel's 50 µs timer slack apart; the target's exit and Ctrl-C end
-//! the run with its summary; bad targets are one-line usage errors. Root,
-//! tracefs and a C compiler needed; under CI a skip is a failure.
+//! per-wake-up lateness is checked against, for every kind of timed wait
+//! (sleeps, timerfd, POSIX timers, itimers, futex and epoll timeouts, one
+//! thread created after the attach began) and a wait ended by data, whose
+//! waker is named; its SCHED_OTHER variant shows the kernel's 50 µs timer
+//! slack apart; the target's exit and Ctrl-C end the run with its summary;
+//! bad targets are one-line usage errors. Root, tracefs and a C compiler
+//! needed; under CI a skip is a failure.
 
 mod common;
 use common::*;
@@ -64,22 +67,55 @@ fn finish(c: Child) -> std::process::Output {
     o
 }
 
-/// The program's own (planned, actual) wake-ups.
-fn ground_truth(path: &Path) -> Vec<(i64, i64)> {
+/// One wake-up in the program's own record.
+struct Truth {
+    tid: i64,
+    /// Its mechanism, or "event" for a wake-up by data.
+    mech: String,
+    /// The time it asked for (for an event: the writer's tid).
+    planned: i64,
+    /// Its clock read just after the call returned.
+    actual: i64,
+}
+
+/// The program's own wake-ups: "TID MECH PLANNED ACTUAL" lines.
+fn ground_truth(path: &Path) -> Vec<Truth> {
     let text = std::fs::read_to_string(path).expect("the loop wrote its record");
     text.lines()
         .map(|l| {
-            let (p, a) = l.split_once(' ').unwrap();
-            (p.parse().unwrap(), a.parse().unwrap())
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 4, "{l}");
+            Truth {
+                tid: f[0].parse().unwrap(),
+                mech: f[1].into(),
+                planned: f[2].parse().unwrap(),
+                actual: f[3].parse().unwrap(),
+            }
         })
         .collect()
 }
 
-/// rtick's wake-ups of the attached thread: requested → (lateness, slack).
-fn wake_ups(run: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
+/// The program's timed wake-ups of thread `tid`: (planned, actual).
+fn timed_truth(truth: &[Truth], tid: i64) -> Vec<(i64, i64)> {
+    truth.iter().filter(|t| t.tid == tid && t.mech != "event").map(|t| (t.planned, t.actual)).collect()
+}
+
+/// The only thread rtick reported.
+fn only_thread(run: &serde_json::Value) -> &serde_json::Value {
     let threads = run["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 1, "{run}");
-    let w = threads[0]["wake_ups"].as_array().unwrap();
+    &threads[0]
+}
+
+/// The thread `tid` rtick reported.
+fn thread(run: &serde_json::Value, tid: i64) -> &serde_json::Value {
+    let threads = run["threads"].as_array().unwrap();
+    threads.iter().find(|t| t["tid"] == tid).unwrap_or_else(|| panic!("no thread {tid} in {run}"))
+}
+
+/// rtick's wake-ups of a thread: requested → (lateness, slack).
+fn wake_ups(thread: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
+    let w = thread["wake_ups"].as_array().unwrap();
     w.iter()
         .map(|w| {
             let phases: i64 = w["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
@@ -90,21 +126,32 @@ fn wake_ups(run: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
         .collect()
 }
 
-/// Matches rtick's wake-ups to the program's: every one of the program's
-/// in the window rtick traced (its first to its last) must be found, and
-/// the program's lateness (its clock read just after the call returned)
-/// is rtick's (the system call's exit) plus the few instructions between:
-/// never less (1 µs allowed for the two reads of CLOCK_MONOTONIC), and
-/// more only when the thread was interrupted or preempted right there.
-/// A wake-up is matched by its requested time within 100 µs (a tenth of the
-/// period): a CLOCK_REALTIME loop's record and rtick each turn it into
-/// CLOCK_MONOTONIC with an offset of their own reading.
-fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>) {
+/// Matches rtick's wake-ups to the program's: of the program's in the
+/// window rtick traced (its first to its last), at least `least` and 99 %
+/// must be found. A wake-up is matched by its requested time within
+/// 100 µs (a tenth of the period): a CLOCK_REALTIME loop's record and
+/// rtick each turn it into CLOCK_MONOTONIC with an offset of their own
+/// reading, and a relative wait's kernel request is made inside the call.
+///
+/// The bounds, per wake-up, of the program's lateness − rtick's:
+/// `(actual − sys_exit) + (requested − planned)`. Both terms are ≥ 0: the
+/// program reads its clock after the call returned, and asks (abs) for
+/// exactly the kernel's request or (rel, itimer, epoll timeout) reads its
+/// clock before the kernel makes the request from its own. So the
+/// difference is never below −1 µs (the trace clock and the vDSO read the
+/// same CLOCK_MONOTONIC; 1 µs for their reads' granularity). Above, it is
+/// the few instructions from the exit to the clock read (and the call's
+/// entry for the relative kinds): a microsecond or two, unbounded only when
+/// an interrupt or a preemption lands right there, which on this shared
+/// 2-CPU VM happens to a few wake-ups in a hundred: so the median must be
+/// ≤ 20 µs and 95 % within 50 µs.
+fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>, least: usize) {
     let mut keys: Vec<i64> = rtick.keys().copied().collect();
     keys.sort_unstable();
+    assert!(!keys.is_empty(), "rtick saw no timed wait");
     let (lo, hi) = (keys[0] - 100_000, keys[keys.len() - 1] + 100_000);
     let window: Vec<&(i64, i64)> = truth.iter().filter(|(p, _)| (lo..=hi).contains(p)).collect();
-    assert!(window.len() >= 1000, "{} of the program's wake-ups in the window", window.len());
+    assert!(window.len() >= least, "{} of the program's wake-ups in the window", window.len());
     let near = |p: i64| {
         let i = keys.partition_point(|&k| k < p);
         [i.checked_sub(1), Some(i)]
@@ -138,30 +185,31 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let Some(exe) = periodic(dir.path(), "rtick-loop") else { return };
     let d = dir.path();
     let (fifo, other) =
-        (start(&exe, &d.join("fifo.txt"), 2000, "fifo"), start(&exe, &d.join("other.txt"), 2000, "other"));
+        (start(&exe, &d.join("fifo.txt"), 3000, "fifo"), start(&exe, &d.join("other.txt"), 3000, "other"));
     std::thread::sleep(Duration::from_millis(100));
     let (jf, jo) = (d.join("fifo.json"), d.join("other.json"));
     let a = attach(&[&fifo.id().to_string(), "-D", "1.5", "--json", path_str(&jf)]);
     let b = attach(&["--tid", &other.id().to_string(), "-D", "1.5", "--json", path_str(&jo)]);
     let (a, b) = (finish(a), finish(b));
+    let (fifo_pid, other_pid) = (i64::from(fifo.id()), i64::from(other.id()));
     for (mut c, o) in [(fifo, &a), (other, &b)] {
         assert!(c.wait().unwrap().success());
         ok(o);
     }
     let run = json(&jf);
     assert_eq!(run["ended_by"], "duration");
-    let w = wake_ups(&run);
+    let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 0), "a SCHED_FIFO thread has no slack");
-    check_against_truth(&ground_truth(&d.join("fifo.txt")), &w);
+    check_against_truth(&timed_truth(&ground_truth(&d.join("fifo.txt")), fifo_pid), &w, 1000);
     let out = stdout(&a);
     assert!(out.contains("SCHED_FIFO 50") && out.contains("lateness of timed waits"), "{out}");
     assert!(!out.contains("finding:"), "{out}");
 
     let run = json(&jo);
-    let w = wake_ups(&run);
+    let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
-    check_against_truth(&ground_truth(&d.join("other.txt")), &w);
+    check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
     assert!(out.contains("finding: thread") && out.contains("PR_SET_TIMERSLACK"), "{out}");
@@ -184,9 +232,79 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     let a = finish(attach(&[&prog.id().to_string(), "-D", "1.5", "--json", path_str(&j)]));
     assert!(prog.wait().unwrap().success());
     ok(&a);
-    let w = wake_ups(&json(&j));
-    check_against_truth(&ground_truth(&out), &w);
+    let w = wake_ups(only_thread(&json(&j)));
+    check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000);
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
+}
+
+/// Every kind of timed wait the program has, a thread each, one of them
+/// created after the attach began.
+const KINDS: &str = "abs,rel,timerfd,epoll-timerfd,posix,itimer,futex,epoll-pipe,late-timerfd";
+
+/// Whether a kind sleeps on a timer of the thread's own (an hrtimer
+/// sleeper, which gets the thread's timer slack), not a timerfd's, a POSIX
+/// timer's or an itimer's (armed with none).
+fn sleeps(mech: &str) -> bool {
+    matches!(mech, "abs" | "rel" | "futex" | "epoll-pipe")
+}
+
+/// The program with a thread per kind, SCHED_FIFO and SCHED_OTHER at once
+/// (two attaches): each thread's timed wake-ups agree with its own record,
+/// the slack is the thread's on its own sleeps and none on the others'
+/// timers, and the epoll thread's wake-ups by data are event-driven, woken
+/// by the writer thread.
+#[test]
+fn every_kind_of_timed_wait_agrees_with_the_programs_own_clock() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-kinds") else { return };
+    let d = dir.path();
+    let progs = ["fifo", "other"].map(|p| (p, start_on(&exe, &d.join(format!("{p}.txt")), 3000, &[p, KINDS])));
+    std::thread::sleep(Duration::from_millis(100));
+    let runs: Vec<Child> = progs
+        .iter()
+        .map(|(p, c)| attach(&[&c.id().to_string(), "-D", "1.5", "--json", path_str(&d.join(format!("{p}.json")))]))
+        .collect();
+    let outs: Vec<_> = runs.into_iter().map(finish).collect();
+    for ((policy, mut c), o) in progs.into_iter().zip(&outs) {
+        assert!(c.wait().unwrap().success());
+        ok(o);
+        let run = json(&d.join(format!("{policy}.json")));
+        assert_eq!(run["lost_events"], 0, "{policy}: events lost");
+        let truth = ground_truth(&d.join(format!("{policy}.txt")));
+        let mut tids: Vec<(i64, &str)> =
+            truth.iter().filter(|t| t.mech != "event").map(|t| (t.tid, t.mech.as_str())).collect();
+        tids.dedup();
+        assert_eq!(tids.len(), 9, "{policy}: a thread per kind: {tids:?}");
+        for &(tid, mech) in &tids {
+            eprintln!("{policy} {mech} (thread {tid}):");
+            let t = thread(&run, tid);
+            assert_eq!(t["comm"], mech, "{policy}: {t}");
+            let w = wake_ups(t);
+            let slack = if policy == "other" && sleeps(mech) { 50_000 } else { 0 };
+            assert!(w.values().all(|&(_, s)| s == slack), "{policy} {mech}: slack {slack} ns on every wait");
+            check_against_truth(&timed_truth(&truth, tid), &w, if mech == "epoll-pipe" { 600 } else { 800 });
+        }
+        check_event_driven(&run, &truth);
+    }
+}
+
+/// The epoll thread's wake-ups by data: rtick counts them apart, woken by
+/// the writer thread, as many as the program saw in the window rtick
+/// traced (less those that found data already there and never slept).
+fn check_event_driven(run: &serde_json::Value, truth: &[Truth]) {
+    let events: Vec<&Truth> = truth.iter().filter(|t| t.mech == "event").collect();
+    let (tid, writer) = (events[0].tid, events[0].planned);
+    let t = thread(run, tid);
+    let n = t["event_driven"].as_u64().unwrap();
+    assert_eq!(t["wakers"], serde_json::json!([[format!("writer/{writer}"), n]]), "{t}");
+    let keys: Vec<i64> = wake_ups(t).keys().copied().collect();
+    let (lo, hi) = (*keys.iter().min().unwrap(), *keys.iter().max().unwrap());
+    let seen = events.iter().filter(|e| (lo..=hi).contains(&e.actual)).count() as u64;
+    eprintln!("event-driven: rtick {n}, the program {seen} in the window");
+    assert!(seen >= 100 && n * 10 >= seen * 9 && n <= seen + 2, "rtick {n} event-driven, the program {seen}");
 }
 
 /// 300 threads are too many for the kernel's event filter: the run goes on
@@ -257,7 +375,7 @@ fn ctrl_c_ends_the_run_with_its_summary() {
     let out = stdout(&o);
     assert!(out.contains("note: interrupted") && out.contains("no timed wait of the target ended"), "{out}");
     let waiting = format!("still waiting when tracing stopped: {} sleep (blocked in ", target.id());
-    assert!(out.contains(&waiting) && out.contains("timerfd, POSIX timers and itimers are not followed"), "{out}");
+    assert!(out.contains(&waiting), "{out}");
 }
 
 /// A bad target is a usage error: exit 2, one line naming it, no file.

@@ -179,6 +179,9 @@ pub struct Follower {
     timers: Timers,
     /// Per CPU, the task running (its last switch-in): a waker's name.
     current: Vec<(i32, Comm)>,
+    /// The followed threads' names (one may wake another before either
+    /// was seen switched in).
+    names: HashMap<i32, Comm>,
     sleeper_fn: Option<u64>,
     bases: BaseOffsets,
 }
@@ -194,6 +197,7 @@ impl Follower {
             pending: HashMap::new(),
             timers: Timers::default(),
             current: Vec::new(),
+            names: HashMap::new(),
             sleeper_fn,
             bases,
         }
@@ -210,6 +214,7 @@ impl Follower {
         for t in tids {
             self.threads.remove(t);
             self.pending.remove(t);
+            self.names.remove(t);
         }
     }
 
@@ -233,7 +238,10 @@ impl Follower {
             EventKind::HrtimerCancel { hrtimer } => self.timers.cancel(cpu, *hrtimer),
             EventKind::HrtimerExpireEntry { hrtimer, now, .. } => self.timers.entry(cpu, *hrtimer, e.ts, *now),
             EventKind::HrtimerExpireExit { hrtimer } => self.timers.exit(cpu, *hrtimer),
-            EventKind::SchedWaking(w) if self.threads.contains(&w.pid) => return self.waking(cpu, e, w.pid, w.prio),
+            EventKind::SchedWaking(w) if self.threads.contains(&w.pid) => {
+                self.names.insert(w.pid, w.comm);
+                return self.waking(cpu, e, w.pid, w.prio);
+            }
             EventKind::SchedSwitch(s) => {
                 if self.current.len() <= cpu {
                     self.current.resize(cpu + 1, (0, Comm::default()));
@@ -268,6 +276,20 @@ impl Follower {
         self.pending.insert(tid, Pending::default()).map(|_| (tid, Wake::Unmatched))
     }
 
+    /// The waker of the `sched_waking` event `e` on `cpu`: named as the
+    /// task running there, or as the followed thread it is.
+    fn waker(&self, e: &Event, cpu: usize) -> Waker {
+        if e.in_hardirq() {
+            Waker::Irq
+        } else if e.in_softirq() {
+            Waker::Softirq
+        } else {
+            let running = self.current.get(cpu).filter(|(pid, _)| *pid == e.pid).map(|(_, c)| c);
+            let comm = running.or_else(|| self.names.get(&e.pid)).map(|c| c.to_string());
+            Waker::Task(e.pid, comm.unwrap_or_default())
+        }
+    }
+
     /// A `sched_waking` of followed thread `tid` (priority `prio`), event
     /// `e` on `cpu`: inside a remembered timer's callback, that timer ends
     /// its wait (a wait already woken and run since ended unseen: its
@@ -275,8 +297,9 @@ impl Follower {
     /// any, as an event.
     fn waking(&mut self, cpu: usize, e: &Event, tid: i32, prio: i32) -> Option<(i32, Wake)> {
         let Some(cb) = self.timers.callback(cpu).copied() else {
+            let by = By::Other(self.waker(e, cpu));
             let p = self.pending.get_mut(&tid).filter(|p| p.woken.is_none())?;
-            p.woken = Some((e.ts, By::Other(waker(e, cpu, &self.current)), prio));
+            p.woken = Some((e.ts, by, prio));
             return None;
         };
         let armed = cb.armed?;
@@ -351,19 +374,6 @@ fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
     })
 }
 
-/// The waker of the `sched_waking` event `e` on `cpu`, given the task
-/// running on each CPU.
-fn waker(e: &Event, cpu: usize, current: &[(i32, Comm)]) -> Waker {
-    if e.in_hardirq() {
-        Waker::Irq
-    } else if e.in_softirq() {
-        Waker::Softirq
-    } else {
-        let comm = current.get(cpu).filter(|(pid, _)| *pid == e.pid).map(|(_, c)| c.to_string());
-        Waker::Task(e.pid, comm.unwrap_or_default())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,7 +412,8 @@ mod tests {
         ev(ts, 0, IRQ, EventKind::HrtimerExpireExit { hrtimer })
     }
     fn wake(ts: i64, tid: i32, by: i32, flags: u8) -> Event {
-        let w = Wakeup { comm: Comm::new(b"app"), pid: tid, prio: 120, target_cpu: 0 };
+        let comm = Comm::new(if tid == U { b"writer" } else { b"app" });
+        let w = Wakeup { comm, pid: tid, prio: 120, target_cpu: 0 };
         ev(ts, by, flags, EventKind::SchedWaking(w))
     }
     fn waking(ts: i64, by: i32, flags: u8) -> Event {
@@ -472,6 +483,16 @@ mod tests {
         assert_eq!((e[0].scheduling, e[0].waker.clone()), (Nanos(500), Waker::Task(77, "writer".into())));
         assert_eq!(e[0].waker.to_string(), "writer/77");
         assert_eq!((e[1].scheduling, e[1].waker.to_string()), (Nanos(1_000), "irq".to_string()));
+    }
+
+    #[test]
+    fn a_followed_waker_is_named_before_it_is_seen_switched_in() {
+        // U, already running on CPU 1 when the trace began, was woken once
+        // (its name is in its waking); then it wakes T.
+        let mut events = vec![(1, wake(500, U, 0, IRQ)), (0, start(1_000, 50_000)), (1, waking(2_000, U, 0))];
+        events.extend([(1, waking(2_100, 99, 0)), (0, switch_in(2_500, 0)), (0, exit(3_000))]);
+        let w = run_on(&events, Some(SLEEPER)).remove(&T).unwrap();
+        assert_eq!(w.event_driven[0].waker, Waker::Task(U, "writer".into()));
     }
 
     #[test]
