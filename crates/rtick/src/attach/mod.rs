@@ -23,6 +23,7 @@
 //! CPUs the target may run on, its system calls' exits filtered to its threads.
 
 pub mod bases;
+pub mod cycle;
 pub mod run;
 pub mod summary;
 pub mod target;

@@ -31,7 +31,14 @@ impl Default for SignedHistogram {
 impl SignedHistogram {
     /// An empty histogram (allocates all its buckets now).
     pub fn new() -> Self {
-        let h = Histogram::new_with_bounds(1, HIGHEST_NS, SIGFIG).expect("valid bounds");
+        Self::with_bounds(HIGHEST_NS, SIGFIG)
+    }
+
+    /// An empty histogram of magnitudes up to `highest` ns (larger ones
+    /// recorded as it) with `sigfig` significant digits (1 to 5): a
+    /// smaller one, for many kept at once.
+    pub fn with_bounds(highest: u64, sigfig: u8) -> Self {
+        let h = Histogram::new_with_bounds(1, highest.max(2), sigfig.clamp(1, 5)).expect("valid bounds");
         SignedHistogram { pos: h.clone(), neg: h }
     }
 
@@ -48,7 +55,7 @@ impl SignedHistogram {
     /// Records `n` occurrences of `v`.
     pub fn record_n(&mut self, v: i64, n: u64) {
         let (h, m) = if v >= 0 { (&mut self.pos, v as u64) } else { (&mut self.neg, v.unsigned_abs()) };
-        let _ = h.record_n(m.min(HIGHEST_NS), n);
+        let _ = h.record_n(m.min(h.high()), n);
     }
 
     /// Values recorded.
@@ -148,6 +155,18 @@ mod tests {
         // 3 significant digits: the median of a uniform [-1000, 2e6) is near 1e6.
         let med = h.value_at_quantile(0.5) as f64;
         assert!((med - 1e6).abs() / 1e6 < 0.02, "{med}");
+    }
+
+    #[test]
+    fn a_smaller_histogram_keeps_its_precision_and_clamps_above_its_bound() {
+        let mut h = SignedHistogram::with_bounds(1_000_000, 2);
+        h.record(-200);
+        h.record_n(5_000_000, 2);
+        h.record(100);
+        assert_eq!((h.len(), h.negative_count()), (4, 1));
+        assert_eq!((h.value_at_quantile(0.25), h.value_at_quantile(0.5)), (-200, 100));
+        let top = h.value_at_quantile(1.0);
+        assert!((1_000_000..=1_010_000).contains(&top), "{top}");
     }
 
     #[test]
