@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!   wait i                     wait i+1
-//!  ──┤requested├─ exit ── compute ──┤ arm ── margin ──┤requested├─ exit
+//!  ──┤requested├─ exit ── compute ──┤ blocked ── margin ──┤requested├─ exit
 //! ```
 //!
 //! - **period**: the interval between successive requested times that
@@ -13,20 +13,20 @@
 //! - **jitter**: how much the interval between two wake-ups (system call
 //!   exits) differs from the interval asked for (between the requests):
 //!   `|Δexit − Δrequested|`, the difference of successive latenesses;
-//! - **compute**: back in user space → the next wait's timer armed (`exit
-//!   → armed`), the work of one cycle;
-//! - **margin**: the next wait's request − its arm: the time left before
-//!   the next deadline when the thread went back to waiting; negative
-//!   when it overran;
+//! - **compute**: back in user space → asleep in the next wait (`exit →
+//!   blocked`), the work of one cycle;
+//! - **margin**: the next wait's request − the time it went to sleep for
+//!   it: the time left before the next deadline; negative when it overran;
 //! - **overruns**: waits armed after their own request (the program asked
 //!   for a time already past), and **skipped** periods (requests several
 //!   periods apart: a periodic timer that expired more than once before it
 //!   was read, or a loop that gave up deadlines).
 //!
-//! A periodic timerfd, POSIX timer or itimer is re-armed inside the call
-//! that consumed its expiry, before that call returns: its next arm is not
-//! where the thread's work ends, so such cycles have no compute or margin
-//! (counted in [`CycleSummary::rearmed_in_call`]).
+//! The end of a cycle's work is where the thread blocked for its next
+//! wait, not where that wait's timer was armed: a periodic timerfd, POSIX
+//! timer or itimer is re-armed inside the call that consumed its last
+//! expiry, before that call returns (or in a later one: a `read` after
+//! `epoll_wait`); for a sleep the two are the same call.
 //!
 //! Memory is bounded: a few histograms of two significant digits (1 %,
 //! exact up to 255 ns; minima and maxima exact) and at most [`SLOTS`]
@@ -62,7 +62,6 @@ pub struct Cycle {
     compute: Extremes,
     margin: Extremes,
     overruns: u64,
-    rearmed_in_call: u64,
     waits: u64,
 }
 
@@ -112,15 +111,13 @@ pub struct CycleSummary {
     pub skipped: u64,
     /// `|Δexit − Δrequested|` of successive waits: p50, p99, max.
     pub jitter: Option<[Nanos; 3]>,
-    /// Exit → the next wait armed: p50, p99, max.
+    /// Exit → asleep in the next wait: p50, p99, max.
     pub compute: Option<[Nanos; 3]>,
-    /// The next wait's request − its arm: min, p1, p50.
+    /// The next wait's request − the time it went to sleep for it: min,
+    /// p1, p50.
     pub margin: Option<[Nanos; 3]>,
     /// Waits armed after their own request.
     pub overruns: u64,
-    /// Cycles whose next timer was re-armed before the exit (a periodic
-    /// timerfd, POSIX timer or itimer): no compute or margin.
-    pub rearmed_in_call: u64,
 }
 
 impl Default for Cycle {
@@ -140,7 +137,6 @@ impl Cycle {
             compute: Extremes::new(),
             margin: Extremes::new(),
             overruns: 0,
-            rearmed_in_call: 0,
             waits: 0,
         }
     }
@@ -158,11 +154,10 @@ impl Cycle {
             }
             let d = (w.exit - exit) - asked;
             self.jitter.record(d.max(-d));
-            if w.armed >= exit {
-                self.compute.record(w.armed - exit);
-                self.margin.record(w.requested - w.armed);
-            } else {
-                self.rearmed_in_call += 1;
+            // Before the last exit only when events were lost.
+            if w.blocked >= exit {
+                self.compute.record(w.blocked - exit);
+                self.margin.record(w.requested - w.blocked);
             }
         }
         self.last = Some((w.requested, w.exit));
@@ -211,7 +206,6 @@ impl Cycle {
             compute: self.compute.of([0.5, 0.99, 1.0]),
             margin: self.margin.of([0.0, 0.01, 0.5]),
             overruns: self.overruns,
-            rearmed_in_call: self.rearmed_in_call,
         }
     }
 }
@@ -221,8 +215,13 @@ mod tests {
     use super::*;
     use crate::explain::{Matched, Phases};
 
-    /// A wait: requested, armed, exit (ns).
+    /// A wait: requested, armed, exit (ns); blocked when armed.
     fn wait(requested: i64, armed: i64, exit: i64) -> TimedWait {
+        TimedWait { blocked: Time(armed), ..rearmed(requested, armed, exit, armed) }
+    }
+
+    /// A wait: requested, armed, blocked, exit (ns).
+    fn rearmed(requested: i64, armed: i64, exit: i64, blocked: i64) -> TimedWait {
         let m =
             Matched { cpu: 0, hrtimer: 0, expired: Time(exit), waking: Time(exit), switched_in: Time(exit), prio: 120 };
         let late = Nanos(exit - requested);
@@ -235,6 +234,7 @@ mod tests {
             exit: Time(exit),
             armed: Time(armed),
             callback: 0,
+            blocked: Time(blocked),
         }
     }
 
@@ -256,7 +256,7 @@ mod tests {
             wait(3_000_000, 2_000_180, 3_000_020),
             wait(4_000_000, 3_000_140, 4_000_010),
         ]);
-        assert_eq!((s.waits, s.period, s.skipped, s.overruns, s.rearmed_in_call), (4, Some(Nanos(1_000_000)), 0, 0, 0));
+        assert_eq!((s.waits, s.period, s.skipped, s.overruns), (4, Some(Nanos(1_000_000)), 0, 0));
         assert_eq!(s.jitter, Some([Nanos(10), Nanos(20), Nanos(20)]));
         assert_eq!(s.compute, Some([Nanos(120), Nanos(150), Nanos(150)]));
         // The minimum is exact; the percentiles to the histograms' 1 %.
@@ -282,12 +282,19 @@ mod tests {
     }
 
     /// A periodic timerfd: re-armed in the `read` that returned, before its
-    /// exit: no compute or margin, the period still found.
+    /// exit; the thread computes 200 ns and 300 ns before it blocks in the
+    /// next `read`.
     #[test]
-    fn a_timer_re_armed_in_the_call_has_a_period_but_no_compute() {
-        let s = of(&[wait(1_000_000, 0, 1_000_050), wait(2_000_000, 1_000_040, 2_000_060)]);
-        assert_eq!((s.period, s.rearmed_in_call, s.compute, s.margin), (Some(Nanos(1_000_000)), 1, None, None));
-        assert_eq!(s.jitter, Some([Nanos(10), Nanos(10), Nanos(10)]));
+    fn a_timer_re_armed_in_the_call_computes_until_it_blocks_again() {
+        let s = of(&[
+            rearmed(1_000_000, 0, 1_000_050, 100),
+            rearmed(2_000_000, 1_000_040, 2_000_060, 1_000_250),
+            rearmed(3_000_000, 2_000_055, 3_000_030, 2_000_360),
+        ]);
+        assert_eq!((s.period, s.overruns), (Some(Nanos(1_000_000)), 0));
+        assert_eq!(s.compute, Some([Nanos(200), Nanos(300), Nanos(300)]));
+        assert_eq!(s.margin.unwrap()[0], Nanos(999_640));
+        assert_eq!(s.jitter, Some([Nanos(10), Nanos(30), Nanos(30)]));
     }
 
     /// Relative sleeps: each request is the last exit plus 1 ms plus the

@@ -122,6 +122,7 @@ mod tests {
             exit: Time(late),
             armed: Time(0),
             callback: 0,
+            blocked: Time(0),
         }
     }
 

@@ -82,6 +82,12 @@ pub struct TimedWait {
     /// `timerfd_tmrproc`, `posix_timer_fn`, `it_real_fn`…): what kind of
     /// timer it was, named through kallsyms.
     pub callback: u64,
+    /// When the thread went to sleep for it: its last switch-out in a
+    /// sleeping state before the waking (the waking's time when it never
+    /// slept). Where its previous cycle's work ended, whatever armed the
+    /// timer (a periodic timer is re-armed before the call that consumed
+    /// its last expiry returns).
+    pub blocked: Time,
 }
 
 impl TimedWait {
@@ -158,12 +164,22 @@ enum By {
     Other(Waker),
 }
 
+/// The `sched_waking` that ended a wait.
+#[derive(Clone, Debug)]
+struct Woken {
+    at: Time,
+    by: By,
+    /// The thread's priority then.
+    prio: i32,
+    /// When the thread had gone to sleep.
+    blocked: Time,
+}
+
 /// A wait in progress: begun by a sleep the thread armed (not woken
 /// yet), or by a timer's waking of the thread.
 #[derive(Clone, Debug, Default)]
 struct Pending {
-    /// The `sched_waking`, what did it, and the thread's priority then.
-    woken: Option<(Time, By, i32)>,
+    woken: Option<Woken>,
     /// The switch-in and its CPU.
     switched_in: Option<(Time, u32)>,
 }
@@ -182,6 +198,8 @@ pub struct Follower {
     /// The followed threads' names (one may wake another before either
     /// was seen switched in).
     names: HashMap<i32, Comm>,
+    /// When each followed thread not running went to sleep.
+    asleep: HashMap<i32, Time>,
     sleeper_fn: Option<u64>,
     bases: BaseOffsets,
 }
@@ -198,6 +216,7 @@ impl Follower {
             timers: Timers::default(),
             current: Vec::new(),
             names: HashMap::new(),
+            asleep: HashMap::new(),
             sleeper_fn,
             bases,
         }
@@ -215,6 +234,7 @@ impl Follower {
             self.threads.remove(t);
             self.pending.remove(t);
             self.names.remove(t);
+            self.asleep.remove(t);
         }
     }
 
@@ -247,6 +267,10 @@ impl Follower {
                     self.current.resize(cpu + 1, (0, Comm::default()));
                 }
                 self.current[cpu] = (s.next_pid, s.next_comm);
+                self.asleep.remove(&s.next_pid);
+                if s.slept() && self.threads.contains(&s.prev_pid) {
+                    self.asleep.insert(s.prev_pid, e.ts);
+                }
                 if let Some(p) =
                     self.pending.get_mut(&s.next_pid).filter(|p| p.woken.is_some() && p.switched_in.is_none())
                 {
@@ -296,15 +320,16 @@ impl Follower {
     /// exit was lost, it is unmatched); else it ends the sleep it armed, if
     /// any, as an event.
     fn waking(&mut self, cpu: usize, e: &Event, tid: i32, prio: i32) -> Option<(i32, Wake)> {
+        let blocked = self.asleep.remove(&tid).unwrap_or(e.ts);
         let Some(cb) = self.timers.callback(cpu).copied() else {
             let by = By::Other(self.waker(e, cpu));
             let p = self.pending.get_mut(&tid).filter(|p| p.woken.is_none())?;
-            p.woken = Some((e.ts, by, prio));
+            p.woken = Some(Woken { at: e.ts, by, prio, blocked });
             return None;
         };
         let armed = cb.armed?;
         let by = By::Timer(cb, armed, self.bases.at_expiry(cb.now, cb.entry));
-        let fresh = Pending { woken: Some((e.ts, by, prio)), ..Pending::default() };
+        let fresh = Pending { woken: Some(Woken { at: e.ts, by, prio, blocked }), ..Pending::default() };
         match self.pending.get_mut(&tid) {
             None => {
                 self.pending.insert(tid, fresh);
@@ -347,7 +372,7 @@ pub fn follow(
 
 /// The wait `p` ended at the system call's exit `exit`, on `cpu`.
 fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
-    let Some((woken, by, prio)) = p.woken else {
+    let Some(Woken { at: woken, by, prio, blocked }) = p.woken else {
         return Wake::Unmatched;
     };
     let (on_cpu, cpu) = p.switched_in.unwrap_or((woken, cpu));
@@ -371,6 +396,7 @@ fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
         exit,
         armed: armed.at,
         callback: armed.function,
+        blocked,
     })
 }
 
@@ -533,10 +559,13 @@ mod tests {
     #[test]
     fn a_timerfd_read_is_timed_by_the_timerfd_and_armed_at_its_re_arm() {
         let mut events = vec![arm(1_000, T, 0xf, TIMERFD, 10_000), exit(1_100)];
+        let mut asleep = 1_200;
         for (soft, next, late) in [(10_000, 20_000, 100), (20_000, 30_000, 50)] {
+            events.push(switch(asleep, (T, b"app"), (0, b"swapper/0")));
             events.extend(fire(soft + late, 0xf));
             events.extend([waking(soft + late + 10, 0, IRQ), done(soft + late + 20, 0xf)]);
             events.extend([switch_in(soft + 300, 0), arm(soft + 400, T, 0xf, TIMERFD, next), exit(soft + 450)]);
+            asleep = soft + 500;
         }
         let w = run(&events);
         assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched, w.in_progress), (2, 0, 0, false));
@@ -546,6 +575,7 @@ mod tests {
         assert_eq!((b.requested, b.lateness, b.armed), (Time(20_000), Nanos(450), Time(10_400)));
         assert_eq!(b.phases, phases(50, 10, 240, 150));
         assert_eq!((a.slack, a.matched.hrtimer, b.matched.expired), (Nanos(50), 0xf, Time(20_050)));
+        assert_eq!((a.blocked, b.blocked), (Time(1_200), Time(10_500)), "gone to sleep in its read");
     }
 
     /// `epoll_wait` with a 1 ms timeout (its own sleep) on a timerfd that
@@ -600,6 +630,7 @@ mod tests {
         let t = run(&events).timed[0];
         assert_eq!((t.requested, t.armed, t.lateness), (Time(10_000), Time(12_000), Nanos(2_100)));
         assert_eq!((t.overrun(), t.kernel_lateness()), (Nanos(2_000), Nanos(100)));
+        assert_eq!(t.blocked, Time(12_060), "it never slept: blocked is the waking");
         assert_eq!(t.phases, phases(2_050, 10, 0, 40));
     }
 

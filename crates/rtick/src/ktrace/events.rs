@@ -199,6 +199,15 @@ pub struct Switch {
     pub next_prio: i32,
 }
 
+impl Switch {
+    /// Whether the task leaving went to sleep: any state but running. A
+    /// preempted task shows as running (0), on newer kernels with
+    /// TASK_REPORT_MAX (0x100, the "+" of "R+") set.
+    pub fn slept(&self) -> bool {
+        self.prev_state & 0xff != 0
+    }
+}
+
 /// What happened, with the fields the analysis reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
@@ -466,6 +475,26 @@ mod tests {
         p[28..32].copy_from_slice(&9i32.to_ne_bytes());
         p[32..36].copy_from_slice(&1i32.to_ne_bytes());
         p
+    }
+
+    #[test]
+    fn a_task_switched_out_slept_unless_it_was_preempted() {
+        let mut s = Switch {
+            prev_comm: Comm::new(b"a"),
+            prev_pid: 1,
+            prev_prio: 120,
+            prev_state: 1,
+            next_comm: Comm::new(b"b"),
+            next_pid: 2,
+            next_prio: 120,
+        };
+        assert!(s.slept(), "S");
+        s.prev_state = 2;
+        assert!(s.slept(), "D");
+        s.prev_state = 0;
+        assert!(!s.slept(), "R");
+        s.prev_state = 0x100;
+        assert!(!s.slept(), "R+");
     }
 
     #[test]
