@@ -142,10 +142,12 @@ fn wake_ups(thread: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
 /// same CLOCK_MONOTONIC; 1 µs for their reads' granularity). Above, it is
 /// the few instructions from the exit to the clock read (and the call's
 /// entry for the relative kinds): a microsecond or two, unbounded only when
-/// an interrupt or a preemption lands right there, which on this shared
-/// 2-CPU VM happens to a few wake-ups in a hundred: so the median must be
-/// ≤ 20 µs and 95 % within 50 µs.
-fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>, least: usize) {
+/// an interrupt or a preemption lands right there (the kernel records the
+/// exit before it reschedules on the way out), which on this shared 2-CPU
+/// VM happens to a few wake-ups in a hundred, more to SCHED_OTHER threads
+/// woken with others: so the median must be ≤ 20 µs and `within` of them
+/// (0.95 SCHED_FIFO, 0.9 SCHED_OTHER) within 50 µs.
+fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>, least: usize, within_50us: f64) {
     let mut keys: Vec<i64> = rtick.keys().copied().collect();
     keys.sort_unstable();
     assert!(!keys.is_empty(), "rtick saw no timed wait");
@@ -170,7 +172,7 @@ fn check_against_truth(truth: &[(i64, i64)], rtick: &HashMap<i64, (i64, i64)>, l
     eprintln!("program − rtick: min {min} ns, median {median} ns, {:.1} % within 50 µs", within * 100.0);
     assert!(min >= -1_000, "the program woke before rtick saw its system call return: {min} ns");
     assert!(median <= 20_000, "median difference {median} ns");
-    assert!(within >= 0.95, "{:.1} % within 50 µs", within * 100.0);
+    assert!(within >= within_50us, "{:.1} % within 50 µs", within * 100.0);
 }
 
 /// Two programs attached at once: a SCHED_FIFO loop, checked wake-up by
@@ -200,7 +202,7 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     assert_eq!(run["ended_by"], "duration");
     let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 0), "a SCHED_FIFO thread has no slack");
-    check_against_truth(&timed_truth(&ground_truth(&d.join("fifo.txt")), fifo_pid), &w, 1000);
+    check_against_truth(&timed_truth(&ground_truth(&d.join("fifo.txt")), fifo_pid), &w, 1000, 0.95);
     let out = stdout(&a);
     assert!(out.contains("SCHED_FIFO 50") && out.contains("lateness of timed waits"), "{out}");
     assert!(!out.contains("finding:"), "{out}");
@@ -209,7 +211,7 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
-    check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000);
+    check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000, 0.9);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
     assert!(out.contains("finding: thread") && out.contains("PR_SET_TIMERSLACK"), "{out}");
@@ -233,7 +235,7 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     assert!(prog.wait().unwrap().success());
     ok(&a);
     let w = wake_ups(only_thread(&json(&j)));
-    check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000);
+    check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000, 0.95);
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
 }
 
@@ -285,7 +287,8 @@ fn every_kind_of_timed_wait_agrees_with_the_programs_own_clock() {
             let w = wake_ups(t);
             let slack = if policy == "other" && sleeps(mech) { 50_000 } else { 0 };
             assert!(w.values().all(|&(_, s)| s == slack), "{policy} {mech}: slack {slack} ns on every wait");
-            check_against_truth(&timed_truth(&truth, tid), &w, if mech == "epoll-pipe" { 600 } else { 800 });
+            let least = if mech == "epoll-pipe" { 600 } else { 800 };
+            check_against_truth(&timed_truth(&truth, tid), &w, least, if policy == "fifo" { 0.95 } else { 0.9 });
         }
         check_event_driven(&run, &truth);
     }
@@ -341,7 +344,7 @@ fn the_targets_exit_ends_the_run_with_its_summary() {
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-exiting") else { return };
-    let prog = start(&exe, &dir.path().join("t.txt"), 400, "fifo");
+    let prog = start(&exe, &dir.path().join("t.txt"), 800, "fifo");
     std::thread::sleep(Duration::from_millis(100));
     let j = dir.path().join("r.json");
     let o = finish(attach(&["--comm", "rtick-exiting", "-q", "--json", path_str(&j)]));
@@ -353,8 +356,13 @@ fn the_targets_exit_ends_the_run_with_its_summary() {
     assert!(!out.contains("attach: pid"), "-q prints no header: {out}");
     let run = json(&j);
     assert_eq!(run["ended_by"], "target_exited");
+    // Every wait from rtick's first to the program's last was counted
+    // (the attach may begin after some of them, on a loaded machine).
     let n = run["threads"][0]["timed_waits"].as_u64().unwrap();
-    assert!(n >= 390, "{n} of the 400 waits after the attach");
+    let first = wake_ups(only_thread(&run)).into_keys().min().unwrap();
+    let truth = ground_truth(&dir.path().join("t.txt"));
+    let after = truth.iter().filter(|t| t.planned >= first).count() as u64;
+    assert!(after >= 100 && n * 100 >= after * 99, "{n} of the program's {after} waits after the attach");
 }
 
 /// Ctrl-C ends the run with what it has: here a program with no timed

@@ -22,10 +22,11 @@
  * returns; at the end OUT gets a line per wake-up: "TID MECH PLANNED_NS
  * ACTUAL_NS" in CLOCK_MONOTONIC time (a CLOCK_REALTIME time less the offset
  * read at the start, so only the matching, not the lateness, rests on that
- * read). PLANNED is the time the program asked for; for rel, itimer and
+ * read). PLANNED is the time the program asked for; for rel and
  * epoll-pipe, whose request the kernel makes from its own clock read inside
- * the call, the program's read just before it: a little earlier, never
- * later. An epoll-pipe wake-up by data is "TID event WRITER_TID ACTUAL_NS".
+ * the call, the program's read just before it plus the period; for itimer,
+ * the expiry its grid (read back with getitimer, in whole us) puts next:
+ * each a little earlier than the kernel's, never later. An epoll-pipe wake-up by data is "TID event WRITER_TID ACTUAL_NS".
  * With "fifo" the process runs SCHED_FIFO 50 (no timer slack); with
  * "other" it stays SCHED_OTHER with the kernel's default 50 us slack. The
  * first waits are due 300 ms after the start. */
@@ -168,24 +169,39 @@ static void posix_loop(struct thread *t, long long first) {
     timer_delete(timer);
 }
 
-static void itimer_loop(struct thread *t) {
+/* The time left on the itimer (whole us, truncated) after `now` read
+ * just before asking: the expiry is that or up to a few us later. */
+static long long itimer_due(long long *rem) {
+    struct itimerval left;
+    long long before = mono();
+    if (getitimer(ITIMER_REAL, &left) != 0) die("getitimer");
+    *rem = left.it_value.tv_sec * 1000000000LL + left.it_value.tv_usec * 1000LL;
+    return before + *rem;
+}
+
+static void itimer_loop(struct thread *t, long long first_due) {
+    /* Armed one period before its first due time: its own phase. */
+    struct timespec arm = ts(first_due - period);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &arm, NULL) != 0) {
+    }
     struct itimerval v = {.it_interval = {0, period / 1000}, .it_value = {0, period / 1000}};
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGALRM);
-    long long first = mono() + period; /* the kernel's own read is a little later */
+    long long rem;
     if (setitimer(ITIMER_REAL, &v, NULL) != 0) die("setitimer");
-    /* SIGALRM carries no overrun count, but the kernel re-arms the timer as
-     * the signal is dequeued, to its first expiry after then: the first
-     * after the last wake-up. */
-    long long due = first;
+    long long first = itimer_due(&rem); /* its grid, to a us or two early */
+    /* SIGALRM carries no overrun count, and the kernel re-arms the timer
+     * as the signal is dequeued (to its first expiry after then), so the
+     * expiry waited for is asked just before each wait and put on the
+     * grid. When it has already expired (1 us left) the call will not
+     * sleep: its grid point before now. */
     for (long i = 0; i < cycles; i++) {
+        long long due = itimer_due(&rem), k = rem > 1000 ? (due - first + period / 2) / period : (due - first) / period;
         siginfo_t si;
         while (sigwaitinfo(&set, &si) != SIGALRM) {
         }
-        long long now = mono();
-        add(t, due, now, 0);
-        due = first + ((now - first) / period + 1) * period;
+        add(t, first + k * period, mono(), 0);
     }
     struct itimerval off = {0};
     setitimer(ITIMER_REAL, &off, NULL);
@@ -254,7 +270,7 @@ static void *run(void *arg) {
     else if (!strcmp(m, "posix"))
         posix_loop(t, first);
     else if (!strcmp(m, "itimer"))
-        itimer_loop(t);
+        itimer_loop(t, first);
     else if (!strcmp(m, "futex"))
         futex_loop(t, first);
     else
