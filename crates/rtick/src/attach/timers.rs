@@ -8,9 +8,9 @@
 //! (`timerfd_tmrproc`, `posix_timer_fn`, `it_real_fn`). So every timer a
 //! followed thread arms is remembered (its request and when it was armed),
 //! and per CPU the callback running is tracked from its
-//! `hrtimer_expire_entry` to its `hrtimer_expire_exit`, as rtla's timerlat
-//! analysis keeps its state per CPU: a `sched_waking` on that CPU between
-//! them was done by that callback.
+//! `hrtimer_expire_entry` to its `hrtimer_expire_exit`: a `sched_waking`
+//! on that CPU between them was done by that callback (a callback runs
+//! with interrupts off on the timer's CPU, and wakes there).
 //!
 //! Memory stays bounded by the timers armed at once: the kernel records an
 //! `hrtimer_cancel` for each timer it removes, whether cancelled, re-armed
