@@ -79,8 +79,12 @@ pub struct Attributor {
     spinner_rt_prio: Option<i32>,
     stack: Vec<Open>,
     task: Option<Open>,
+    /// The spinner was left runnable (preempted) when it last left the CPU.
+    spinner_runnable: bool,
     instances: VecDeque<Instance>,
     gaps: VecDeque<Gap>,
+    /// The spinner's first read: what ran before it is no noise of the run.
+    begin: Time,
     /// Per source, its instances inside gaps.
     pub sources: HashMap<Source, Tally>,
     /// Kernel work between gaps: it delayed the spinner by less than the threshold.
@@ -147,19 +151,25 @@ impl Attributor {
         self.charge_parent(dur);
     }
 
+    /// A switch: away from the spinner opens a task, back to it closes it.
+    /// A real-time spinner left runnable while a task of lower priority
+    /// (or idle) runs is RT throttling (or, on kernels with the fair
+    /// server, the server's reservation for normal tasks), whoever runs.
     fn switch(&mut self, ts: Time, sw: &Switch) {
         let next = Source::Thread { comm: sw.next_comm, pid: sw.next_pid, prio: sw.next_prio };
+        let below_spinner = self.spinner_rt_prio.is_some_and(|p| sw.next_prio > p);
         if sw.prev_pid == self.spinner_pid {
             // Nothing of the spinner's interrupts outlives the switch.
             self.stack.clear();
-            let throttled = self.spinner_rt_prio.is_some_and(|p| sw.prev_state & 0xff == 0 && sw.next_prio > p);
-            let source = if throttled { Source::RtThrottling } else { next };
+            self.spinner_runnable = sw.prev_state & 0xff == 0;
+            let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
             self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
         } else if sw.next_pid == self.spinner_pid {
             self.end_task(ts);
         } else if matches!(self.task, Some(Open { source: Source::Thread { .. }, .. })) {
             self.end_task(ts);
-            self.task = Some(Open { source: next, start: ts, nested: Nanos::ZERO });
+            let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
+            self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
         }
     }
 
@@ -170,7 +180,15 @@ impl Attributor {
         }
     }
 
+    /// The spinner's first read: instances before it are not counted.
+    pub fn begin(&mut self, t: Time) {
+        self.begin = t;
+    }
+
     fn emit(&mut self, i: Instance) {
+        if i.start < self.begin {
+            return;
+        }
         if self.instances.len() >= MAX_PENDING {
             self.instances.pop_front();
             self.dropped += 1;

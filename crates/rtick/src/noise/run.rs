@@ -181,7 +181,11 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
     let mut out = Vec::new();
     let mut failed = None;
     for &cpu in &plan.cpus {
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false), progress: AtomicI64::new(i64::MIN) });
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            progress: AtomicI64::new(i64::MIN),
+            start: AtomicI64::new(i64::MIN),
+        });
         let (producer, ring) = rtrb::RingBuffer::new(RING);
         let (tx, rx) = mpsc::channel();
         let setup = ThreadSetup { policy: plan.policy, priority: plan.priority, cpus: vec![cpu], timer_slack: None };
@@ -217,6 +221,11 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
 /// Reads the trace and the gaps, and attributes every gap both cover.
 fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
     let watermark = ClockId::Monotonic.now();
+    for s in spinners.iter_mut() {
+        // Nothing counts before the spinner's first read (none yet: nothing at all).
+        let start = s.shared.start.load(Ordering::Acquire);
+        s.attr.begin(Time(if start == i64::MIN { i64::MAX } else { start }));
+    }
     if let Some(st) = stream {
         let by_cpu: HashMap<usize, usize> = spinners.iter().enumerate().map(|(i, s)| (s.cpu, i)).collect();
         let mut fresh: Vec<Vec<Event>> = spinners.iter().map(|_| Vec::new()).collect();

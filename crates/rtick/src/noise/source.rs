@@ -53,13 +53,15 @@ pub enum Source {
         prio: i32,
     },
     /// A real-time spinner stopped by the kernel's RT throttling
-    /// (`sched_rt_runtime_us`): lower-priority tasks or idle ran while it was runnable.
+    /// (`sched_rt_runtime_us`; on kernels with the fair server, its
+    /// reservation for normal tasks): lower-priority tasks or idle ran
+    /// while it was runnable.
     RtThrottling,
     /// A gap with no kernel event in it: the hardware (an SMI) or, in a
     /// virtual machine, the host.
     HardwareOrHost,
     /// The rest of gaps that had kernel events: entering and leaving the
-    /// kernel around them, and whatever the host took meanwhile.
+    /// kernel around them, switching tasks, and whatever the host took meanwhile.
     AroundEvents,
 }
 
@@ -90,7 +92,7 @@ impl fmt::Display for Source {
             Source::Thread { comm, pid, prio } => write!(f, "thread {comm} (pid {pid}, prio {prio})"),
             Source::RtThrottling => f.write_str("RT throttling"),
             Source::HardwareOrHost => f.write_str("hardware or host (no kernel event)"),
-            Source::AroundEvents => f.write_str("around kernel events (entry/exit, host)"),
+            Source::AroundEvents => f.write_str("around kernel events (entry, exit, switches, host)"),
         }
     }
 }

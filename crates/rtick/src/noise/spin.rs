@@ -29,6 +29,8 @@ pub(super) struct Shared {
     pub stop: AtomicBool,
     /// The spinner's latest read published (every gap ending by it is in the ring).
     pub progress: AtomicI64,
+    /// Its first read (`i64::MIN` until it starts).
+    pub start: AtomicI64,
 }
 
 /// The spinner's figures, once it ends.
@@ -79,6 +81,7 @@ pub(super) fn spin(
     let thr = threshold.as_ns();
     let end = until.map_or(i64::MAX, |t| t.as_ns());
     let start = ClockId::Monotonic.now();
+    shared.start.store(start.as_ns(), Ordering::Release);
     let mut prev = start;
     let mut iterations = 0u64;
     loop {

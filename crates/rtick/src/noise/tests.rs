@@ -121,6 +121,20 @@ fn a_runnable_rt_spinner_replaced_by_lower_priorities_is_rt_throttling() {
         400,
     );
     assert_eq!(tally(&b, &Source::Thread { comm: Comm::new(b"busy"), pid: 71, prio: 4 }), Some((1, 200)));
+    // Once that thread sleeps, idle running while the spinner could is throttling again.
+    let mut c = Attributor::new(SPINNER, 9);
+    let events = [
+        switch(100, (SPINNER, 9), 0x100, ("busy", 71, 4)),
+        switch(300, (71, 4), 1, ("swapper/1", 0, 120)),
+        switch(900, (0, 120), 0, ("n", SPINNER, 9)),
+    ];
+    run(&mut c, &events, &[(90, 910)], 1000);
+    assert_eq!(tally(&c, &Source::RtThrottling), Some((1, 600)));
+    // A spinner that went to sleep (a page fault's I/O) lets idle run: that is idle, not throttling.
+    let mut d = Attributor::new(SPINNER, 9);
+    let events = [switch(100, (SPINNER, 9), 2, ("swapper/1", 0, 120)), switch(900, (0, 120), 0, ("n", SPINNER, 9))];
+    run(&mut d, &events, &[(90, 910)], 1000);
+    assert_eq!(tally(&d, &Source::Thread { comm: Comm::new(b"swapper/1"), pid: 0, prio: 120 }), Some((1, 800)));
 }
 
 #[test]
