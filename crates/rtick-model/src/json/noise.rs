@@ -76,6 +76,9 @@ pub struct NoiseSourceJson {
     pub count: u64,
     pub total_ns: i64,
     pub max_ns: i64,
+    /// The time of what nested in them, counted apart (the interrupts inside
+    /// a thread's run): total_ns + nested_ns is the time they held the CPU.
+    pub nested_ns: i64,
 }
 
 /// One gap and its sources.
@@ -114,7 +117,14 @@ impl NoiseFile {
 }
 
 fn source(kind: &str, name: String, t: &Tally) -> NoiseSourceJson {
-    NoiseSourceJson { kind: kind.into(), name, count: t.count, total_ns: t.total.as_ns(), max_ns: t.max.as_ns() }
+    NoiseSourceJson {
+        kind: kind.into(),
+        name,
+        count: t.count,
+        total_ns: t.total.as_ns(),
+        max_ns: t.max.as_ns(),
+        nested_ns: t.nested.as_ns(),
+    }
 }
 
 fn cpu(c: &CpuNoise) -> NoiseCpuJson {

@@ -52,6 +52,8 @@ pub struct Instance {
     pub start: Time,
     /// Its time, less what nested in it.
     pub net: Nanos,
+    /// The time of what nested in it (interrupts inside a thread's run).
+    pub nested: Nanos,
 }
 
 /// A gap with its sources (the largest ones of a run are kept).
@@ -134,7 +136,7 @@ impl Attributor {
         self.stack.truncate(i + 1);
         let Some(o) = self.stack.pop() else { return };
         let dur = ts - o.start;
-        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested });
+        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested, nested: o.nested });
         self.charge_parent(dur);
     }
 
@@ -147,7 +149,7 @@ impl Attributor {
 
     fn nmi(&mut self, end: Time, dur: Nanos) {
         let dur = dur.max(Nanos::ZERO);
-        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur });
+        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur, nested: Nanos::ZERO });
         self.charge_parent(dur);
     }
 
@@ -166,17 +168,22 @@ impl Attributor {
             self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
         } else if sw.next_pid == self.spinner_pid {
             self.end_task(ts);
-        } else if matches!(self.task, Some(Open { source: Source::Thread { .. }, .. })) {
-            self.end_task(ts);
+        } else if let Some(task) = &self.task {
+            // One throttled stretch is one occurrence, whoever runs in it;
+            // a task above the spinner that runs after it is itself.
             let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
-            self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+            if !(source == Source::RtThrottling && task.source == Source::RtThrottling) {
+                self.end_task(ts);
+                self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+            }
         }
     }
 
     fn end_task(&mut self, ts: Time) {
         self.stack.clear();
         if let Some(t) = self.task.take() {
-            self.emit(Instance { source: t.source, start: t.start, net: ts - t.start - t.nested });
+            let net = ts - t.start - t.nested;
+            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested });
         }
     }
 
@@ -246,7 +253,7 @@ impl Attributor {
     fn attribute(&mut self, g: Gap, inside: Vec<Instance>) {
         let mut parts: Vec<(Source, Nanos)> = Vec::new();
         for i in inside {
-            self.sources.entry(i.source.clone()).or_default().add(i.net);
+            self.sources.entry(i.source.clone()).or_default().add_nested(i.net, i.nested);
             match parts.iter_mut().find(|(s, _)| *s == i.source) {
                 Some((_, d)) => *d = *d + i.net,
                 None => parts.push((i.source, i.net)),

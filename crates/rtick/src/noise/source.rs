@@ -106,6 +106,9 @@ pub struct Tally {
     pub total: Nanos,
     /// The longest one.
     pub max: Nanos,
+    /// The time of what ran nested in them, counted apart (the interrupts
+    /// inside a thread's run): with `total`, the time they held the CPU.
+    pub nested: Nanos,
 }
 
 impl Tally {
@@ -114,5 +117,11 @@ impl Tally {
         self.count += 1;
         self.total = self.total + d;
         self.max = self.max.max(d);
+    }
+
+    /// Counts one occurrence of `d`, with `nested` counted apart.
+    pub fn add_nested(&mut self, d: Nanos, nested: Nanos) {
+        self.add(d);
+        self.nested = self.nested + nested;
     }
 }

@@ -94,6 +94,7 @@ fn a_switch_to_another_task_is_that_task_without_its_interrupts() {
     run(&mut a, &events, &[(3000, 4000)], 5000);
     let kworker = Source::Thread { comm: Comm::new(b"kworker/1:1"), pid: 55, prio: 120 };
     assert_eq!(tally(&a, &kworker), Some((1, 800 - 50 - 10)));
+    assert_eq!(a.sources[&kworker].nested, Nanos(60), "its interrupts, counted apart");
     assert_eq!(tally(&a, &virtio()), Some((1, 50)));
     assert_eq!(tally(&a, &Source::Vector(Vector::Ipi(Ipi::CallFunction))), Some((1, 10)));
     assert_eq!(tally(&a, &Source::AroundEvents), Some((1, 200)));
@@ -112,6 +113,15 @@ fn a_runnable_rt_spinner_replaced_by_lower_priorities_is_rt_throttling() {
     run(&mut a, &events, &[(9_990, 60_010)], 70_000);
     assert_eq!(tally(&a, &Source::RtThrottling), Some((1, 50_000)));
     assert!(a.sources.keys().all(|s| !matches!(s, Source::Thread { .. })), "{:?}", a.sources);
+    // Throttling ends with a thread above the spinner running first: that thread's time is its own.
+    let events = [
+        switch(100_000, (SPINNER, 9), 0, ("bash", 70, 120)),
+        switch(150_000, (70, 120), 0, ("busy", 71, 4)),
+        switch(152_000, (71, 4), 1, ("rtick-noise-1", SPINNER, 9)),
+    ];
+    run(&mut a, &events, &[(99_990, 152_010)], 160_000);
+    assert_eq!(tally(&a, &Source::RtThrottling), Some((2, 100_000)));
+    assert_eq!(tally(&a, &Source::Thread { comm: Comm::new(b"busy"), pid: 71, prio: 4 }), Some((1, 2_000)));
     // A higher-priority thread preempting it is that thread.
     let mut b = Attributor::new(SPINNER, 9);
     run(
