@@ -192,4 +192,13 @@ fn bad_input_is_one_line_and_starts_nothing() {
         assert!(!out.exists(), "{args:?}: no file");
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
+    // A CPU that exists but is not allowed to rtick.
+    let o = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_rtick"), "noise", "-a", "1", "--json", path_str(&out)])
+        .output()
+        .expect("taskset runs (util-linux)");
+    let err = stderr(&o);
+    assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("CPU 1 is not allowed"), "{err}");
+    assert!(!out.exists());
 }

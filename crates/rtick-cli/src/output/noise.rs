@@ -47,7 +47,8 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
     } else {
         ""
     };
-    let _ = writeln!(o, "  spinners      {policy}, one pinned to each CPU, memory locked{left}");
+    let memory = if r.memory_locked { "memory locked" } else { "memory NOT locked" };
+    let _ = writeln!(o, "  spinners      {policy}, one pinned to each CPU, {memory}{left}");
     for c in &r.cpus {
         let rate = c.iterations as f64 / c.runtime.as_secs_f64().max(1e-9) / 1e6;
         let _ = writeln!(

@@ -24,8 +24,8 @@ use crate::time::{Nanos, Time};
 const ROUND: Duration = Duration::from_millis(100);
 /// Gaps a spinner can hand over between two reads.
 const RING: usize = 1 << 16;
-/// Trace buffer per measured CPU, KiB: a second of this VM's busiest CPU
-/// (about 20 000 events) is under 1 MiB; ten rounds fit.
+/// Trace buffer per measured CPU, KiB: tens of thousands of events (16 to
+/// 64 bytes each) between two reads a tenth of a second apart.
 const BUFFER_KB: usize = 4096;
 
 /// Why the run ended.
@@ -95,6 +95,8 @@ pub struct NoiseRun {
     pub attribution: bool,
     /// Trace events this kernel lacks (`system:name`).
     pub missing: Vec<&'static str>,
+    /// Whether memory was locked (it falls back to unlocked, with a note).
+    pub memory_locked: bool,
     /// What limited the run, a sentence each.
     pub notes: Vec<String>,
 }
@@ -115,6 +117,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
     let _main = keep_off(&plan.cpus)?;
     let session = Session::take(&Request { mlock: true, ..Default::default() })?;
     notes.extend(session.fallbacks().iter().map(|f| f.to_string()));
+    let memory_locked = session.memory().is_some();
     let mut stream = match opts.attribution {
         true => {
             let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
@@ -162,7 +165,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
             figures(s, sp, opts.attribution, lost, steal)
         })
         .collect();
-    Ok(NoiseRun { cpus, threshold: opts.threshold, end, attribution: opts.attribution, missing, notes })
+    Ok(NoiseRun { cpus, threshold: opts.threshold, end, attribution: opts.attribution, missing, memory_locked, notes })
 }
 
 /// Pins the calling thread (which reads the trace) off the measured CPUs
