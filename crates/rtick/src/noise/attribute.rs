@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::source::{Source, Tally, Vector};
+use super::source::{Source, Tally, Vector, MAX_THREADS};
 use crate::ktrace::{Event, EventKind, Switch};
 use crate::time::{Nanos, Time};
 
@@ -89,6 +89,7 @@ pub struct Attributor {
     begin: Time,
     /// Per source, its instances inside gaps.
     pub sources: HashMap<Source, Tally>,
+    threads_named: usize,
     /// Kernel work between gaps: it delayed the spinner by less than the threshold.
     pub below_threshold: Tally,
     /// Instances or gaps dropped past the memory bound.
@@ -252,8 +253,19 @@ impl Attributor {
     /// the hardware or the host; the rest of the gap is around the events.
     fn attribute(&mut self, g: Gap, inside: Vec<Instance>) {
         let mut parts: Vec<(Source, Nanos)> = Vec::new();
-        for i in inside {
-            self.sources.entry(i.source.clone()).or_default().add_nested(i.net, i.nested);
+        for mut i in inside {
+            if matches!(i.source, Source::Thread { .. })
+                && !self.sources.contains_key(&i.source)
+                && self.threads_named >= MAX_THREADS
+            {
+                i.source = Source::OtherThreads;
+            }
+            let named = &mut self.threads_named;
+            let tally = self.sources.entry(i.source.clone()).or_insert_with(|| {
+                *named += usize::from(matches!(i.source, Source::Thread { .. }));
+                Tally::default()
+            });
+            tally.add_nested(i.net, i.nested);
             match parts.iter_mut().find(|(s, _)| *s == i.source) {
                 Some((_, d)) => *d = *d + i.net,
                 None => parts.push((i.source, i.net)),

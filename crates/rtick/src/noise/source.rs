@@ -7,6 +7,9 @@ use std::sync::Arc;
 use crate::ktrace::{softirq_name, Comm, Ipi};
 use crate::time::Nanos;
 
+/// Threads named apart per CPU; the others are counted together.
+pub const MAX_THREADS: usize = 1024;
+
 /// An interrupt vector with a trace event of its own (x86).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Vector {
@@ -52,6 +55,9 @@ pub enum Source {
         /// Its kernel priority (0–99 real-time, higher is lower; 100–139 normal).
         prio: i32,
     },
+    /// Threads past the number kept apart ([`MAX_THREADS`]), together: a
+    /// long run beside short-lived processes keeps bounded memory.
+    OtherThreads,
     /// A real-time spinner stopped by the kernel's RT throttling
     /// (`sched_rt_runtime_us`; on kernels with the fair server, its
     /// reservation for normal tasks): lower-priority tasks or idle ran
@@ -73,7 +79,7 @@ impl Source {
             Source::Vector(_) => "vector",
             Source::Softirq(_) => "softirq",
             Source::Nmi => "nmi",
-            Source::Thread { .. } => "thread",
+            Source::Thread { .. } | Source::OtherThreads => "thread",
             Source::RtThrottling => "rt_throttling",
             Source::HardwareOrHost => "hardware_or_host",
             Source::AroundEvents => "around_events",
@@ -90,6 +96,7 @@ impl fmt::Display for Source {
             Source::Nmi => f.write_str("NMI"),
             Source::Thread { comm, pid: 0, .. } => write!(f, "idle ({comm})"),
             Source::Thread { comm, pid, prio } => write!(f, "thread {comm} (pid {pid}, prio {prio})"),
+            Source::OtherThreads => write!(f, "other threads (past the {MAX_THREADS} named)"),
             Source::RtThrottling => f.write_str("RT throttling"),
             Source::HardwareOrHost => f.write_str("hardware or host (no kernel event)"),
             Source::AroundEvents => f.write_str("around kernel events (entry, exit, switches, host)"),

@@ -185,3 +185,22 @@ fn bad_options_are_refused_before_anything_runs() {
     }
     assert_eq!((plan.policy, plan.kernel_prio()), (crate::rt::Policy::Other, 120));
 }
+
+#[test]
+fn threads_past_the_bound_are_counted_together() {
+    let mut a = Attributor::new(SPINNER, 120);
+    let n = source::MAX_THREADS as i64 + 10;
+    for k in 0..n {
+        let t = 10_000 * (k + 1);
+        let events = [
+            switch(t + 100, (SPINNER, 120), 0x100, ("make", 1000 + k as i32, 120)),
+            switch(t + 300, (1000 + k as i32, 120), 1, ("n", SPINNER, 120)),
+        ];
+        run(&mut a, &events, &[(t, t + 400)], t + 500);
+    }
+    let threads = a.sources.keys().filter(|s| matches!(s, Source::Thread { .. })).count();
+    assert_eq!(threads, source::MAX_THREADS);
+    assert_eq!(tally(&a, &Source::OtherThreads), Some((10, 2000)));
+    let total: i64 = a.sources.values().map(|t| t.total.as_ns()).sum();
+    assert_eq!(total, 400 * n, "every gap is still counted in full");
+}
