@@ -3,7 +3,7 @@
 //! ten times a second, and the figures per CPU once it ends.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -184,11 +184,7 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
     let mut out = Vec::new();
     let mut failed = None;
     for &cpu in &plan.cpus {
-        let shared = Arc::new(Shared {
-            stop: AtomicBool::new(false),
-            progress: AtomicI64::new(i64::MIN),
-            start: AtomicI64::new(i64::MIN),
-        });
+        let shared = Arc::new(Shared::default());
         let (producer, ring) = rtrb::RingBuffer::new(RING);
         let (tx, rx) = mpsc::channel();
         let setup = ThreadSetup { policy: plan.policy, priority: plan.priority, cpus: vec![cpu], timer_slack: None };

@@ -24,7 +24,7 @@ const CHECK_EVERY: u64 = 1024;
 
 /// What the main thread and a spinner share.
 #[derive(Debug)]
-pub(super) struct Shared {
+pub struct Shared {
     /// Set to end the run.
     pub stop: AtomicBool,
     /// The spinner's latest read published (every gap ending by it is in the ring).
@@ -33,12 +33,18 @@ pub(super) struct Shared {
     pub start: AtomicI64,
 }
 
+impl Default for Shared {
+    fn default() -> Self {
+        Shared { stop: AtomicBool::new(false), progress: AtomicI64::new(i64::MIN), start: AtomicI64::new(i64::MIN) }
+    }
+}
+
 /// The spinner's figures, once it ends.
 #[derive(Debug)]
 pub struct Spun {
     /// Its thread id.
     pub tid: i32,
-    /// Its first and last clock reads.
+    /// Its first read.
     pub start: Time,
     /// Its last read.
     pub end: Time,
@@ -56,6 +62,92 @@ pub struct Spun {
     pub resolution: (Nanos, Nanos),
 }
 
+/// The spinning loop with everything it writes preallocated: the steps
+/// per nanosecond, the gap histogram, the ring the gaps go into.
+#[derive(Debug)]
+pub struct Loop {
+    threshold: i64,
+    steps: Vec<u64>,
+    over: u64,
+    gaps: SignedHistogram,
+    noise: i64,
+    max_gap: i64,
+    unqueued: u64,
+    iterations: u64,
+    ring: rtrb::Producer<Gap>,
+}
+
+impl Loop {
+    /// A loop for `threshold`, its gaps pushed into `ring` (allocates all it will use).
+    pub fn new(threshold: Nanos, ring: rtrb::Producer<Gap>) -> Loop {
+        let slots = (threshold.as_ns().max(0) as usize + 1).min(STEP_SLOTS);
+        Loop {
+            threshold: threshold.as_ns(),
+            steps: vec![0u64; slots],
+            over: 0,
+            gaps: SignedHistogram::new(),
+            noise: 0,
+            max_gap: 0,
+            unqueued: 0,
+            iterations: 0,
+            ring,
+        }
+    }
+
+    /// Spins until `until` or `shared.stop`, publishing its first read and
+    /// its progress in `shared`; returns its first and last reads. The loop
+    /// allocates nothing, takes no lock and makes no system call
+    /// (crates/rtick/tests/alloc_free.rs checks the first).
+    pub fn spin(&mut self, until: Option<Time>, shared: &Shared) -> (Time, Time) {
+        let end = until.map_or(i64::MAX, |t| t.as_ns());
+        let start = ClockId::Monotonic.now();
+        shared.start.store(start.as_ns(), Ordering::Release);
+        let mut prev = start;
+        loop {
+            let now = ClockId::Monotonic.now();
+            let d = (now - prev).as_ns();
+            if d > self.threshold {
+                self.gaps.record(d);
+                self.noise += d;
+                self.max_gap = self.max_gap.max(d);
+                if self.ring.push(Gap { start: prev, end: now }).is_err() {
+                    self.unqueued += 1;
+                }
+            } else if let Some(s) = self.steps.get_mut(d.max(0) as usize) {
+                *s += 1;
+            } else {
+                self.over += 1;
+            }
+            prev = now;
+            self.iterations += 1;
+            if self.iterations % CHECK_EVERY == 0 {
+                shared.progress.store(now.as_ns(), Ordering::Release);
+                if now.as_ns() >= end || shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+        shared.progress.store(prev.as_ns(), Ordering::Release);
+        (start, prev)
+    }
+
+    /// The figures of a loop that ran from `start` to `end` on thread `tid`.
+    pub fn finish(self, tid: i32, (start, end): (Time, Time)) -> Spun {
+        let resolution = resolution(&self.steps, self.over + self.gaps.len());
+        Spun {
+            tid,
+            start,
+            end,
+            iterations: self.iterations,
+            gaps: self.gaps,
+            noise: Nanos(self.noise),
+            max_gap: Nanos(self.max_gap),
+            unqueued: self.unqueued,
+            resolution,
+        }
+    }
+}
+
 /// Runs on its own thread: sets itself up on `cpu`, says its tid (or
 /// why it could not), waits at `gate`, then spins until `shared.stop` or `until`.
 pub(super) fn spin(
@@ -65,7 +157,7 @@ pub(super) fn spin(
     shared: Arc<Shared>,
     gate: Arc<Barrier>,
     ready: mpsc::Sender<Result<i32>>,
-    mut ring: rtrb::Producer<Gap>,
+    ring: rtrb::Producer<Gap>,
 ) -> Option<Spun> {
     let applied = setup.apply().map(|_| crate::sys::timer::gettid());
     let ok = applied.is_ok();
@@ -75,52 +167,9 @@ pub(super) fn spin(
     if !ok || shared.stop.load(Ordering::Acquire) {
         return None;
     }
-    let slots = (threshold.as_ns().max(0) as usize + 1).min(STEP_SLOTS);
-    let mut steps = vec![0u64; slots];
-    let (mut over, mut gaps, mut noise, mut max_gap, mut unqueued) = (0u64, SignedHistogram::new(), 0i64, 0i64, 0u64);
-    let thr = threshold.as_ns();
-    let end = until.map_or(i64::MAX, |t| t.as_ns());
-    let start = ClockId::Monotonic.now();
-    shared.start.store(start.as_ns(), Ordering::Release);
-    let mut prev = start;
-    let mut iterations = 0u64;
-    loop {
-        let now = ClockId::Monotonic.now();
-        let d = (now - prev).as_ns();
-        if d > thr {
-            gaps.record(d);
-            noise += d;
-            max_gap = max_gap.max(d);
-            if ring.push(Gap { start: prev, end: now }).is_err() {
-                unqueued += 1;
-            }
-        } else if let Some(s) = steps.get_mut(d.max(0) as usize) {
-            *s += 1;
-        } else {
-            over += 1;
-        }
-        prev = now;
-        iterations += 1;
-        if iterations % CHECK_EVERY == 0 {
-            shared.progress.store(now.as_ns(), Ordering::Release);
-            if now.as_ns() >= end || shared.stop.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-    }
-    shared.progress.store(prev.as_ns(), Ordering::Release);
-    let resolution = resolution(&steps, over + gaps.len());
-    Some(Spun {
-        tid,
-        start,
-        end: prev,
-        iterations,
-        gaps,
-        noise: Nanos(noise),
-        max_gap: Nanos(max_gap),
-        unqueued,
-        resolution,
-    })
+    let mut l = Loop::new(threshold, ring);
+    let span = l.spin(until, &shared);
+    Some(l.finish(tid, span))
 }
 
 /// The shortest step and the median step, from the per-nanosecond counts
