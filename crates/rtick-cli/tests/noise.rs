@@ -132,7 +132,7 @@ fn an_rt_spinner_s_throttled_time_is_named_rt_throttling() {
     // A normal task that always wants CPU 1: throttling gives it the CPU
     // (with or without the kernel's fair server).
     let mut hog =
-        Command::new(&exe).args([CPU, "other", "0", "100000", "100000", "30"]).stdout(Stdio::null()).spawn().unwrap();
+        Command::new(&exe).args([CPU, "other", "0", "100000", "100000", "100"]).stdout(Stdio::null()).spawn().unwrap();
     let out = dir.path().join("r.json");
     let o = finish(noise(&["-a", CPU, "-p", "50", "-D", "2.5", "--json", path_str(&out)]));
     let _ = hog.kill();
