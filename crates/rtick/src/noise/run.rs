@@ -114,7 +114,13 @@ struct Spinner {
 /// Runs `plan` until `opts.duration` passes or `stop` is set.
 pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
     let mut notes = Vec::new();
-    let _main = keep_off(&plan.cpus)?;
+    let main = keep_off(&plan.cpus)?;
+    if main.is_none() && opts.attribution {
+        notes.push(
+            "every CPU rtick may use is measured: its trace reader runs on them, and its reads are part of the noise"
+                .into(),
+        );
+    }
     let session = Session::take(&Request { mlock: true, ..Default::default() })?;
     notes.extend(session.fallbacks().iter().map(|f| f.to_string()));
     let memory_locked = session.memory().is_some();
@@ -157,6 +163,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
         st.remove()?;
     }
     drop(session);
+    drop(main);
     let cpus = spinners
         .into_iter()
         .zip(spun)
