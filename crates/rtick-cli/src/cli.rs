@@ -13,8 +13,10 @@ use crate::units;
 
 mod attach;
 mod maintenance;
+mod noise;
 pub use attach::AttachArgs;
 pub use maintenance::{AssetsArgs, CleanupArgs};
+pub use noise::NoiseArgs;
 
 /// Precise periodic timing on Linux: measure the wake-up latency of every
 /// timer mechanism, side by side.
@@ -47,6 +49,8 @@ pub enum Command {
     Mechanisms,
     /// How late an unmodified running program's timed waits return: its threads' lateness in kernel phases, timer slack, event-driven wake-ups.
     Attach(AttachArgs),
+    /// OS noise for busy-polling threads: a spinner per CPU, its gaps, and each gap's sources (IRQs, softirqs, threads, RT throttling, the host).
+    Noise(NoiseArgs),
     /// Measure continuously and serve the figures to Prometheus (/metrics) and the latest spikes (/spikes).
     Monitor(Box<MonitorArgs>),
     /// Remove what rtick processes killed with SIGKILL left: tracefs instances still tracing, cgroups with their --load-cmd still running, temporary output files.

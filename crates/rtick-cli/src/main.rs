@@ -90,6 +90,7 @@ fn main() -> ExitCode {
         cli::Command::Drift(a) => cmd::drift::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Report(a) => cmd::report::run(a),
         cli::Command::Attach(a) => cmd::attach::run(a),
+        cli::Command::Noise(a) => cmd::noise::run(a),
         cli::Command::Monitor(a) => cmd::monitor::run(a).map(|_| ExitCode::SUCCESS),
         cli::Command::Mechanisms => {
             cmd::mechanisms::run();

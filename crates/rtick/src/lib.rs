@@ -78,6 +78,7 @@ pub mod explain;
 pub mod ktrace;
 pub mod leftovers;
 pub mod measure;
+pub mod noise;
 pub mod periodic;
 pub mod rt;
 pub mod schedule;

@@ -13,6 +13,7 @@ pub mod load;
 pub mod measure;
 pub mod mechanisms;
 pub mod monitor;
+pub mod noise;
 pub mod phases;
 pub mod plan;
 pub mod report;

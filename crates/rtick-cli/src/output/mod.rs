@@ -4,6 +4,7 @@ pub mod baseline;
 pub mod columns;
 pub mod explain;
 pub mod header;
+pub mod noise;
 pub mod phases;
 pub mod progress;
 pub mod recommend;

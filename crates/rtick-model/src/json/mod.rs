@@ -6,6 +6,7 @@ mod attach;
 mod explain;
 mod gates;
 mod load;
+mod noise;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,7 @@ pub use attach::{AttachFile, AttachedThreadJson, TargetJson, WakeUpJson};
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
+pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson};
 
 use rtick::measure::{MeasureReport, ThreadResult};
 use rtick::stats::{Summary, PERCENTILE_LABELS};

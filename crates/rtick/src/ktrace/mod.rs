@@ -39,6 +39,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod decode;
 pub mod events;
 mod filter;
 pub mod format;
@@ -48,8 +49,9 @@ pub mod page;
 pub mod reader;
 mod session;
 mod stream;
+mod vectors;
 
-pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
+pub use events::{softirq_name, Comm, Event, EventKind, Ipi, Switch, Tracepoint, Wakeup};
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
 pub use reader::ReadCounts;

@@ -334,6 +334,12 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::IrqHandlerExit { irq, ret } => vec![("irq", Int(*irq as u64)), ("ret", Int(*ret as u64))],
         EventKind::SoftirqEntry { vec } | EventKind::SoftirqExit { vec } => vec![("vec", Int(u64::from(*vec)))],
         EventKind::SysExit { id, ret } => vec![("id", Int(*id as u64)), ("ret", Int(*ret as u64))],
+        EventKind::IpiEntry { vector, .. } | EventKind::IpiExit { vector, .. } => {
+            vec![("vector", Int(*vector as u64))]
+        }
+        EventKind::Nmi { delta_ns, handled } => {
+            vec![("delta_ns", Int(*delta_ns as u64)), ("handled", Int(*handled as u64))]
+        }
     }
 }
 

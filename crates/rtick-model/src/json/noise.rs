@@ -1,0 +1,160 @@
+//! The JSON file of `rtick noise --json`: its own schema (docs/json.md,
+//! "rtick noise"), built from the library's [`NoiseRun`] by [`NoiseFile::of`].
+
+use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source, Tally};
+use serde::{Deserialize, Serialize};
+
+use super::{SystemJson, SCHEMA_VERSION};
+
+/// The whole file.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseFile {
+    pub rtick_version: String,
+    pub schema_version: u32,
+    /// "noise".
+    pub command: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// "duration" or "interrupted" (Ctrl-C or SIGTERM).
+    pub ended_by: String,
+    pub system: SystemJson,
+    /// A step of the loop longer than this is a gap.
+    pub threshold_ns: i64,
+    /// The spinners' policy: "SCHED_OTHER" or "SCHED_FIFO".
+    pub policy: String,
+    /// Their priority (0 for SCHED_OTHER).
+    pub priority: i32,
+    /// Whether gaps were attributed from trace events (false: --no-attribution).
+    pub attribution: bool,
+    /// Trace events this kernel lacks.
+    pub missing_events: Vec<String>,
+    /// What limited the run, a sentence each.
+    pub notes: Vec<String>,
+    /// One per measured CPU, in order.
+    pub cpus: Vec<NoiseCpuJson>,
+}
+
+/// One CPU.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseCpuJson {
+    pub cpu: usize,
+    /// The spinner's thread id.
+    pub tid: i32,
+    pub runtime_ns: i64,
+    /// The sum of the gaps.
+    pub noise_ns: i64,
+    /// (runtime − noise) ÷ runtime, percent.
+    pub available_percent: f64,
+    pub gaps: u64,
+    pub max_gap_ns: i64,
+    pub gap_p50_ns: i64,
+    pub gap_p99_ns: i64,
+    pub iterations: u64,
+    /// The loop's shortest and median step.
+    pub resolution_min_ns: i64,
+    pub resolution_median_ns: i64,
+    /// Most time first; they add up to noise_ns less the unattributed gaps.
+    pub sources: Vec<NoiseSourceJson>,
+    /// Kernel work between gaps (it delayed the spinner by less than the threshold).
+    pub below_threshold: NoiseSourceJson,
+    /// Gaps left unattributed (memory bounds).
+    pub unattributed_gaps: u64,
+    pub lost_events: u64,
+    /// The host's steal time of this CPU over the run (/proc/stat, 10 ms ticks); null when unread.
+    pub steal_ns: Option<i64>,
+    /// The largest gaps, longest first, with their sources.
+    pub largest_gaps: Vec<NoiseGapJson>,
+}
+
+/// One source, or one tally.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseSourceJson {
+    /// irq, vector, softirq, nmi, thread, rt_throttling, hardware_or_host, around_events; "" for a tally.
+    pub kind: String,
+    /// As printed: "irq 11 virtio0", "thread kworker/1:1 (pid 55, prio 120)" …
+    pub name: String,
+    pub count: u64,
+    pub total_ns: i64,
+    pub max_ns: i64,
+    /// The time of what nested in them, counted apart (the interrupts inside
+    /// a thread's run): total_ns + nested_ns is the time they held the CPU.
+    pub nested_ns: i64,
+}
+
+/// One gap and its sources.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseGapJson {
+    /// CLOCK_MONOTONIC.
+    pub start_ns: i64,
+    pub length_ns: i64,
+    /// (source as printed, its time in the gap), most first.
+    pub sources: Vec<(String, i64)>,
+}
+
+impl NoiseFile {
+    /// The file of the run `r` of `plan`.
+    pub fn of(r: &NoiseRun, plan: &Plan, system: SystemJson, started_at: String) -> NoiseFile {
+        NoiseFile {
+            rtick_version: env!("CARGO_PKG_VERSION").into(),
+            schema_version: SCHEMA_VERSION,
+            command: "noise".into(),
+            started_at,
+            ended_by: match r.end {
+                End::Duration => "duration",
+                End::Interrupted => "interrupted",
+            }
+            .into(),
+            system,
+            threshold_ns: r.threshold.as_ns(),
+            policy: plan.policy.kernel_name().into(),
+            priority: plan.priority,
+            attribution: r.attribution,
+            missing_events: r.missing.iter().map(|m| m.to_string()).collect(),
+            notes: r.notes.clone(),
+            cpus: r.cpus.iter().map(cpu).collect(),
+        }
+    }
+}
+
+fn source(kind: &str, name: String, t: &Tally) -> NoiseSourceJson {
+    NoiseSourceJson {
+        kind: kind.into(),
+        name,
+        count: t.count,
+        total_ns: t.total.as_ns(),
+        max_ns: t.max.as_ns(),
+        nested_ns: t.nested.as_ns(),
+    }
+}
+
+fn cpu(c: &CpuNoise) -> NoiseCpuJson {
+    let named = |(s, t): &(Source, Tally)| source(s.kind(), s.to_string(), t);
+    NoiseCpuJson {
+        cpu: c.cpu,
+        tid: c.tid,
+        runtime_ns: c.runtime.as_ns(),
+        noise_ns: c.noise.as_ns(),
+        available_percent: c.available_percent(),
+        gaps: c.gaps,
+        max_gap_ns: c.max_gap.as_ns(),
+        gap_p50_ns: c.gap_p50_p99.0.as_ns(),
+        gap_p99_ns: c.gap_p50_p99.1.as_ns(),
+        iterations: c.iterations,
+        resolution_min_ns: c.resolution.0.as_ns(),
+        resolution_median_ns: c.resolution.1.as_ns(),
+        sources: c.sources.iter().map(named).collect(),
+        below_threshold: source("", "below the threshold".into(), &c.below_threshold),
+        unattributed_gaps: c.unattributed,
+        lost_events: c.lost_events,
+        steal_ns: c.steal.map(|s| s.as_ns()),
+        largest_gaps: c
+            .worst
+            .iter()
+            .map(|w| NoiseGapJson {
+                start_ns: w.gap.start.as_ns(),
+                length_ns: w.gap.len().as_ns(),
+                sources: w.sources.iter().map(|(s, d)| (s.to_string(), d.as_ns())).collect(),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,97 @@
+//! The x86 interrupt vectors beyond the local timer, and NMIs: what
+//! `rtick noise` traces besides [`Tracepoint::ALL`]'s IRQs, softirqs and
+//! switches ([`Tracepoint::NOISE`]), to name every interruption of a CPU.
+
+use std::fmt;
+
+use super::events::Tracepoint;
+
+/// An inter-processor interrupt, or the irq_work self-interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ipi {
+    /// Another CPU asked this one to reschedule (a wake-up of a task here).
+    Reschedule,
+    /// A function run on several CPUs at once (TLB shootdowns among them).
+    CallFunction,
+    /// A function run on this CPU alone.
+    CallFunctionSingle,
+    /// Work queued from a context that could do nothing else (perf, printk, RCU).
+    IrqWork,
+}
+
+impl Ipi {
+    /// The vector's name, as its trace event names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ipi::Reschedule => "reschedule",
+            Ipi::CallFunction => "call_function",
+            Ipi::CallFunctionSingle => "call_function_single",
+            Ipi::IrqWork => "irq_work",
+        }
+    }
+}
+
+impl fmt::Display for Ipi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Tracepoint {
+    /// What `rtick noise` enables: every event that marks the CPU taken
+    /// from the thread running on it (IRQ handlers, vectors, softirqs,
+    /// NMIs, switches), and nothing else.
+    pub const NOISE: [Tracepoint; 16] = [
+        Tracepoint::SchedSwitch,
+        Tracepoint::IrqHandlerEntry,
+        Tracepoint::IrqHandlerExit,
+        Tracepoint::SoftirqEntry,
+        Tracepoint::SoftirqExit,
+        Tracepoint::LocalTimerEntry,
+        Tracepoint::LocalTimerExit,
+        Tracepoint::RescheduleEntry,
+        Tracepoint::RescheduleExit,
+        Tracepoint::CallFunctionEntry,
+        Tracepoint::CallFunctionExit,
+        Tracepoint::CallFunctionSingleEntry,
+        Tracepoint::CallFunctionSingleExit,
+        Tracepoint::IrqWorkEntry,
+        Tracepoint::IrqWorkExit,
+        Tracepoint::NmiHandler,
+    ];
+
+    /// The IPI this event begins or ends, and whether it begins it.
+    pub const fn ipi(self) -> Option<(Ipi, bool)> {
+        Some(match self {
+            Tracepoint::RescheduleEntry => (Ipi::Reschedule, true),
+            Tracepoint::RescheduleExit => (Ipi::Reschedule, false),
+            Tracepoint::CallFunctionEntry => (Ipi::CallFunction, true),
+            Tracepoint::CallFunctionExit => (Ipi::CallFunction, false),
+            Tracepoint::CallFunctionSingleEntry => (Ipi::CallFunctionSingle, true),
+            Tracepoint::CallFunctionSingleExit => (Ipi::CallFunctionSingle, false),
+            Tracepoint::IrqWorkEntry => (Ipi::IrqWork, true),
+            Tracepoint::IrqWorkExit => (Ipi::IrqWork, false),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_traces_interruptions_only_and_leaves_the_other_sets_alone() {
+        for tp in Tracepoint::NOISE {
+            assert!(!matches!(tp.system(), "timer" | "raw_syscalls"), "{tp}");
+            if let Some((ipi, entry)) = tp.ipi() {
+                let suffix = if entry { "_entry" } else { "_exit" };
+                assert_eq!(tp.name(), format!("{}{suffix}", ipi.name()));
+            }
+        }
+        assert_eq!(Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some()).count(), 8);
+        for tp in Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some() || **t == Tracepoint::NmiHandler) {
+            assert!(!Tracepoint::ALL.contains(tp) && !Tracepoint::ATTACH.contains(tp), "{tp}");
+        }
+    }
+}

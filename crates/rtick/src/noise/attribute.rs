@@ -1,0 +1,305 @@
+//! Each gap of a spinner explained by its CPU's trace events.
+//!
+//! The events of one CPU, in order, open and close contexts: IRQ handlers,
+//! vectors and softirqs nest on a stack; a switch away from the spinner
+//! opens a task (another thread, or RT throttling) that lasts until the
+//! spinner is switched back in. Each context, once closed, is an
+//! [`Instance`] whose **net** time excludes what nested in it (an IRQ inside
+//! a softirq is the IRQ's time only; a thread's time excludes its IRQs), as
+//! the kernel's osnoise tracer counts it. An NMI event carries its duration.
+//!
+//! Every instance lies inside one gap of the spinner (it ran while the
+//! spinner did not): the gap's sources are the instances within it. A gap
+//! with none is the hardware's or the host's; the rest of a gap that had
+//! some is the kernel's entry and exit around them (and the host's share).
+//!
+//! Memory is bounded: instances wait only until the gap that holds them is
+//! known, and gaps until the trace is read past their end.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::source::{Source, Tally, Vector, MAX_THREADS};
+use crate::ktrace::{Event, EventKind, Switch};
+use crate::time::{Nanos, Time};
+
+/// Instances or gaps waiting beyond this many are dropped (and counted).
+const MAX_PENDING: usize = 1 << 16;
+/// The largest gaps kept with their sources, per CPU.
+pub const WORST_KEPT: usize = 5;
+
+/// One gap of a spinner: two consecutive clock reads further apart than the threshold.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Gap {
+    /// The read before.
+    pub start: Time,
+    /// The read after.
+    pub end: Time,
+}
+
+impl Gap {
+    /// Its length.
+    pub fn len(&self) -> Nanos {
+        self.end - self.start
+    }
+}
+
+/// A context that ran on the CPU, closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// What it was.
+    pub source: Source,
+    /// When it began.
+    pub start: Time,
+    /// Its time, less what nested in it.
+    pub net: Nanos,
+    /// The time of what nested in it (interrupts inside a thread's run).
+    pub nested: Nanos,
+}
+
+/// A gap with its sources (the largest ones of a run are kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GapRecord {
+    /// The gap.
+    pub gap: Gap,
+    /// Its sources with their time in it, most first.
+    pub sources: Vec<(Source, Nanos)>,
+}
+
+/// An open context: what, since when, and the time nested in it so far.
+#[derive(Clone, Debug)]
+struct Open {
+    source: Source,
+    start: Time,
+    nested: Nanos,
+}
+
+/// The attribution of one CPU's gaps.
+#[derive(Debug, Default)]
+pub struct Attributor {
+    spinner_pid: i32,
+    /// The spinner's kernel priority when real-time (below 100).
+    spinner_rt_prio: Option<i32>,
+    stack: Vec<Open>,
+    task: Option<Open>,
+    /// The spinner was left runnable (preempted) when it last left the CPU.
+    spinner_runnable: bool,
+    instances: VecDeque<Instance>,
+    gaps: VecDeque<Gap>,
+    /// The spinner's first read: what ran before it is no noise of the run.
+    begin: Time,
+    /// Per source, its instances inside gaps.
+    pub sources: HashMap<Source, Tally>,
+    threads_named: usize,
+    /// Kernel work between gaps: it delayed the spinner by less than the threshold.
+    pub below_threshold: Tally,
+    /// Instances or gaps dropped past the memory bound.
+    pub dropped: u64,
+    /// The largest gaps, with their sources.
+    pub worst: Vec<GapRecord>,
+}
+
+impl Attributor {
+    /// For the spinner `pid`, of kernel priority `prio` (0–99 real-time, 120 normal).
+    pub fn new(pid: i32, prio: i32) -> Attributor {
+        Attributor { spinner_pid: pid, spinner_rt_prio: (prio < 100).then_some(prio), ..Default::default() }
+    }
+
+    /// One event of the CPU, in timestamp order.
+    pub fn event(&mut self, e: &Event) {
+        let ts = e.ts;
+        match &e.kind {
+            EventKind::IrqHandlerEntry { irq, name } => self.open(Source::Irq { irq: *irq, name: name.clone() }, ts),
+            EventKind::IrqHandlerExit { irq, .. } => {
+                self.close(ts, |s| matches!(s, Source::Irq { irq: i, .. } if i == irq))
+            }
+            EventKind::LocalTimerEntry { .. } => self.open(Source::Vector(Vector::LocalTimer), ts),
+            EventKind::LocalTimerExit { .. } => self.close(ts, |s| *s == Source::Vector(Vector::LocalTimer)),
+            EventKind::IpiEntry { ipi, .. } => self.open(Source::Vector(Vector::Ipi(*ipi)), ts),
+            EventKind::IpiExit { ipi, .. } => self.close(ts, |s| *s == Source::Vector(Vector::Ipi(*ipi))),
+            EventKind::SoftirqEntry { vec } => self.open(Source::Softirq(*vec), ts),
+            EventKind::SoftirqExit { vec } => self.close(ts, |s| *s == Source::Softirq(*vec)),
+            EventKind::Nmi { delta_ns, .. } => self.nmi(ts, Nanos(*delta_ns)),
+            EventKind::SchedSwitch(sw) => self.switch(ts, sw),
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, source: Source, start: Time) {
+        if self.stack.len() < 16 {
+            self.stack.push(Open { source, start, nested: Nanos::ZERO });
+        }
+    }
+
+    /// Closes the innermost open context `is` matches (those above it
+    /// never closed: their exits were lost) and charges it to its parent.
+    fn close(&mut self, ts: Time, is: impl Fn(&Source) -> bool) {
+        let Some(i) = self.stack.iter().rposition(|o| is(&o.source)) else { return };
+        self.stack.truncate(i + 1);
+        let Some(o) = self.stack.pop() else { return };
+        let dur = ts - o.start;
+        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested, nested: o.nested });
+        self.charge_parent(dur);
+    }
+
+    /// `dur` ran nested in whatever is open: the parent's net time loses it.
+    fn charge_parent(&mut self, dur: Nanos) {
+        if let Some(p) = self.stack.last_mut().or(self.task.as_mut()) {
+            p.nested = p.nested + dur;
+        }
+    }
+
+    fn nmi(&mut self, end: Time, dur: Nanos) {
+        let dur = dur.max(Nanos::ZERO);
+        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur, nested: Nanos::ZERO });
+        self.charge_parent(dur);
+    }
+
+    /// A switch: away from the spinner opens a task, back to it closes it.
+    /// A real-time spinner left runnable while a task of lower priority
+    /// (or idle) runs is RT throttling (or, on kernels with the fair
+    /// server, the server's reservation for normal tasks), whoever runs.
+    fn switch(&mut self, ts: Time, sw: &Switch) {
+        let next = Source::Thread { comm: sw.next_comm, pid: sw.next_pid, prio: sw.next_prio };
+        let below_spinner = self.spinner_rt_prio.is_some_and(|p| sw.next_prio > p);
+        if sw.prev_pid == self.spinner_pid {
+            // Nothing of the spinner's interrupts outlives the switch.
+            self.stack.clear();
+            self.spinner_runnable = sw.prev_state & 0xff == 0;
+            let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
+            self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+        } else if sw.next_pid == self.spinner_pid {
+            self.end_task(ts);
+        } else if let Some(task) = &self.task {
+            // One throttled stretch is one occurrence, whoever runs in it;
+            // a task above the spinner that runs after it is itself.
+            let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
+            if !(source == Source::RtThrottling && task.source == Source::RtThrottling) {
+                self.end_task(ts);
+                self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+            }
+        }
+    }
+
+    fn end_task(&mut self, ts: Time) {
+        self.stack.clear();
+        if let Some(t) = self.task.take() {
+            let net = ts - t.start - t.nested;
+            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested });
+        }
+    }
+
+    /// The spinner's first read: instances before it are not counted.
+    pub fn begin(&mut self, t: Time) {
+        self.begin = t;
+    }
+
+    fn emit(&mut self, i: Instance) {
+        if i.start < self.begin {
+            return;
+        }
+        if self.instances.len() >= MAX_PENDING {
+            self.instances.pop_front();
+            self.dropped += 1;
+        }
+        self.instances.push_back(i);
+    }
+
+    /// A gap of the spinner, in order.
+    pub fn gap(&mut self, g: Gap) {
+        if self.gaps.len() >= MAX_PENDING {
+            self.gaps.pop_front();
+            self.dropped += 1;
+        }
+        self.gaps.push_back(g);
+    }
+
+    /// Attributes every gap ending by `known`: the trace has been read up
+    /// to it and the spinner has handed over every gap ending before it.
+    /// Instances starting before it and in no gap were below the threshold.
+    pub fn settle(&mut self, known: Time) {
+        let mut ready: Vec<Instance> = Vec::new();
+        let mut later = VecDeque::new();
+        for i in self.instances.drain(..) {
+            if i.start < known {
+                ready.push(i);
+            } else {
+                later.push_back(i);
+            }
+        }
+        self.instances = later;
+        ready.sort_by_key(|i| i.start);
+        let mut ready = ready.into_iter().peekable();
+        while let Some(g) = self.gaps.front().copied().filter(|g| g.end <= known) {
+            self.gaps.pop_front();
+            while let Some(i) = ready.next_if(|i| i.start < g.start) {
+                self.below_threshold.add(i.net);
+            }
+            let inside: Vec<Instance> = std::iter::from_fn(|| ready.next_if(|i| i.start < g.end)).collect();
+            self.attribute(g, inside);
+        }
+        // Before `known` and in no gap ending by then: below the threshold,
+        // unless a gap still open (ending later) holds them.
+        let open_from = self.gaps.front().map_or(known, |g| g.start);
+        for i in ready {
+            if i.start < open_from {
+                self.below_threshold.add(i.net);
+            } else {
+                self.instances.push_front(i);
+            }
+        }
+    }
+
+    /// One gap's sources: its instances, merged by source; none at all is
+    /// the hardware or the host; the rest of the gap is around the events.
+    fn attribute(&mut self, g: Gap, inside: Vec<Instance>) {
+        let mut parts: Vec<(Source, Nanos)> = Vec::new();
+        for mut i in inside {
+            if matches!(i.source, Source::Thread { .. })
+                && !self.sources.contains_key(&i.source)
+                && self.threads_named >= MAX_THREADS
+            {
+                i.source = Source::OtherThreads;
+            }
+            let named = &mut self.threads_named;
+            let tally = self.sources.entry(i.source.clone()).or_insert_with(|| {
+                *named += usize::from(matches!(i.source, Source::Thread { .. }));
+                Tally::default()
+            });
+            tally.add_nested(i.net, i.nested);
+            match parts.iter_mut().find(|(s, _)| *s == i.source) {
+                Some((_, d)) => *d = *d + i.net,
+                None => parts.push((i.source, i.net)),
+            }
+        }
+        let named = parts.iter().fold(Nanos::ZERO, |a, (_, d)| a + *d);
+        let rest = if parts.is_empty() { g.len() } else { g.len() - named };
+        if rest > Nanos::ZERO {
+            let source = if parts.is_empty() { Source::HardwareOrHost } else { Source::AroundEvents };
+            self.sources.entry(source.clone()).or_default().add(rest);
+            parts.push((source, rest));
+        }
+        self.keep_worst(g, parts);
+    }
+
+    fn keep_worst(&mut self, gap: Gap, mut sources: Vec<(Source, Nanos)>) {
+        if self.worst.len() == WORST_KEPT && self.worst.last().is_some_and(|w| w.gap.len() >= gap.len()) {
+            return;
+        }
+        sources.sort_by_key(|s| std::cmp::Reverse(s.1));
+        self.worst.push(GapRecord { gap, sources });
+        self.worst.sort_by_key(|w| std::cmp::Reverse(w.gap.len()));
+        self.worst.truncate(WORST_KEPT);
+    }
+
+    /// Gaps not attributed yet.
+    pub fn pending_gaps(&self) -> usize {
+        self.gaps.len()
+    }
+
+    /// The sources, most time first.
+    pub fn ranked(&self) -> Vec<(Source, Tally)> {
+        let mut v: Vec<(Source, Tally)> = self.sources.iter().map(|(s, t)| (s.clone(), *t)).collect();
+        v.sort_by(|a, b| b.1.total.cmp(&a.1.total).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+}

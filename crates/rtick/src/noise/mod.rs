@@ -1,0 +1,138 @@
+//! `rtick noise`: how much of a CPU a busy-polling thread gets, and who
+//! takes the rest.
+//!
+//! One spinner per measured CPU ([`spin`](mod@spin)) reads the clock in a
+//! tight loop; every step longer than the threshold is a **gap**: time the
+//! thread was promised and did not get. Each gap is explained
+//! ([`attribute`]) by the CPU's own trace events, read from rtick's tracefs
+//! instance ([`Tracepoint::NOISE`](crate::ktrace::Tracepoint::NOISE)): IRQ
+//! handlers, vectors, softirqs, NMIs, other threads, RT throttling — or, with
+//! no event at all, the hardware or the host ([`source`]). [`run`](mod@run)
+//! holds it all together.
+//!
+//! ```no_run
+//! use rtick::noise::{run, NoiseOptions};
+//! use std::sync::atomic::AtomicBool;
+//!
+//! let opts = NoiseOptions { duration: Some(rtick::Nanos::from_secs(2)), ..Default::default() };
+//! let plan = opts.plan()?;
+//! let r = run(&plan, &opts, &AtomicBool::new(false))?;
+//! for c in &r.cpus {
+//!     println!("CPU {}: {:.3} % available, max gap {}", c.cpu, c.available_percent(), c.max_gap);
+//! }
+//! # Ok::<(), rtick::Error>(())
+//! ```
+
+pub mod attribute;
+pub mod run;
+pub mod source;
+pub mod spin;
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::rt::Policy;
+use crate::system::format_cpu_list;
+use crate::time::Nanos;
+
+pub use attribute::{Attributor, Gap, GapRecord, Instance};
+pub use run::{run, CpuNoise, End, NoiseRun};
+pub use source::{Source, Tally, Vector};
+
+/// The default threshold: a step of the loop longer than this is a gap.
+pub const DEFAULT_THRESHOLD: Nanos = Nanos(1_000);
+
+/// What to measure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoiseOptions {
+    /// The CPUs (`None`: every allowed CPU but CPU 0, when there are two or more).
+    pub cpus: Option<Vec<usize>>,
+    /// How long (`None`: until stopped).
+    pub duration: Option<Nanos>,
+    /// A step longer than this is a gap.
+    pub threshold: Nanos,
+    /// SCHED_FIFO at this priority (`None`: SCHED_OTHER).
+    pub priority: Option<i32>,
+    /// The tracefs root (the mounted one when `None`).
+    pub tracefs: Option<PathBuf>,
+    /// Whether gaps are explained from trace events.
+    pub attribution: bool,
+}
+
+impl Default for NoiseOptions {
+    fn default() -> Self {
+        NoiseOptions {
+            cpus: None,
+            duration: None,
+            threshold: DEFAULT_THRESHOLD,
+            priority: None,
+            tracefs: None,
+            attribution: true,
+        }
+    }
+}
+
+/// The options checked: the CPUs and the policy the spinners get.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The measured CPUs, in order.
+    pub cpus: Vec<usize>,
+    /// CPU 0 was left out by default (it keeps rtick's own work and the system's).
+    pub cpu0_left_out: bool,
+    /// The spinners' policy.
+    pub policy: Policy,
+    /// Its priority (0 for SCHED_OTHER).
+    pub priority: i32,
+}
+
+impl Plan {
+    /// The spinners' kernel priority, as trace events show it (99 − p for
+    /// SCHED_FIFO p; 120 for SCHED_OTHER at nice 0).
+    pub fn kernel_prio(&self) -> i32 {
+        if self.policy.is_realtime() {
+            99 - self.priority
+        } else {
+            120
+        }
+    }
+}
+
+impl NoiseOptions {
+    /// Checks every value before anything changes: a zero threshold or
+    /// duration, a priority outside 1–99, a CPU this process may not use
+    /// or that is offline are [`Error::Invalid`], one line each.
+    pub fn plan(&self) -> Result<Plan> {
+        if self.threshold <= Nanos::ZERO {
+            return Err(Error::Invalid("--threshold must be greater than zero (e.g. 1us)".into()));
+        }
+        if self.duration.is_some_and(|d| d <= Nanos::ZERO) {
+            return Err(Error::Invalid("-D must be greater than zero (e.g. 10s)".into()));
+        }
+        if let Some(p) = self.priority.filter(|p| !(1..=99).contains(p)) {
+            return Err(Error::Invalid(format!("-p {p} is outside 1–99 (the SCHED_FIFO priorities)")));
+        }
+        let allowed = crate::info::allowed_cpus()?;
+        let (cpus, cpu0_left_out) = match &self.cpus {
+            Some(c) if c.is_empty() => return Err(Error::Invalid("-a needs at least one CPU".into())),
+            Some(c) => {
+                if let Some(bad) = c.iter().find(|c| !allowed.contains(c)) {
+                    return Err(Error::Invalid(format!(
+                        "CPU {bad} is offline or not allowed to this process (allowed: {}): choose among those",
+                        format_cpu_list(&allowed)
+                    )));
+                }
+                let mut c = c.clone();
+                c.sort_unstable();
+                c.dedup();
+                (c, false)
+            }
+            None if allowed.len() >= 2 => (allowed.iter().copied().filter(|&c| c != 0).collect(), allowed.contains(&0)),
+            None => (allowed, false),
+        };
+        let (policy, priority) = self.priority.map_or((Policy::Other, 0), |p| (Policy::Fifo, p));
+        Ok(Plan { cpus, cpu0_left_out, policy, priority })
+    }
+}
+
+#[cfg(test)]
+mod tests;

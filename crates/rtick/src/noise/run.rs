@@ -1,0 +1,299 @@
+//! A noise run from start to end: memory locked, the trace started on the
+//! measured CPUs, a spinner on each, the trace and the gaps merged per CPU
+//! ten times a second, and the figures per CPU once it ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::attribute::{Attributor, Gap, GapRecord};
+use super::source::{Source, Tally};
+use super::spin::{spin, Shared, Spun};
+use super::{NoiseOptions, Plan};
+use crate::clock::ClockId;
+use crate::error::{Error, Result};
+use crate::explain::StealSample;
+use crate::ktrace::{self, Event, Options, Stream, Tracepoint};
+use crate::rt::{Setup, SetupGuard, ThreadSetup};
+use crate::session::{Request, Session};
+use crate::time::{Nanos, Time};
+
+/// How often the trace and the gaps are read.
+const ROUND: Duration = Duration::from_millis(100);
+/// Gaps a spinner can hand over between two reads.
+const RING: usize = 1 << 16;
+/// Trace buffer per measured CPU, KiB: tens of thousands of events (16 to
+/// 64 bytes each) between two reads a tenth of a second apart.
+const BUFFER_KB: usize = 4096;
+
+/// Why the run ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Its duration passed.
+    Duration,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+/// One CPU's figures.
+#[derive(Clone, Debug)]
+pub struct CpuNoise {
+    /// The CPU.
+    pub cpu: usize,
+    /// The spinner's thread id.
+    pub tid: i32,
+    /// How long it spun.
+    pub runtime: Nanos,
+    /// The gaps' sum.
+    pub noise: Nanos,
+    /// How many gaps.
+    pub gaps: u64,
+    /// The longest.
+    pub max_gap: Nanos,
+    /// Gap p50, p99 (nearest rank, to the histogram's 3 digits).
+    pub gap_p50_p99: (Nanos, Nanos),
+    /// Loop iterations.
+    pub iterations: u64,
+    /// The loop's resolution: its shortest and median step.
+    pub resolution: (Nanos, Nanos),
+    /// Sources, most time first (empty without attribution).
+    pub sources: Vec<(Source, Tally)>,
+    /// Kernel work between gaps (it delayed the spinner less than the threshold).
+    pub below_threshold: Tally,
+    /// Gaps not attributed: past the memory bounds.
+    pub unattributed: u64,
+    /// Trace events lost on this CPU.
+    pub lost_events: u64,
+    /// The host's steal time of this CPU over the run, when /proc/stat says.
+    pub steal: Option<Nanos>,
+    /// The largest gaps with their sources.
+    pub worst: Vec<GapRecord>,
+}
+
+impl CpuNoise {
+    /// The share of the run the spinner had, percent.
+    pub fn available_percent(&self) -> f64 {
+        match self.runtime.as_ns() {
+            0 => 0.0,
+            r => 100.0 * (r - self.noise.as_ns()) as f64 / r as f64,
+        }
+    }
+}
+
+/// What a run found.
+#[derive(Debug)]
+pub struct NoiseRun {
+    /// Per CPU, in order.
+    pub cpus: Vec<CpuNoise>,
+    /// The threshold.
+    pub threshold: Nanos,
+    /// Why it ended.
+    pub end: End,
+    /// Whether gaps were attributed.
+    pub attribution: bool,
+    /// Trace events this kernel lacks (`system:name`).
+    pub missing: Vec<&'static str>,
+    /// Whether memory was locked (it falls back to unlocked, with a note).
+    pub memory_locked: bool,
+    /// What limited the run, a sentence each.
+    pub notes: Vec<String>,
+}
+
+struct Spinner {
+    cpu: usize,
+    tid: i32,
+    shared: Arc<Shared>,
+    ring: rtrb::Consumer<Gap>,
+    handle: JoinHandle<Option<Spun>>,
+    attr: Attributor,
+    carry: Vec<Event>,
+}
+
+/// Runs `plan` until `opts.duration` passes or `stop` is set.
+pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
+    let mut notes = Vec::new();
+    let main = keep_off(&plan.cpus)?;
+    if main.is_none() && opts.attribution {
+        notes.push(
+            "every CPU rtick may use is measured: its trace reader runs on them, and its reads are part of the noise"
+                .into(),
+        );
+    }
+    let session = Session::take(&Request { mlock: true, ..Default::default() })?;
+    notes.extend(session.fallbacks().iter().map(|f| f.to_string()));
+    let memory_locked = session.memory().is_some();
+    let mut stream = match opts.attribution {
+        true => {
+            let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
+            Some(Stream::start(&ktrace::root(opts.tracefs.as_deref()), &plan.cpus, &topts)?)
+        }
+        false => None,
+    };
+    let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
+    let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
+    let mut spinners = start_spinners(plan, opts, until)?;
+    let steal0 = StealSample::sample(&plan.cpus);
+    let end = loop {
+        std::thread::sleep(ROUND);
+        round(&mut spinners, stream.as_mut())?;
+        if stop.load(Ordering::Relaxed) {
+            break End::Interrupted;
+        }
+        if spinners.iter().all(|s| s.handle.is_finished()) {
+            break End::Duration;
+        }
+    };
+    spinners.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
+    let steal1 = StealSample::sample(&plan.cpus);
+    let mut spun = Vec::with_capacity(spinners.len());
+    for s in &mut spinners {
+        let h = std::mem::replace(&mut s.handle, std::thread::spawn(|| None));
+        spun.push(
+            h.join().ok().flatten().ok_or_else(|| Error::Invalid(format!("the spinner of CPU {} failed", s.cpu)))?,
+        );
+    }
+    round(&mut spinners, stream.as_mut())?;
+    let lost: HashMap<usize, u64> = stream
+        .as_ref()
+        .map(|st| plan.cpus.iter().map(|&c| (c, st.counts(c).map_or(0, |r| r.losses()))).collect())
+        .unwrap_or_default();
+    if let Some(mut st) = stream.take() {
+        st.remove()?;
+    }
+    drop(session);
+    drop(main);
+    let cpus = spinners
+        .into_iter()
+        .zip(spun)
+        .map(|(s, sp)| {
+            let (steal, lost) = (steal_of(&steal0, &steal1, s.cpu), lost.get(&s.cpu).copied().unwrap_or(0));
+            figures(s, sp, opts.attribution, lost, steal)
+        })
+        .collect();
+    Ok(NoiseRun { cpus, threshold: opts.threshold, end, attribution: opts.attribution, missing, memory_locked, notes })
+}
+
+/// Pins the calling thread (which reads the trace) off the measured CPUs
+/// when another CPU is allowed; put back when the guard drops.
+fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
+    let others: Vec<usize> = crate::info::allowed_cpus()?.into_iter().filter(|c| !cpus.contains(c)).collect();
+    match others.is_empty() {
+        true => Ok(None),
+        false => Setup::new().affinity(&others).apply().map(Some),
+    }
+}
+
+/// One spinner per CPU, set up, started together.
+fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Result<Vec<Spinner>> {
+    let gate = Arc::new(Barrier::new(plan.cpus.len() + 1));
+    let mut out = Vec::new();
+    let mut failed = None;
+    for &cpu in &plan.cpus {
+        let shared = Arc::new(Shared::default());
+        let (producer, ring) = rtrb::RingBuffer::new(RING);
+        let (tx, rx) = mpsc::channel();
+        let setup = ThreadSetup { policy: plan.policy, priority: plan.priority, cpus: vec![cpu], timer_slack: None };
+        let (sh, g, thr) = (Arc::clone(&shared), Arc::clone(&gate), opts.threshold);
+        let handle = std::thread::Builder::new()
+            .name(format!("rtick-noise-{cpu}"))
+            .spawn(move || spin(setup, thr, until, sh, g, tx, producer))
+            .map_err(|e| Error::sys("spawning a spinner thread", e, ""))?;
+        let tid = match rx.recv() {
+            Ok(Ok(tid)) => tid,
+            Ok(Err(e)) => {
+                failed.get_or_insert(e);
+                0
+            }
+            Err(_) => 0,
+        };
+        let attr = Attributor::new(tid, plan.kernel_prio());
+        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new() });
+    }
+    if failed.is_some() {
+        out.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
+    }
+    gate.wait();
+    match failed {
+        Some(e) => {
+            out.into_iter().for_each(|s| drop(s.handle.join()));
+            Err(e)
+        }
+        None => Ok(out),
+    }
+}
+
+/// Reads the trace and the gaps, and attributes every gap both cover.
+fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
+    let watermark = ClockId::Monotonic.now();
+    for s in spinners.iter_mut() {
+        // Nothing counts before the spinner's first read (none yet: nothing at all).
+        let start = s.shared.start.load(Ordering::Acquire);
+        s.attr.begin(Time(if start == i64::MIN { i64::MAX } else { start }));
+    }
+    if let Some(st) = stream {
+        let by_cpu: HashMap<usize, usize> = spinners.iter().enumerate().map(|(i, s)| (s.cpu, i)).collect();
+        let mut fresh: Vec<Vec<Event>> = spinners.iter().map(|_| Vec::new()).collect();
+        st.read(&mut |cpu, e| {
+            if let Some(&i) = by_cpu.get(&cpu) {
+                fresh[i].push(e);
+            }
+        })?;
+        for (s, events) in spinners.iter_mut().zip(fresh) {
+            // Events at or after the watermark wait for the next round, when
+            // the gaps around them are known.
+            for e in std::mem::take(&mut s.carry).into_iter().chain(events) {
+                if e.ts < watermark {
+                    s.attr.event(&e);
+                } else {
+                    s.carry.push(e);
+                }
+            }
+        }
+    } else {
+        watermark_only(spinners);
+        return Ok(());
+    }
+    for s in spinners.iter_mut() {
+        let progress = Time(s.shared.progress.load(Ordering::Acquire));
+        while let Ok(g) = s.ring.pop() {
+            s.attr.gap(g);
+        }
+        s.attr.settle(progress.min(watermark));
+    }
+    Ok(())
+}
+
+/// Without attribution the gaps are only counted by the spinners: the rings are emptied.
+fn watermark_only(spinners: &mut [Spinner]) {
+    for s in spinners {
+        while s.ring.pop().is_ok() {}
+    }
+}
+
+fn steal_of(before: &[StealSample], after: &[StealSample], cpu: usize) -> Option<Nanos> {
+    let of = |v: &[StealSample]| v.iter().find(|s| s.cpu as usize == cpu).map(|s| s.steal);
+    Some(of(after)? - of(before)?)
+}
+
+fn figures(s: Spinner, sp: Spun, attribution: bool, lost_events: u64, steal: Option<Nanos>) -> CpuNoise {
+    let pending = if attribution { s.attr.pending_gaps() as u64 } else { 0 };
+    CpuNoise {
+        cpu: s.cpu,
+        tid: s.tid,
+        runtime: sp.end - sp.start,
+        noise: sp.noise,
+        gaps: sp.gaps.len(),
+        max_gap: sp.max_gap,
+        gap_p50_p99: (Nanos(sp.gaps.value_at_quantile(0.5)), Nanos(sp.gaps.value_at_quantile(0.99))),
+        iterations: sp.iterations,
+        resolution: sp.resolution,
+        sources: if attribution { s.attr.ranked() } else { Vec::new() },
+        below_threshold: s.attr.below_threshold,
+        unattributed: if attribution { sp.unqueued + s.attr.dropped + pending } else { 0 },
+        lost_events,
+        steal,
+        worst: s.attr.worst,
+    }
+}

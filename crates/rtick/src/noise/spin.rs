@@ -1,0 +1,200 @@
+//! The spinning thread: reads CLOCK_MONOTONIC (vDSO) as fast as it can on
+//! its CPU and records every step longer than the threshold as a gap.
+//!
+//! The hot loop allocates nothing, takes no lock and makes no system call:
+//! steps up to the threshold are counted in a preallocated array (the
+//! loop's resolution), gaps go into a preallocated histogram and a
+//! lock-free ring the main thread drains, and progress into atomics.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+
+use super::attribute::Gap;
+use crate::clock::ClockId;
+use crate::error::Result;
+use crate::rt::ThreadSetup;
+use crate::stats::{percentile, SignedHistogram};
+use crate::time::{Nanos, Time};
+
+/// Steps counted one nanosecond apart up to this; longer ones below the
+/// threshold are counted together.
+const STEP_SLOTS: usize = 1 << 14;
+/// Iterations between looks at the stop flag, the end and the progress.
+const CHECK_EVERY: u64 = 1024;
+
+/// What the main thread and a spinner share.
+#[derive(Debug)]
+pub struct Shared {
+    /// Set to end the run.
+    pub stop: AtomicBool,
+    /// The spinner's latest read published (every gap ending by it is in the ring).
+    pub progress: AtomicI64,
+    /// Its first read (`i64::MIN` until it starts).
+    pub start: AtomicI64,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared { stop: AtomicBool::new(false), progress: AtomicI64::new(i64::MIN), start: AtomicI64::new(i64::MIN) }
+    }
+}
+
+/// The spinner's figures, once it ends.
+#[derive(Debug)]
+pub struct Spun {
+    /// Its thread id.
+    pub tid: i32,
+    /// Its first read.
+    pub start: Time,
+    /// Its last read.
+    pub end: Time,
+    /// Loop iterations.
+    pub iterations: u64,
+    /// Gaps (steps longer than the threshold), ns.
+    pub gaps: SignedHistogram,
+    /// Their sum.
+    pub noise: Nanos,
+    /// The longest.
+    pub max_gap: Nanos,
+    /// Gaps the ring had no room for (counted, not attributed).
+    pub unqueued: u64,
+    /// The loop's resolution: its shortest step and its median step.
+    pub resolution: (Nanos, Nanos),
+}
+
+/// The spinning loop with everything it writes preallocated: the steps
+/// per nanosecond, the gap histogram, the ring the gaps go into.
+#[derive(Debug)]
+pub struct Loop {
+    threshold: i64,
+    steps: Vec<u64>,
+    over: u64,
+    gaps: SignedHistogram,
+    noise: i64,
+    max_gap: i64,
+    unqueued: u64,
+    iterations: u64,
+    ring: rtrb::Producer<Gap>,
+}
+
+impl Loop {
+    /// A loop for `threshold`, its gaps pushed into `ring` (allocates all it will use).
+    pub fn new(threshold: Nanos, ring: rtrb::Producer<Gap>) -> Loop {
+        let slots = (threshold.as_ns().max(0) as usize + 1).min(STEP_SLOTS);
+        Loop {
+            threshold: threshold.as_ns(),
+            steps: vec![0u64; slots],
+            over: 0,
+            gaps: SignedHistogram::new(),
+            noise: 0,
+            max_gap: 0,
+            unqueued: 0,
+            iterations: 0,
+            ring,
+        }
+    }
+
+    /// Spins until `until` or `shared.stop`, publishing its first read and
+    /// its progress in `shared`; returns its first and last reads. The loop
+    /// allocates nothing, takes no lock and makes no system call
+    /// (crates/rtick/tests/alloc_free.rs checks the first).
+    pub fn spin(&mut self, until: Option<Time>, shared: &Shared) -> (Time, Time) {
+        let end = until.map_or(i64::MAX, |t| t.as_ns());
+        let start = ClockId::Monotonic.now();
+        shared.start.store(start.as_ns(), Ordering::Release);
+        let mut prev = start;
+        loop {
+            let now = ClockId::Monotonic.now();
+            let d = (now - prev).as_ns();
+            if d > self.threshold {
+                self.gaps.record(d);
+                self.noise += d;
+                self.max_gap = self.max_gap.max(d);
+                if self.ring.push(Gap { start: prev, end: now }).is_err() {
+                    self.unqueued += 1;
+                }
+            } else if let Some(s) = self.steps.get_mut(d.max(0) as usize) {
+                *s += 1;
+            } else {
+                self.over += 1;
+            }
+            prev = now;
+            self.iterations += 1;
+            if self.iterations % CHECK_EVERY == 0 {
+                shared.progress.store(now.as_ns(), Ordering::Release);
+                if now.as_ns() >= end || shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+        shared.progress.store(prev.as_ns(), Ordering::Release);
+        (start, prev)
+    }
+
+    /// The figures of a loop that ran from `start` to `end` on thread `tid`.
+    pub fn finish(self, tid: i32, (start, end): (Time, Time)) -> Spun {
+        let resolution = resolution(&self.steps, self.over + self.gaps.len());
+        Spun {
+            tid,
+            start,
+            end,
+            iterations: self.iterations,
+            gaps: self.gaps,
+            noise: Nanos(self.noise),
+            max_gap: Nanos(self.max_gap),
+            unqueued: self.unqueued,
+            resolution,
+        }
+    }
+}
+
+/// Runs on its own thread: sets itself up on `cpu`, says its tid (or
+/// why it could not), waits at `gate`, then spins until `shared.stop` or `until`.
+pub(super) fn spin(
+    setup: ThreadSetup,
+    threshold: Nanos,
+    until: Option<Time>,
+    shared: Arc<Shared>,
+    gate: Arc<Barrier>,
+    ready: mpsc::Sender<Result<i32>>,
+    ring: rtrb::Producer<Gap>,
+) -> Option<Spun> {
+    let applied = setup.apply().map(|_| crate::sys::timer::gettid());
+    let ok = applied.is_ok();
+    let tid = applied.as_ref().copied().unwrap_or(0);
+    let _ = ready.send(applied);
+    gate.wait();
+    if !ok || shared.stop.load(Ordering::Acquire) {
+        return None;
+    }
+    let mut l = Loop::new(threshold, ring);
+    let span = l.spin(until, &shared);
+    Some(l.finish(tid, span))
+}
+
+/// The shortest step and the median step, from the per-nanosecond counts
+/// and the count of longer ones (which only the median's rank sees).
+fn resolution(steps: &[u64], longer: u64) -> (Nanos, Nanos) {
+    let min = steps.iter().position(|&c| c > 0).unwrap_or(steps.len()) as i64;
+    let counts = steps.iter().enumerate().map(|(i, &c)| (i as i64, c)).chain([(i64::MAX, longer)]);
+    let n = steps.iter().sum::<u64>() + longer;
+    let median = percentile::rank(0.5, n).and_then(|r| percentile::at_rank(counts, r)).unwrap_or(0);
+    (Nanos(min), Nanos(median.min(steps.len() as i64)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_is_the_shortest_and_the_median_step() {
+        let mut steps = vec![0u64; 100];
+        steps[20] = 3;
+        steps[25] = 5;
+        steps[40] = 1;
+        assert_eq!(resolution(&steps, 0), (Nanos(20), Nanos(25)));
+        // Twenty longer steps move the median past every counted one.
+        assert_eq!(resolution(&steps, 9), (Nanos(20), Nanos(40)));
+        assert_eq!(resolution(&steps, 20), (Nanos(20), Nanos(100)));
+    }
+}

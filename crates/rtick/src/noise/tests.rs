@@ -1,0 +1,206 @@
+//! Crafted event sequences, attributed exactly.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::ktrace::{Comm, Event, EventKind, Ipi, Switch};
+use crate::time::Time;
+
+const SPINNER: i32 = 100;
+
+fn ev(ts: i64, kind: EventKind) -> Event {
+    Event { ts: Time(ts), pid: SPINNER, flags: 0, preempt_count: 0, kind }
+}
+
+fn switch(ts: i64, prev: (i32, i32), prev_state: i64, next: (&str, i32, i32)) -> Event {
+    let name = |p: i32| Comm::new(if p == SPINNER { b"rtick-noise-1" } else { b"other" });
+    ev(
+        ts,
+        EventKind::SchedSwitch(Switch {
+            prev_comm: name(prev.0),
+            prev_pid: prev.0,
+            prev_prio: prev.1,
+            prev_state,
+            next_comm: Comm::new(next.0.as_bytes()),
+            next_pid: next.1,
+            next_prio: next.2,
+        }),
+    )
+}
+
+fn irq(ts: i64, entry: bool) -> Event {
+    match entry {
+        true => ev(ts, EventKind::IrqHandlerEntry { irq: 11, name: Arc::from("virtio0") }),
+        false => ev(ts, EventKind::IrqHandlerExit { irq: 11, ret: 1 }),
+    }
+}
+
+fn virtio() -> Source {
+    Source::Irq { irq: 11, name: Arc::from("virtio0") }
+}
+
+fn tally(a: &Attributor, s: &Source) -> Option<(u64, i64)> {
+    a.sources.get(s).map(|t| (t.count, t.total.as_ns()))
+}
+
+fn run(a: &mut Attributor, events: &[Event], gaps: &[(i64, i64)], known: i64) {
+    events.iter().for_each(|e| a.event(e));
+    gaps.iter().for_each(|&(s, e)| a.gap(Gap { start: Time(s), end: Time(e) }));
+    a.settle(Time(known));
+}
+
+#[test]
+fn an_irq_inside_a_softirq_is_counted_once() {
+    let mut a = Attributor::new(SPINNER, 120);
+    let events = [
+        ev(1100, EventKind::SoftirqEntry { vec: 1 }),
+        irq(1200, true),
+        irq(1300, false),
+        ev(1500, EventKind::SoftirqExit { vec: 1 }),
+    ];
+    run(&mut a, &events, &[(1000, 2000)], 5000);
+    assert_eq!(tally(&a, &virtio()), Some((1, 100)));
+    assert_eq!(tally(&a, &Source::Softirq(1)), Some((1, 300)), "the IRQ's 100 ns are not the softirq's");
+    assert_eq!(tally(&a, &Source::AroundEvents), Some((1, 600)));
+    assert_eq!(tally(&a, &Source::HardwareOrHost), None);
+    let w = &a.worst[0];
+    assert_eq!(w.sources[0], (Source::AroundEvents, Nanos(600)));
+    assert_eq!(w.sources.iter().map(|s| s.1.as_ns()).sum::<i64>(), 1000, "a gap's sources add up to it");
+}
+
+#[test]
+fn a_gap_with_no_event_is_the_hardware_or_the_host() {
+    let mut a = Attributor::new(SPINNER, 120);
+    // The vector lies outside the gap: it delayed the spinner by less than the threshold.
+    let events =
+        [ev(500, EventKind::LocalTimerEntry { vector: 236 }), ev(600, EventKind::LocalTimerExit { vector: 236 })];
+    run(&mut a, &events, &[(1000, 1700)], 5000);
+    assert_eq!(tally(&a, &Source::HardwareOrHost), Some((1, 700)));
+    assert_eq!(a.sources.len(), 1);
+    assert_eq!((a.below_threshold.count, a.below_threshold.total), (1, Nanos(100)));
+}
+
+#[test]
+fn a_switch_to_another_task_is_that_task_without_its_interrupts() {
+    let mut a = Attributor::new(SPINNER, 120);
+    let events = [
+        switch(3100, (SPINNER, 120), 0x100, ("kworker/1:1", 55, 120)),
+        irq(3200, true),
+        irq(3250, false),
+        ev(3300, EventKind::IpiEntry { ipi: Ipi::CallFunction, vector: 251 }),
+        ev(3310, EventKind::IpiExit { ipi: Ipi::CallFunction, vector: 251 }),
+        switch(3900, (55, 120), 1, ("rtick-noise-1", SPINNER, 120)),
+    ];
+    run(&mut a, &events, &[(3000, 4000)], 5000);
+    let kworker = Source::Thread { comm: Comm::new(b"kworker/1:1"), pid: 55, prio: 120 };
+    assert_eq!(tally(&a, &kworker), Some((1, 800 - 50 - 10)));
+    assert_eq!(a.sources[&kworker].nested, Nanos(60), "its interrupts, counted apart");
+    assert_eq!(tally(&a, &virtio()), Some((1, 50)));
+    assert_eq!(tally(&a, &Source::Vector(Vector::Ipi(Ipi::CallFunction))), Some((1, 10)));
+    assert_eq!(tally(&a, &Source::AroundEvents), Some((1, 200)));
+    assert_eq!(a.ranked()[0].0, kworker);
+}
+
+#[test]
+fn a_runnable_rt_spinner_replaced_by_lower_priorities_is_rt_throttling() {
+    // SCHED_FIFO 90 is kernel priority 9.
+    let mut a = Attributor::new(SPINNER, 9);
+    let events = [
+        switch(10_000, (SPINNER, 9), 0x100, ("bash", 70, 120)),
+        switch(20_000, (70, 120), 1, ("swapper/1", 0, 120)),
+        switch(60_000, (0, 120), 0, ("rtick-noise-1", SPINNER, 9)),
+    ];
+    run(&mut a, &events, &[(9_990, 60_010)], 70_000);
+    assert_eq!(tally(&a, &Source::RtThrottling), Some((1, 50_000)));
+    assert!(a.sources.keys().all(|s| !matches!(s, Source::Thread { .. })), "{:?}", a.sources);
+    // Throttling ends with a thread above the spinner running first: that thread's time is its own.
+    let events = [
+        switch(100_000, (SPINNER, 9), 0, ("bash", 70, 120)),
+        switch(150_000, (70, 120), 0, ("busy", 71, 4)),
+        switch(152_000, (71, 4), 1, ("rtick-noise-1", SPINNER, 9)),
+    ];
+    run(&mut a, &events, &[(99_990, 152_010)], 160_000);
+    assert_eq!(tally(&a, &Source::RtThrottling), Some((2, 100_000)));
+    assert_eq!(tally(&a, &Source::Thread { comm: Comm::new(b"busy"), pid: 71, prio: 4 }), Some((1, 2_000)));
+    // A higher-priority thread preempting it is that thread.
+    let mut b = Attributor::new(SPINNER, 9);
+    run(
+        &mut b,
+        &[switch(100, (SPINNER, 9), 0x100, ("busy", 71, 4)), switch(300, (71, 4), 1, ("n", SPINNER, 9))],
+        &[(90, 310)],
+        400,
+    );
+    assert_eq!(tally(&b, &Source::Thread { comm: Comm::new(b"busy"), pid: 71, prio: 4 }), Some((1, 200)));
+    // Once that thread sleeps, idle running while the spinner could is throttling again.
+    let mut c = Attributor::new(SPINNER, 9);
+    let events = [
+        switch(100, (SPINNER, 9), 0x100, ("busy", 71, 4)),
+        switch(300, (71, 4), 1, ("swapper/1", 0, 120)),
+        switch(900, (0, 120), 0, ("n", SPINNER, 9)),
+    ];
+    run(&mut c, &events, &[(90, 910)], 1000);
+    assert_eq!(tally(&c, &Source::RtThrottling), Some((1, 600)));
+    // A spinner that went to sleep (a page fault's I/O) lets idle run: that is idle, not throttling.
+    let mut d = Attributor::new(SPINNER, 9);
+    let events = [switch(100, (SPINNER, 9), 2, ("swapper/1", 0, 120)), switch(900, (0, 120), 0, ("n", SPINNER, 9))];
+    run(&mut d, &events, &[(90, 910)], 1000);
+    assert_eq!(tally(&d, &Source::Thread { comm: Comm::new(b"swapper/1"), pid: 0, prio: 120 }), Some((1, 800)));
+}
+
+#[test]
+fn an_nmi_is_its_own_time_inside_what_it_interrupted() {
+    let mut a = Attributor::new(SPINNER, 120);
+    let events = [irq(1000, true), ev(1300, EventKind::Nmi { delta_ns: 100, handled: 1 }), irq(1400, false)];
+    run(&mut a, &events, &[(900, 1500)], 2000);
+    assert_eq!(tally(&a, &Source::Nmi), Some((1, 100)));
+    assert_eq!(tally(&a, &virtio()), Some((1, 300)));
+}
+
+#[test]
+fn a_gap_still_open_keeps_its_events_until_it_ends() {
+    let mut a = Attributor::new(SPINNER, 120);
+    // The spinner is off the CPU: the trace is read past the switch, but
+    // the spinner's last read (3000) bounds what is known.
+    run(&mut a, &[switch(3100, (SPINNER, 120), 0x100, ("kworker", 55, 120))], &[], 3000);
+    run(&mut a, &[switch(3900, (55, 120), 1, ("n", SPINNER, 120))], &[], 3000);
+    assert!(a.sources.is_empty() && a.below_threshold.count == 0);
+    run(&mut a, &[], &[(3000, 4000)], 5000);
+    assert_eq!(tally(&a, &Source::Thread { comm: Comm::new(b"kworker"), pid: 55, prio: 120 }), Some((1, 800)));
+    assert_eq!(a.pending_gaps(), 0);
+}
+
+#[test]
+fn bad_options_are_refused_before_anything_runs() {
+    let bad = |o: NoiseOptions| o.plan().unwrap_err().to_string();
+    assert!(bad(NoiseOptions { threshold: Nanos::ZERO, ..Default::default() }).contains("--threshold"));
+    assert!(bad(NoiseOptions { duration: Some(Nanos::ZERO), ..Default::default() }).contains("-D"));
+    assert!(bad(NoiseOptions { priority: Some(100), ..Default::default() }).contains("1–99"));
+    assert!(bad(NoiseOptions { cpus: Some(vec![4000]), ..Default::default() }).contains("CPU 4000"));
+    let allowed = crate::info::allowed_cpus().unwrap();
+    let plan = NoiseOptions::default().plan().unwrap();
+    if allowed.len() >= 2 {
+        assert!(!plan.cpus.contains(&0) && plan.cpus.len() == allowed.len() - allowed.contains(&0) as usize);
+    } else {
+        assert_eq!(plan.cpus, allowed);
+    }
+    assert_eq!((plan.policy, plan.kernel_prio()), (crate::rt::Policy::Other, 120));
+}
+
+#[test]
+fn threads_past_the_bound_are_counted_together() {
+    let mut a = Attributor::new(SPINNER, 120);
+    let n = source::MAX_THREADS as i64 + 10;
+    for k in 0..n {
+        let t = 10_000 * (k + 1);
+        let events = [
+            switch(t + 100, (SPINNER, 120), 0x100, ("make", 1000 + k as i32, 120)),
+            switch(t + 300, (1000 + k as i32, 120), 1, ("n", SPINNER, 120)),
+        ];
+        run(&mut a, &events, &[(t, t + 400)], t + 500);
+    }
+    let threads = a.sources.keys().filter(|s| matches!(s, Source::Thread { .. })).count();
+    assert_eq!(threads, source::MAX_THREADS);
+    assert_eq!(tally(&a, &Source::OtherThreads), Some((10, 2000)));
+    let total: i64 = a.sources.values().map(|t| t.total.as_ns()).sum();
+    assert_eq!(total, 400 * n, "every gap is still counted in full");
+}
