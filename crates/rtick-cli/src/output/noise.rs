@@ -113,6 +113,7 @@ fn sources(c: &CpuNoise) -> String {
         let parts: Vec<String> = w.sources.iter().take(4).map(|(s, d)| format!("{s} {} µs", us(*d))).collect();
         let _ = writeln!(o, "  largest gap {} µs: {}", us(w.gap.len()), parts.join(", "));
     }
+    o += &super::noise_tick::line(c);
     if c.below_threshold.count > 0 {
         let _ = writeln!(
             o,

@@ -64,6 +64,23 @@ pub struct NoiseCpuJson {
     pub steal_ns: Option<i64>,
     /// The largest gaps, longest first, with their sources.
     pub largest_gaps: Vec<NoiseGapJson>,
+    /// Whether the CPU is nohz_full (its tick may stop).
+    #[serde(default)]
+    pub nohz_full: bool,
+    /// On nohz_full CPUs: whether the tick stopped, and what kept it (null elsewhere).
+    #[serde(default)]
+    pub tick: Option<NoiseTickJson>,
+}
+
+/// The tick of a nohz_full CPU (`timer:tick_stop`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseTickJson {
+    /// Times it stopped.
+    pub stopped: u64,
+    /// Times it could not.
+    pub kept: u64,
+    /// What kept it: `[kernel name (POSIX_TIMER, PERF_EVENTS, SCHED, CLOCK_UNSTABLE, RCU, RCU_EXP), count]`, most first.
+    pub reasons: Vec<(String, u64)>,
 }
 
 /// One source, or one tally.
@@ -156,5 +173,11 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
                 sources: w.sources.iter().map(|(s, d)| (s.to_string(), d.as_ns())).collect(),
             })
             .collect(),
+        nohz_full: c.nohz_full,
+        tick: c.nohz_full.then(|| NoiseTickJson {
+            stopped: c.tick.stopped,
+            kept: c.tick.kept,
+            reasons: c.tick.reasons.iter().map(|r| (r.0.clone(), r.2)).collect(),
+        }),
     }
 }

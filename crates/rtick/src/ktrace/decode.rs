@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::events::{Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
+use super::events::{Comm, Event, EventKind, Switch, TickDependency, Tracepoint, Wakeup};
 use super::format::{EventFormat, Field};
 use super::page::RawRecord;
 use crate::time::Time;
@@ -123,6 +123,7 @@ fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> O
         Tracepoint::SoftirqExit => EventKind::SoftirqExit { vec: u(0)? as u32 },
         Tracepoint::SysExit => EventKind::SysExit { id: i(0)?, ret: i(1)? },
         Tracepoint::NmiHandler => EventKind::Nmi { delta_ns: i(0)?, handled: i32_(1)? },
+        Tracepoint::TickStop => EventKind::TickStop { success: i(0)? != 0, dependency: TickDependency(u(1)? as u32) },
         tp => match tp.ipi() {
             Some((ipi, true)) => EventKind::IpiEntry { ipi, vector: i32_(0)? },
             Some((ipi, false)) => EventKind::IpiExit { ipi, vector: i32_(0)? },
@@ -183,5 +184,35 @@ mod tests {
         assert_eq!(d.decode(&RawRecord { ts: 0, payload: &p[..30] }), Decoded::Malformed(Tracepoint::SchedWaking));
         let err = d.add(Tracepoint::SchedSwitch, &f).unwrap_err();
         assert_eq!(err, "sched:sched_switch has no field `prev_comm`");
+    }
+
+    /// This kernel's `timer:tick_stop` format, as tracefs prints it.
+    const TICK_STOP: &str = "name: tick_stop\nID: 454\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:int success;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:int dependency;\toffset:12;\tsize:4;\tsigned:1;\n\nprint fmt: \"\"\n";
+
+    #[test]
+    fn a_tick_that_did_not_stop_says_what_kept_it() {
+        let mut d = Decoder::new();
+        d.add(Tracepoint::TickStop, &EventFormat::parse("timer", TICK_STOP).unwrap()).unwrap();
+        let record = |success: i32, dep: i32| {
+            let mut p = vec![0u8; 16];
+            p[0..2].copy_from_slice(&454u16.to_ne_bytes());
+            p[8..12].copy_from_slice(&success.to_ne_bytes());
+            p[12..16].copy_from_slice(&dep.to_ne_bytes());
+            p
+        };
+        let kind = |p: &[u8]| match d.clone().decode(&RawRecord { ts: 5, payload: p }) {
+            Decoded::Event(e) => e.kind,
+            other => panic!("{other:?}"),
+        };
+        let kept = kind(&record(0, 1 << 4));
+        assert_eq!(kept, EventKind::TickStop { success: false, dependency: TickDependency(16) });
+        let stopped = kind(&record(1, 0));
+        assert_eq!(stopped, EventKind::TickStop { success: true, dependency: TickDependency(0) });
     }
 }

@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use super::decode::{Decoded, Decoder};
+pub use super::tick::TickDependency;
 pub use super::vectors::Ipi;
 use crate::time::Time;
 
@@ -66,6 +67,8 @@ pub enum Tracepoint {
     IrqWorkExit,
     /// `nmi:nmi_handler`: an NMI handler ran (recorded at its end, with its duration).
     NmiHandler,
+    /// `timer:tick_stop`: the CPU's tick stopped, or could not (and why).
+    TickStop,
 }
 
 impl Tracepoint {
@@ -124,6 +127,7 @@ impl Tracepoint {
             Tracepoint::IrqWorkEntry => "irq_vectors:irq_work_entry",
             Tracepoint::IrqWorkExit => "irq_vectors:irq_work_exit",
             Tracepoint::NmiHandler => "nmi:nmi_handler",
+            Tracepoint::TickStop => "timer:tick_stop",
         }
     }
 
@@ -161,6 +165,7 @@ impl Tracepoint {
             Tracepoint::IrqHandlerExit => &["irq", "ret"],
             Tracepoint::SoftirqEntry | Tracepoint::SoftirqExit => &["vec"],
             Tracepoint::SysExit => &["id", "ret"],
+            Tracepoint::TickStop => &["success", "dependency"],
         }
     }
 }
@@ -341,6 +346,13 @@ pub enum EventKind {
         delta_ns: i64,
         /// Non-zero when it handled the NMI.
         handled: i32,
+    },
+    /// The tick stopped (`success`), or not: `dependency` kept it.
+    TickStop {
+        /// Whether it stopped.
+        success: bool,
+        /// What kept it (none when it stopped).
+        dependency: TickDependency,
     },
     /// A system call of the event's task returns to user space.
     SysExit {

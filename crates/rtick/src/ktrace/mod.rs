@@ -49,9 +49,10 @@ pub mod page;
 pub mod reader;
 mod session;
 mod stream;
+mod tick;
 mod vectors;
 
-pub use events::{softirq_name, Comm, Event, EventKind, Ipi, Switch, Tracepoint, Wakeup};
+pub use events::{softirq_name, Comm, Event, EventKind, Ipi, Switch, TickDependency, Tracepoint, Wakeup};
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
 pub use reader::ReadCounts;

@@ -40,8 +40,8 @@ impl fmt::Display for Ipi {
 impl Tracepoint {
     /// What `rtick noise` enables: every event that marks the CPU taken
     /// from the thread running on it (IRQ handlers, vectors, softirqs,
-    /// NMIs, switches), and nothing else.
-    pub const NOISE: [Tracepoint; 16] = [
+    /// NMIs, switches), and whether the tick stopped (`nohz_full`).
+    pub const NOISE: [Tracepoint; 17] = [
         Tracepoint::SchedSwitch,
         Tracepoint::IrqHandlerEntry,
         Tracepoint::IrqHandlerExit,
@@ -58,6 +58,7 @@ impl Tracepoint {
         Tracepoint::IrqWorkEntry,
         Tracepoint::IrqWorkExit,
         Tracepoint::NmiHandler,
+        Tracepoint::TickStop,
     ];
 
     /// The IPI this event begins or ends, and whether it begins it.
@@ -83,14 +84,16 @@ mod tests {
     #[test]
     fn noise_traces_interruptions_only_and_leaves_the_other_sets_alone() {
         for tp in Tracepoint::NOISE {
-            assert!(!matches!(tp.system(), "timer" | "raw_syscalls"), "{tp}");
+            let tick = tp == Tracepoint::TickStop;
+            assert!(tick || !matches!(tp.system(), "timer" | "raw_syscalls"), "{tp}");
             if let Some((ipi, entry)) = tp.ipi() {
                 let suffix = if entry { "_entry" } else { "_exit" };
                 assert_eq!(tp.name(), format!("{}{suffix}", ipi.name()));
             }
         }
         assert_eq!(Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some()).count(), 8);
-        for tp in Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some() || **t == Tracepoint::NmiHandler) {
+        let own = |t: &&Tracepoint| t.ipi().is_some() || matches!(t, Tracepoint::NmiHandler | Tracepoint::TickStop);
+        for tp in Tracepoint::NOISE.iter().filter(own) {
             assert!(!Tracepoint::ALL.contains(tp) && !Tracepoint::ATTACH.contains(tp), "{tp}");
         }
     }

@@ -19,6 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::source::{Source, Tally, Vector, MAX_THREADS};
+use super::tick::TickTally;
 use crate::ktrace::{Event, EventKind, Switch};
 use crate::time::{Nanos, Time};
 
@@ -96,6 +97,8 @@ pub struct Attributor {
     pub dropped: u64,
     /// The largest gaps, with their sources.
     pub worst: Vec<GapRecord>,
+    /// Whether the tick stopped, and what kept it (`timer:tick_stop`).
+    pub tick: TickTally,
 }
 
 impl Attributor {
@@ -120,6 +123,7 @@ impl Attributor {
             EventKind::SoftirqExit { vec } => self.close(ts, |s| *s == Source::Softirq(*vec)),
             EventKind::Nmi { delta_ns, .. } => self.nmi(ts, Nanos(*delta_ns)),
             EventKind::SchedSwitch(sw) => self.switch(ts, sw),
+            EventKind::TickStop { success, dependency } => self.tick.event(*success, *dependency),
             _ => {}
         }
     }

@@ -8,7 +8,8 @@
 //! instance ([`Tracepoint::NOISE`](crate::ktrace::Tracepoint::NOISE)): IRQ
 //! handlers, vectors, softirqs, NMIs, other threads, RT throttling — or, with
 //! no event at all, the hardware or the host ([`source`]). [`run`](mod@run)
-//! holds it all together.
+//! holds it all together; [`tick`] tells, on `nohz_full` CPUs, whether the
+//! tick stopped and what kept it.
 //!
 //! ```no_run
 //! use rtick::noise::{run, NoiseOptions};
@@ -27,6 +28,7 @@ pub mod attribute;
 pub mod run;
 pub mod source;
 pub mod spin;
+pub mod tick;
 
 use std::path::PathBuf;
 
@@ -38,6 +40,7 @@ use crate::time::Nanos;
 pub use attribute::{Attributor, Gap, GapRecord, Instance};
 pub use run::{run, CpuNoise, End, NoiseRun};
 pub use source::{Source, Tally, Vector};
+pub use tick::{nohz_full_cpus, TickTally};
 
 /// The default threshold: a step of the loop longer than this is a gap.
 pub const DEFAULT_THRESHOLD: Nanos = Nanos(1_000);

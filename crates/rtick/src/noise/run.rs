@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::attribute::{Attributor, Gap, GapRecord};
 use super::source::{Source, Tally};
 use super::spin::{spin, Shared, Spun};
+use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
@@ -18,6 +19,7 @@ use crate::explain::StealSample;
 use crate::ktrace::{self, Event, Options, Stream, Tracepoint};
 use crate::rt::{Setup, SetupGuard, ThreadSetup};
 use crate::session::{Request, Session};
+use crate::system::{format_cpu_list, SysRoot};
 use crate::time::{Nanos, Time};
 
 /// How often the trace and the gaps are read.
@@ -70,6 +72,10 @@ pub struct CpuNoise {
     pub steal: Option<Nanos>,
     /// The largest gaps with their sources.
     pub worst: Vec<GapRecord>,
+    /// Whether the CPU is `nohz_full` (its tick may stop).
+    pub nohz_full: bool,
+    /// Its `timer:tick_stop` events: told on `nohz_full` CPUs.
+    pub tick: TickTally,
 }
 
 impl CpuNoise {
@@ -121,6 +127,8 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
                 .into(),
         );
     }
+    let nohz_full = nohz_full_cpus(&SysRoot::default());
+    notes.extend(tick_note(&plan.cpus, &nohz_full));
     let session = Session::take(&Request { mlock: true, ..Default::default() })?;
     notes.extend(session.fallbacks().iter().map(|f| f.to_string()));
     let memory_locked = session.memory().is_some();
@@ -169,7 +177,8 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
         .zip(spun)
         .map(|(s, sp)| {
             let (steal, lost) = (steal_of(&steal0, &steal1, s.cpu), lost.get(&s.cpu).copied().unwrap_or(0));
-            figures(s, sp, opts.attribution, lost, steal)
+            let nohz = nohz_full.contains(&s.cpu);
+            figures(s, sp, opts.attribution, lost, steal, nohz)
         })
         .collect();
     Ok(NoiseRun { cpus, threshold: opts.threshold, end, attribution: opts.attribution, missing, memory_locked, notes })
@@ -277,7 +286,27 @@ fn steal_of(before: &[StealSample], after: &[StealSample], cpu: usize) -> Option
     Some(of(after)? - of(before)?)
 }
 
-fn figures(s: Spinner, sp: Spun, attribution: bool, lost_events: u64, steal: Option<Nanos>) -> CpuNoise {
+/// One line for the measured CPUs that are not `nohz_full`: their tick
+/// runs (each of its interrupts is noise), there is no stop to tell.
+fn tick_note(cpus: &[usize], nohz_full: &[usize]) -> Option<String> {
+    let ticking: Vec<usize> = cpus.iter().copied().filter(|c| !nohz_full.contains(c)).collect();
+    let list = format_cpu_list(&ticking);
+    let who = match ticking.len() {
+        0 => return None,
+        1 => format!("CPU {list} is not nohz_full: the tick runs"),
+        _ => format!("CPUs {list} are not nohz_full: the tick runs on them"),
+    };
+    Some(format!("{who} (its local_timer interrupts are part of the noise)"))
+}
+
+fn figures(
+    s: Spinner,
+    sp: Spun,
+    attribution: bool,
+    lost_events: u64,
+    steal: Option<Nanos>,
+    nohz_full: bool,
+) -> CpuNoise {
     let pending = if attribution { s.attr.pending_gaps() as u64 } else { 0 };
     CpuNoise {
         cpu: s.cpu,
@@ -295,5 +324,21 @@ fn figures(s: Spinner, sp: Spun, attribution: bool, lost_events: u64, steal: Opt
         lost_events,
         steal,
         worst: s.attr.worst,
+        nohz_full,
+        tick: s.attr.tick,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_cpus_whose_tick_runs_get_the_note() {
+        assert_eq!(tick_note(&[1, 2], &[1, 2, 3]), None);
+        let one = tick_note(&[1, 2], &[2]).unwrap();
+        assert!(one.starts_with("CPU 1 is not nohz_full: the tick runs ("), "{one}");
+        let two = tick_note(&[1, 2, 3], &[]).unwrap();
+        assert!(two.starts_with("CPUs 1-3 are not nohz_full: the tick runs on them"), "{two}");
     }
 }

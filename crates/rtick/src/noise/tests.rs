@@ -204,3 +204,17 @@ fn threads_past_the_bound_are_counted_together() {
     let total: i64 = a.sources.values().map(|t| t.total.as_ns()).sum();
     assert_eq!(total, 400 * n, "every gap is still counted in full");
 }
+
+#[test]
+fn tick_stops_and_refusals_are_counted_with_their_reasons() {
+    use crate::ktrace::TickDependency;
+    let mut a = Attributor::new(SPINNER, 120);
+    let tick = |ts, success, dep| ev(ts, EventKind::TickStop { success, dependency: TickDependency(dep) });
+    // Stopped once; then kept by a POSIX timer, by RCU twice (once with perf).
+    let events = [tick(100, true, 0), tick(200, false, 1), tick(300, false, 1 << 4), tick(400, false, 0b10010)];
+    run(&mut a, &events, &[], 500);
+    assert_eq!((a.tick.stopped, a.tick.kept), (1, 3));
+    assert_eq!(a.tick.reasons[0].0, "RCU");
+    assert_eq!(a.tick.reasons[0].2, 2);
+    assert!(a.sources.is_empty(), "a tick event is no noise of its own");
+}

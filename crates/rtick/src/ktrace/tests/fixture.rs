@@ -340,6 +340,9 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::Nmi { delta_ns, handled } => {
             vec![("delta_ns", Int(*delta_ns as u64)), ("handled", Int(*handled as u64))]
         }
+        EventKind::TickStop { success, dependency } => {
+            vec![("success", Int(u64::from(*success))), ("dependency", Int(u64::from(dependency.0)))]
+        }
     }
 }
 
