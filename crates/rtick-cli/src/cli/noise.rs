@@ -41,4 +41,8 @@ pub struct NoiseArgs {
     /// Count the gaps only: no tracing, no sources (and no tracing's own cost).
     #[arg(long)]
     pub no_attribution: bool,
+
+    /// Follow this thread of an application (its thread id) instead of spinning: its noise from the trace events of the CPUs it may run on.
+    #[arg(long, value_name = "TID", conflicts_with_all = ["affinity", "priority", "no_attribution"])]
+    pub attach: Option<i32>,
 }

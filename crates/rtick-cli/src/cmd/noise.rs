@@ -29,11 +29,18 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
         tracefs: a.tracefs.clone(),
         attribution: !a.no_attribution,
     };
-    let plan = opts.plan().map_err(|e| Usage(e.to_string()))?;
+    let attach = a.attach.map(|tid| opts.plan_attach(tid)).transpose().map_err(|e| Usage(e.to_string()))?;
+    let plan = match &attach {
+        Some(at) => at.plan.clone(),
+        None => opts.plan().map_err(|e| Usage(e.to_string()))?,
+    };
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let r = noise_run(&plan, &opts, &stop).context("noise")?;
+    let r = match &attach {
+        Some(at) => rtick::noise::run_attached(at, &opts, &stop).context("noise --attach")?,
+        None => noise_run(&plan, &opts, &stop).context("noise")?,
+    };
     let system = super::measure::run_file::system_json(&SystemInfo::read());
     let file = NoiseFile::of(&r, &plan, system, started_at);
     let mut out = String::new();

@@ -5,6 +5,7 @@ pub mod columns;
 pub mod explain;
 pub mod header;
 pub mod noise;
+pub mod noise_attach;
 pub mod noise_tick;
 pub mod phases;
 pub mod progress;

@@ -15,7 +15,7 @@ use super::columns::layout;
 const SHOWN: usize = 12;
 
 /// µs with one decimal (ns below 10 µs with two).
-fn us(n: Nanos) -> String {
+pub(super) fn us(n: Nanos) -> String {
     let v = n.as_ns() as f64 / 1000.0;
     if v.abs() < 10.0 {
         format!("{v:.2}")
@@ -26,6 +26,9 @@ fn us(n: Nanos) -> String {
 
 /// The run's settings and the loop's resolution.
 pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
+    if r.attached.is_some() {
+        return super::noise_attach::header(r, plan, file);
+    }
     let mut o = String::new();
     let runtime = r.cpus.iter().map(|c| c.runtime).max().unwrap_or(Nanos::ZERO);
     let _ = writeln!(
@@ -80,7 +83,8 @@ pub fn render(r: &NoiseRun) -> String {
             c.gaps.to_string(),
         ]);
     }
-    let mut o = format!("noise per CPU (a gap: two clock reads more than {} µs apart):\n", us(r.threshold));
+    let mut o = super::noise_attach::title(r)
+        .unwrap_or_else(|| format!("noise per CPU (a gap: two clock reads more than {} µs apart):\n", us(r.threshold)));
     o += &layout(&rows, true);
     if r.attribution {
         for c in &r.cpus {

@@ -15,7 +15,7 @@ pub struct NoiseFile {
     pub command: String,
     /// RFC 3339, UTC.
     pub started_at: String,
-    /// "duration" or "interrupted" (Ctrl-C or SIGTERM).
+    /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited" (the thread of --attach).
     pub ended_by: String,
     pub system: SystemJson,
     /// A step of the loop longer than this is a gap.
@@ -32,6 +32,22 @@ pub struct NoiseFile {
     pub notes: Vec<String>,
     /// One per measured CPU, in order.
     pub cpus: Vec<NoiseCpuJson>,
+    /// With --attach: the thread followed (null: rtick's spinners).
+    #[serde(default)]
+    pub attached: Option<NoiseAttachedJson>,
+}
+
+/// The thread `--attach` followed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseAttachedJson {
+    pub tid: i32,
+    /// Its process.
+    pub pid: i32,
+    pub comm: String,
+    /// "SCHED_FIFO 80", "SCHED_OTHER nice 0".
+    pub policy: String,
+    /// The CPUs it may run on: those traced.
+    pub cpus: Vec<usize>,
 }
 
 /// One CPU.
@@ -119,6 +135,7 @@ impl NoiseFile {
             ended_by: match r.end {
                 End::Duration => "duration",
                 End::Interrupted => "interrupted",
+                End::Exited => "target_exited",
             }
             .into(),
             system,
@@ -129,6 +146,13 @@ impl NoiseFile {
             missing_events: r.missing.iter().map(|m| m.to_string()).collect(),
             notes: r.notes.clone(),
             cpus: r.cpus.iter().map(cpu).collect(),
+            attached: r.attached.as_ref().map(|t| NoiseAttachedJson {
+                tid: t.tid,
+                pid: t.tgid,
+                comm: t.comm.clone(),
+                policy: t.policy_text(),
+                cpus: plan.cpus.clone(),
+            }),
         }
     }
 }

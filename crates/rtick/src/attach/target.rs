@@ -108,6 +108,22 @@ impl ThreadInfo {
         }
     }
 
+    /// The CPU thread `tid` is on when it is running or runnable (state
+    /// `R`), `None` when it sleeps or is gone.
+    pub fn running_on(proc: &Path, tid: i32) -> Option<usize> {
+        let stat = Stat::parse(&fs::read_to_string(proc.join(tid.to_string()).join("stat")).ok()?)?;
+        (stat.state == 'R').then_some(stat.processor)
+    }
+
+    /// The thread's kernel priority, as trace events show it: 99 − p for
+    /// SCHED_FIFO/RR p, 120 + nice for the normal policies.
+    pub fn kernel_prio(&self) -> i32 {
+        match self.policy {
+            Some(Policy::Fifo | Policy::Rr) => 99 - self.rt_priority,
+            _ => 120 + self.nice,
+        }
+    }
+
     /// Whether the kernel gives it timer slack (the normal policies).
     pub fn has_slack_policy(&self) -> bool {
         !matches!(self.policy, Some(Policy::Fifo | Policy::Rr))
@@ -118,10 +134,12 @@ impl ThreadInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Stat {
     comm: String,
+    state: char,
     flags: u64,
     nice: i32,
     rt_priority: i32,
     policy: i32,
+    processor: usize,
 }
 
 impl Stat {
@@ -135,10 +153,12 @@ impl Stat {
         let at = |n: usize| f.get(n - 3).and_then(|v| v.parse::<i64>().ok());
         Some(Stat {
             comm,
+            state: f.first()?.chars().next()?,
             flags: at(9)? as u64,
             nice: at(19)? as i32,
             rt_priority: at(40)? as i32,
             policy: at(41)? as i32,
+            processor: at(39)? as usize,
         })
     }
 }
@@ -263,6 +283,7 @@ mod tests {
     fn stat_names_with_spaces_and_parentheses_parse() {
         let s = Stat::parse(&stat(7, "a (b) c", 0x40, 1)).unwrap();
         assert_eq!((s.comm.as_str(), s.flags, s.nice, s.rt_priority, s.policy), ("a (b) c", 0x40, -5, 80, 1));
+        assert_eq!((s.state, s.processor), ('S', 0));
     }
 
     #[test]
@@ -304,6 +325,13 @@ mod tests {
         let i = ThreadInfo::read(d.path(), 100).unwrap();
         assert_eq!((i.tgid, i.affinity.clone(), i.timer_slack_ns), (100, vec![0, 1], Some(50_000)));
         assert_eq!(i.policy_text(), "SCHED_FIFO 80");
+        assert_eq!(i.kernel_prio(), 19);
+        assert_eq!(ThreadInfo::running_on(d.path(), 100), None, "it sleeps (S)");
+        let running = stat(100, "app", 0, 1).replacen(" S ", " R ", 1);
+        let f: Vec<&str> = running.split_whitespace().collect();
+        let on_1 = f.iter().enumerate().map(|(i, v)| if i == 38 { "1" } else { v }).collect::<Vec<_>>().join(" ");
+        fs::write(d.path().join("100/stat"), on_1).unwrap();
+        assert_eq!(ThreadInfo::running_on(d.path(), 100), Some(1));
         assert!(!i.has_slack_policy());
         let me = ThreadInfo::read(Path::new("/proc"), std::process::id() as i32).unwrap();
         assert!(!me.affinity.is_empty() && me.timer_slack_ns.is_some());

@@ -99,6 +99,11 @@ pub struct Attributor {
     pub worst: Vec<GapRecord>,
     /// Whether the tick stopped, and what kept it (`timer:tick_stop`).
     pub tick: TickTally,
+    /// Since when the followed thread is away (asleep, or on another CPU):
+    /// what runs then is none of its noise (`--attach`; never for a spinner).
+    away_since: Option<Time>,
+    /// The start of a gap still open, not handed over yet (`--attach`).
+    holding: Option<Time>,
 }
 
 impl Attributor {
@@ -197,8 +202,35 @@ impl Attributor {
         self.begin = t;
     }
 
+    /// Whether an interrupt context (IRQ, vector, softirq) is open.
+    pub fn in_context(&self) -> bool {
+        !self.stack.is_empty()
+    }
+
+    /// The followed thread is away from this CPU from `ts` (asleep, or on
+    /// another CPU), or back (`None`): what runs while it is away is not
+    /// its noise. A task open here ends when it leaves for another CPU.
+    pub fn away(&mut self, ts: Option<Time>) {
+        match ts {
+            None => self.away_since = None,
+            Some(t) if self.away_since.is_none() => {
+                self.away_since = Some(t);
+                // What ran until then stays (its time was taken from the
+                // thread); what began then is dropped.
+                self.end_task(t);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// A gap opened at `from` and not handed over yet: what starts after
+    /// it waits for it, rather than count as below the threshold.
+    pub fn hold(&mut self, from: Option<Time>) {
+        self.holding = from;
+    }
+
     fn emit(&mut self, i: Instance) {
-        if i.start < self.begin {
+        if i.start < self.begin || self.away_since.is_some_and(|a| i.start >= a) {
             return;
         }
         if self.instances.len() >= MAX_PENDING {
@@ -243,7 +275,7 @@ impl Attributor {
         }
         // Before `known` and in no gap ending by then: below the threshold,
         // unless a gap still open (ending later) holds them.
-        let open_from = self.gaps.front().map_or(known, |g| g.start);
+        let open_from = self.gaps.front().map_or(known, |g| g.start).min(self.holding.unwrap_or(known));
         for i in ready {
             if i.start < open_from {
                 self.below_threshold.add(i.net);

@@ -24,7 +24,9 @@
 //! # Ok::<(), rtick::Error>(())
 //! ```
 
+pub mod attach;
 pub mod attribute;
+pub mod follow;
 pub mod run;
 pub mod source;
 pub mod spin;
@@ -37,6 +39,7 @@ use crate::rt::Policy;
 use crate::system::format_cpu_list;
 use crate::time::Nanos;
 
+pub use attach::{run_attached, AttachPlan};
 pub use attribute::{Attributor, Gap, GapRecord, Instance};
 pub use run::{run, CpuNoise, End, NoiseRun};
 pub use source::{Source, Tally, Vector};
@@ -137,5 +140,7 @@ impl NoiseOptions {
     }
 }
 
+#[cfg(test)]
+mod follow_tests;
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ use super::source::{Source, Tally};
 use super::spin::{spin, Shared, Spun};
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
+use crate::attach::ThreadInfo;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::explain::StealSample;
@@ -23,12 +24,12 @@ use crate::system::{format_cpu_list, SysRoot};
 use crate::time::{Nanos, Time};
 
 /// How often the trace and the gaps are read.
-const ROUND: Duration = Duration::from_millis(100);
+pub(super) const ROUND: Duration = Duration::from_millis(100);
 /// Gaps a spinner can hand over between two reads.
 const RING: usize = 1 << 16;
 /// Trace buffer per measured CPU, KiB: tens of thousands of events (16 to
 /// 64 bytes each) between two reads a tenth of a second apart.
-const BUFFER_KB: usize = 4096;
+pub(super) const BUFFER_KB: usize = 4096;
 
 /// Why the run ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -37,6 +38,8 @@ pub enum End {
     Duration,
     /// Ctrl-C or SIGTERM.
     Interrupted,
+    /// The thread followed (`--attach`) exited.
+    Exited,
 }
 
 /// One CPU's figures.
@@ -105,6 +108,8 @@ pub struct NoiseRun {
     pub memory_locked: bool,
     /// What limited the run, a sentence each.
     pub notes: Vec<String>,
+    /// With `--attach`: the thread followed, instead of spinners.
+    pub attached: Option<ThreadInfo>,
 }
 
 struct Spinner {
@@ -181,12 +186,21 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
             figures(s, sp, opts.attribution, lost, steal, nohz)
         })
         .collect();
-    Ok(NoiseRun { cpus, threshold: opts.threshold, end, attribution: opts.attribution, missing, memory_locked, notes })
+    Ok(NoiseRun {
+        cpus,
+        threshold: opts.threshold,
+        end,
+        attribution: opts.attribution,
+        missing,
+        memory_locked,
+        notes,
+        attached: None,
+    })
 }
 
 /// Pins the calling thread (which reads the trace) off the measured CPUs
 /// when another CPU is allowed; put back when the guard drops.
-fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
+pub(super) fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
     let others: Vec<usize> = crate::info::allowed_cpus()?.into_iter().filter(|c| !cpus.contains(c)).collect();
     match others.is_empty() {
         true => Ok(None),
@@ -281,14 +295,14 @@ fn watermark_only(spinners: &mut [Spinner]) {
     }
 }
 
-fn steal_of(before: &[StealSample], after: &[StealSample], cpu: usize) -> Option<Nanos> {
+pub(super) fn steal_of(before: &[StealSample], after: &[StealSample], cpu: usize) -> Option<Nanos> {
     let of = |v: &[StealSample]| v.iter().find(|s| s.cpu as usize == cpu).map(|s| s.steal);
     Some(of(after)? - of(before)?)
 }
 
 /// One line for the measured CPUs that are not `nohz_full`: their tick
 /// runs (each of its interrupts is noise), there is no stop to tell.
-fn tick_note(cpus: &[usize], nohz_full: &[usize]) -> Option<String> {
+pub(super) fn tick_note(cpus: &[usize], nohz_full: &[usize]) -> Option<String> {
     let ticking: Vec<usize> = cpus.iter().copied().filter(|c| !nohz_full.contains(c)).collect();
     let list = format_cpu_list(&ticking);
     let who = match ticking.len() {

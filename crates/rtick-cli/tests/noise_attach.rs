@@ -1,0 +1,150 @@
+//! `rtick noise --attach TID` on this machine: an application's own
+//! polling thread (tests/c/spin.c, SCHED_FIFO pinned to CPU 1), no spinner
+//! of rtick's; a higher-priority FIFO thread busy to order on that CPU
+//! (tests/c/busy.c) is named with the time its own schedstat says it ran.
+//! Bad input (a dead thread, a kernel thread, rtick's own) is a one-line
+//! usage error. Root, tracefs, two CPUs and a C compiler needed; under CI
+//! a skip is a failure.
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
+use support::TRACEFS;
+
+/// The CPU the application's thread is pinned to.
+const CPU: &str = "1";
+
+fn ready() -> bool {
+    if rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
+        skip("these tests follow a thread on CPU 1 with CPU 0 left for the rest: they need two CPUs", false);
+        return false;
+    }
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+}
+
+/// tests/c/NAME.c compiled into `dir` as `exe` (its name is the thread's comm).
+fn compile(dir: &Path, name: &str, exe: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let out = dir.join(exe);
+    match Command::new("cc").args(["-O2", "-o"]).arg(&out).arg(&src).status() {
+        Ok(s) if s.success() => Some(out),
+        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
+        Err(e) => {
+            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
+            None
+        }
+    }
+}
+
+/// The application: spin.c at FIFO 50 on CPU 1, with its thread id.
+struct App(Child, i32);
+
+impl App {
+    fn start(exe: &Path) -> App {
+        let mut c = Command::new(exe).args([CPU, "50", "60"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let tid = line.trim().parse().unwrap_or_else(|_| panic!("spin printed {line:?}"));
+        App(c, tid)
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until rtick's trace instance exists: it follows the thread from then on.
+fn tracing(c: &Child) {
+    let dir = Path::new(TRACEFS).join(format!("instances/rtick-{}", c.id()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.join("tracing_on").exists() {
+        assert!(Instant::now() < deadline, "rtick's trace did not start within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+#[test]
+fn a_higher_priority_thread_is_named_in_the_attached_thread_s_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(spin) = compile(dir.path(), "spin", "noise_app") else { return };
+    let Some(busy) = compile(dir.path(), "busy", "noise_busy").filter(|_| ready()) else { return };
+    let app = App::start(&spin);
+    let out = dir.path().join("r.json");
+    let tid = app.1.to_string();
+    let rtick = Command::new(env!("CARGO_BIN_EXE_rtick"))
+        .args(["noise", "--attach", &tid, "-D", "5", "--json", path_str(&out)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tracing(&rtick);
+    // 2 ms of every 100 ms, 15 times, at FIFO 60: above the application's 50.
+    let b = Command::new(&busy).args([CPU, "fifo", "60", "2000", "100000", "15"]).output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let pid = rtick.id();
+    let o = rtick.wait_with_output().unwrap();
+    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
+    ok(&o);
+    let text = String::from_utf8_lossy(&b.stdout);
+    let (busy_tid, ran) = text.trim().split_once(' ').expect("tid and runtime");
+    let ran: i64 = ran.parse().unwrap();
+    assert!(ran > 10_000_000, "the helper ran {ran} ns");
+    let j = json(&out);
+    assert_eq!(j["ended_by"], "duration");
+    assert_eq!(j["attached"]["tid"].as_i64(), Some(i64::from(app.1)));
+    assert_eq!(j["attached"]["policy"], "SCHED_FIFO 50");
+    let cpu = &j["cpus"][0];
+    assert_eq!(cpu["cpu"], 1);
+    let name = format!("thread noise_busy (pid {busy_tid}, prio 39)");
+    let src = cpu["sources"].as_array().unwrap();
+    let mine = src.iter().find(|s| s["name"] == name.as_str()).unwrap_or_else(|| panic!("{name} in {src:#?}"));
+    // As in tests/noise.rs: its schedstat counts the interrupts inside its
+    // run unless IRQ time is accounted apart.
+    let (net, nested) = (mine["total_ns"].as_i64().unwrap(), mine["nested_ns"].as_i64().unwrap());
+    let kconfig = rtick::system::KernelConfig::read(&rtick::system::SysRoot::default());
+    let held = if kconfig.is_some_and(|k| k.is_y("CONFIG_IRQ_TIME_ACCOUNTING")) { net } else { net + nested };
+    assert!((held - ran).abs() * 10 <= ran, "attributed {net} + {nested} ns, the thread's schedstat says {ran} ns");
+    // Each of its 15 runs preempted the application (one may be split in two).
+    assert!(mine["count"].as_u64().unwrap() >= 15, "{mine:#?}");
+    // Every gap here has kernel events: none is the hardware's or the host's.
+    assert!(src.iter().all(|s| s["kind"] != "hardware_or_host"), "{src:#?}");
+    let total: i64 = src.iter().map(|s| s["total_ns"].as_i64().unwrap()).sum();
+    assert!(total <= cpu["noise_ns"].as_i64().unwrap() + 1, "sources add up to the noise at most");
+    let s = stdout(&o);
+    assert!(s.contains(&format!("noise --attach {tid}")) && s.contains("not seen") && s.contains(&name), "{s}");
+}
+
+/// Bad input: exit 2, one line, no file, no trace instance.
+#[test]
+fn a_dead_thread_a_kernel_thread_and_rtick_s_own_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut dead = Command::new("true").spawn().unwrap();
+    dead.wait().unwrap();
+    let dead = dead.id().to_string();
+    let rtick = env!("CARGO_BIN_EXE_rtick");
+    let json = path_str(&out);
+    for (args, says) in [
+        (vec![rtick, "noise", "--attach", &dead, "--json", json], "no process or thread"),
+        (vec![rtick, "noise", "--attach", "2", "--json", json], "is a kernel thread"),
+        (vec![rtick, "noise", "--attach", "1", "-a", "1", "--json", json], "cannot be used with"),
+        (vec!["sh", "-c", &format!("exec {rtick} noise --attach $$ --json {json}")], "is rtick's own process"),
+    ] {
+        let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!((o.status.code(), err.lines().count()), (Some(2), 1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(stdout(&o).is_empty() && !out.exists(), "{args:?}");
+    }
+}

@@ -1,0 +1,173 @@
+//! `rtick noise --attach TID`: the noise an application's own thread
+//! suffers, from the trace events of the CPUs it may run on, with no
+//! spinner of rtick's. Each CPU has a [`Follower`]; a switch to the thread
+//! on one CPU ends its wait on any other (it migrated).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::follow::Follower;
+use super::run::{keep_off, steal_of, tick_note, CpuNoise, End, NoiseRun, BUFFER_KB, ROUND};
+use super::tick::nohz_full_cpus;
+use super::{NoiseOptions, Plan};
+use crate::attach::{Spec, Target, ThreadInfo};
+use crate::clock::ClockId;
+use crate::error::{Error, Result};
+use crate::explain::StealSample;
+use crate::ktrace::{self, Event, EventKind, Options, Stream, Tracepoint};
+use crate::rt::Policy;
+use crate::system::{parse_cpu_list, SysRoot};
+use crate::time::{Nanos, Time};
+
+/// The thread to follow, checked, and the CPUs traced for it.
+#[derive(Clone, Debug)]
+pub struct AttachPlan {
+    /// What /proc says of the thread.
+    pub thread: ThreadInfo,
+    /// Its CPUs (those it may run on, online), its policy and priority.
+    pub plan: Plan,
+    target: Target,
+}
+
+impl NoiseOptions {
+    /// Checks thread `tid` before anything runs: a thread that does not
+    /// exist, a kernel thread, or one of rtick's own are [`Error::Invalid`].
+    pub fn plan_attach(&self, tid: i32) -> Result<AttachPlan> {
+        if self.threshold <= Nanos::ZERO {
+            return Err(Error::Invalid("--threshold must be greater than zero (e.g. 1us)".into()));
+        }
+        if self.duration.is_some_and(|d| d <= Nanos::ZERO) {
+            return Err(Error::Invalid("-D must be greater than zero (e.g. 10s)".into()));
+        }
+        let proc = Path::new("/proc");
+        let bad = |e: crate::attach::TargetError| Error::Invalid(e.to_string());
+        let target = Target::resolve_in(proc, &Spec::Tids(vec![tid]), std::process::id() as i32).map_err(bad)?;
+        let thread = ThreadInfo::read(proc, tid).ok_or_else(|| bad(crate::attach::TargetError::NoSuch(tid)))?;
+        let online = SysRoot::default().read("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s));
+        let cpus: Vec<usize> =
+            thread.affinity.iter().copied().filter(|c| online.as_ref().is_none_or(|o| o.contains(c))).collect();
+        if cpus.is_empty() {
+            return Err(Error::Invalid(format!("thread {tid} may run on no online CPU: nothing to trace")));
+        }
+        let policy = thread.policy.unwrap_or(Policy::Other);
+        let plan = Plan { cpus, cpu0_left_out: false, policy, priority: thread.rt_priority };
+        Ok(AttachPlan { thread, plan, target })
+    }
+}
+
+/// Follows `p.thread` until `opts.duration` passes, `stop` is set or it exits.
+pub fn run_attached(p: &AttachPlan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
+    let cpus = &p.plan.cpus;
+    let mut notes = Vec::new();
+    let main = keep_off(cpus)?;
+    if main.is_none() {
+        notes.push(
+            "every CPU rtick may use is traced: its trace reader runs on them, and its reads are part of the noise"
+                .into(),
+        );
+    }
+    let nohz_full = nohz_full_cpus(&SysRoot::default());
+    notes.extend(tick_note(cpus, &nohz_full));
+    let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
+    let mut stream = Stream::start(&ktrace::root(opts.tracefs.as_deref()), cpus, &topts)?;
+    let t0 = ClockId::Monotonic.now();
+    let (tid, prio) = (p.thread.tid, p.thread.kernel_prio());
+    let mut f: Vec<Follower> = cpus.iter().map(|_| Follower::new(tid, prio, opts.threshold, t0)).collect();
+    if let Some(i) = ThreadInfo::running_on(Path::new("/proc"), tid).and_then(|c| cpus.iter().position(|&x| x == c)) {
+        f[i].running_at(t0);
+    }
+    let until = opts.duration.map(|d| t0 + d);
+    let steal0 = StealSample::sample(cpus);
+    let mut carry = Vec::new();
+    let (end, t1) = loop {
+        std::thread::sleep(ROUND);
+        let watermark = ClockId::Monotonic.now();
+        round(&mut stream, cpus, &mut f, &mut carry, watermark, tid)?;
+        if stop.load(Ordering::Relaxed) {
+            break (End::Interrupted, watermark);
+        }
+        if until.is_some_and(|u| watermark >= u) {
+            break (End::Duration, watermark);
+        }
+        if p.target.threads(Path::new("/proc")).is_empty() {
+            break (End::Exited, watermark);
+        }
+    };
+    let steal1 = StealSample::sample(cpus);
+    let lost: Vec<u64> = cpus.iter().map(|&c| stream.counts(c).map_or(0, |r| r.losses())).collect();
+    let missing = stream.missing_events().to_vec();
+    stream.remove()?;
+    drop(main);
+    let figures = cpus.iter().zip(f).zip(lost).map(|((&cpu, mut f), lost_events)| {
+        f.finish(t1);
+        figures(cpu, tid, f, lost_events, steal_of(&steal0, &steal1, cpu), nohz_full.contains(&cpu))
+    });
+    Ok(NoiseRun {
+        cpus: figures.collect(),
+        threshold: opts.threshold,
+        end,
+        attribution: true,
+        missing,
+        memory_locked: false,
+        notes,
+        attached: Some(p.thread.clone()),
+    })
+}
+
+/// Reads every CPU's events, hands those before `watermark` to the
+/// followers in time order (later ones wait for the next round), and
+/// attributes the gaps they close.
+fn round(
+    stream: &mut Stream,
+    cpus: &[usize],
+    f: &mut [Follower],
+    carry: &mut Vec<(usize, Event)>,
+    watermark: Time,
+    tid: i32,
+) -> Result<()> {
+    let mut fresh = std::mem::take(carry);
+    stream.read(&mut |cpu, e| {
+        if let Some(i) = cpus.iter().position(|&c| c == cpu) {
+            fresh.push((i, e));
+        }
+    })?;
+    // Stable: each CPU's events stay in its ring buffer's order.
+    fresh.sort_by_key(|(_, e)| e.ts);
+    for (i, e) in fresh {
+        if e.ts >= watermark {
+            carry.push((i, e));
+            continue;
+        }
+        if matches!(&e.kind, EventKind::SchedSwitch(sw) if sw.next_pid == tid) {
+            // It runs on CPU i: a wait anywhere else ends.
+            f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(e.ts));
+        }
+        f[i].event(&e);
+    }
+    f.iter_mut().for_each(|o| o.settle(watermark));
+    Ok(())
+}
+
+fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Nanos>, nohz_full: bool) -> CpuNoise {
+    let unattributed = f.attr.dropped + f.attr.pending_gaps() as u64;
+    let sources = f.attr.ranked();
+    CpuNoise {
+        cpu,
+        tid,
+        runtime: f.present,
+        noise: f.noise,
+        gaps: f.gaps.len(),
+        max_gap: f.max_gap,
+        gap_p50_p99: (Nanos(f.gaps.value_at_quantile(0.5)), Nanos(f.gaps.value_at_quantile(0.99))),
+        iterations: 0,
+        resolution: (Nanos::ZERO, Nanos::ZERO),
+        sources,
+        below_threshold: f.attr.below_threshold,
+        unattributed,
+        lost_events,
+        steal,
+        worst: f.attr.worst,
+        nohz_full,
+        tick: f.attr.tick,
+    }
+}
