@@ -389,6 +389,10 @@ pub struct MonitorArgs {
     /// Print only warnings, not the header.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Instead of the measuring loop, run rtick noise's spinners on these CPUs (e.g. 1-3), continuously: per CPU and source, noise seconds and counts, and a gap histogram at /metrics (docs/monitor.md). -p makes them SCHED_FIFO.
+    #[arg(long, value_name = "CPUSET", conflicts_with_all = ["mechanisms", "interval", "threads", "affinity", "smp", "policy", "clock", "mlock", "no_mlock", "dma_latency", "timer_slack", "overrun", "hybrid_slack", "spike", "explain"])]
+    pub noise: Option<String>,
 }
 
 /// The overrun policies `rtick measure` offers (`fail` is for applications:

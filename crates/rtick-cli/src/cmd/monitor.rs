@@ -12,6 +12,7 @@
 
 mod http;
 mod metrics;
+mod noise;
 mod spikes;
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -67,6 +68,9 @@ const RINGS_BYTES: usize = 64 << 20;
 const ROW_BYTES: usize = std::mem::size_of::<measure::TraceRow>();
 
 pub fn run(a: &MonitorArgs) -> Result<()> {
+    if let Some(set) = &a.noise {
+        return noise::run(a, set);
+    }
     let plan = loop_plan(&a.looping, false, &Cpus::detect()?)?;
     let req = request(&plan, a.looping.dma_latency);
     let mut cfg = plan.cfg;

@@ -15,7 +15,7 @@ use super::columns::layout;
 const SHOWN: usize = 12;
 
 /// µs with one decimal (ns below 10 µs with two).
-pub(super) fn us(n: Nanos) -> String {
+fn us(n: Nanos) -> String {
     let v = n.as_ns() as f64 / 1000.0;
     if v.abs() < 10.0 {
         format!("{v:.2}")

@@ -8,8 +8,6 @@ use rtick::system::format_cpu_list;
 use rtick::Nanos;
 use rtick_model::json::NoiseFile;
 
-use super::noise::us;
-
 /// The header of a run that followed a thread.
 pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
     let mut o = String::new();
@@ -17,12 +15,12 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
     let span = r.cpus.iter().fold(Nanos::ZERO, |a, c| a + c.runtime);
     let _ = writeln!(
         o,
-        "rtick {} noise --attach {}: CPUs {} | {:.3} s on them | threshold {} µs | gaps found in trace events",
+        "rtick {} noise --attach {}: CPUs {} | {:.3} s on them | threshold {} | gaps found in trace events",
         file.rtick_version,
         t.tid,
         format_cpu_list(&plan.cpus),
         span.as_secs_f64(),
-        us(r.threshold)
+        r.threshold
     );
     o += &super::header::system_lines(&file.system, "the kernel's trace clock (mono)");
     let _ = writeln!(
@@ -44,9 +42,9 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
 pub fn title(r: &NoiseRun) -> Option<String> {
     r.attached.as_ref().map(|t| {
         format!(
-            "noise of thread {} per CPU (runtime: its time on the CPU, running or waiting; a gap: over {} µs):\n",
+            "noise of thread {} per CPU (runtime: its time on the CPU, running or waiting; a gap: over {}):\n",
             t.tid,
-            us(r.threshold)
+            r.threshold
         )
     })
 }

@@ -41,7 +41,7 @@ use crate::time::Nanos;
 
 pub use attach::{run_attached, AttachPlan};
 pub use attribute::{Attributor, Gap, GapRecord, Instance};
-pub use run::{run, CpuNoise, End, NoiseRun};
+pub use run::{run, run_with, CpuNoise, End, Live, NoiseRun};
 pub use source::{Source, Tally, Vector};
 pub use tick::{nohz_full_cpus, TickTally};
 

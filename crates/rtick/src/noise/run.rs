@@ -120,10 +120,31 @@ struct Spinner {
     handle: JoinHandle<Option<Spun>>,
     attr: Attributor,
     carry: Vec<Event>,
+    /// The gaps handed over since the last look ([`Live`]).
+    fresh: Vec<Nanos>,
+}
+
+/// One CPU's state after a round (ten times a second), for who watches a
+/// run as it goes (`rtick monitor --noise`).
+#[derive(Debug)]
+pub struct Live<'a> {
+    /// The CPU.
+    pub cpu: usize,
+    /// How long its spinner has spun so far.
+    pub spun: Nanos,
+    /// The lengths of the gaps its spinner handed over in this round.
+    pub gaps: &'a [Nanos],
+    /// Its sources so far (empty without attribution).
+    pub sources: &'a HashMap<Source, Tally>,
 }
 
 /// Runs `plan` until `opts.duration` passes or `stop` is set.
 pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
+    run_with(plan, opts, stop, &mut |_| {})
+}
+
+/// [`run`], with `watch` shown each CPU after every round.
+pub fn run_with(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, watch: &mut dyn FnMut(&Live)) -> Result<NoiseRun> {
     let mut notes = Vec::new();
     let main = keep_off(&plan.cpus)?;
     if main.is_none() && opts.attribution {
@@ -151,6 +172,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
     let end = loop {
         std::thread::sleep(ROUND);
         round(&mut spinners, stream.as_mut())?;
+        show(&mut spinners, watch);
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -232,7 +254,7 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
             Err(_) => 0,
         };
         let attr = Attributor::new(tid, plan.kernel_prio());
-        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new() });
+        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new(), fresh: Vec::new() });
     }
     if failed.is_some() {
         out.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
@@ -281,6 +303,7 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
     for s in spinners.iter_mut() {
         let progress = Time(s.shared.progress.load(Ordering::Acquire));
         while let Ok(g) = s.ring.pop() {
+            s.fresh.push(g.len());
             s.attr.gap(g);
         }
         s.attr.settle(progress.min(watermark));
@@ -291,7 +314,19 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
 /// Without attribution the gaps are only counted by the spinners: the rings are emptied.
 fn watermark_only(spinners: &mut [Spinner]) {
     for s in spinners {
-        while s.ring.pop().is_ok() {}
+        while let Ok(g) = s.ring.pop() {
+            s.fresh.push(g.len());
+        }
+    }
+}
+
+/// Each CPU to `watch`, its fresh gaps then forgotten.
+fn show(spinners: &mut [Spinner], watch: &mut dyn FnMut(&Live)) {
+    for s in spinners {
+        let (start, progress) = (s.shared.start.load(Ordering::Acquire), s.shared.progress.load(Ordering::Acquire));
+        let spun = if start == i64::MIN || progress < start { Nanos::ZERO } else { Nanos(progress - start) };
+        watch(&Live { cpu: s.cpu, spun, gaps: &s.fresh, sources: &s.attr.sources });
+        s.fresh.clear();
     }
 }
 
