@@ -102,8 +102,13 @@ pub fn run_attached(p: &AttachPlan, opts: &NoiseOptions, stop: &AtomicBool) -> R
         f.finish(t1);
         figures(cpu, tid, f, lost_events, steal_of(&steal0, &steal1, cpu), nohz_full.contains(&cpu))
     });
+    // The CPUs it was never on say nothing (unless it was on none).
+    let mut cpus: Vec<CpuNoise> = figures.collect();
+    if cpus.iter().any(|c| c.runtime > Nanos::ZERO) {
+        cpus.retain(|c| c.runtime > Nanos::ZERO || c.gaps > 0);
+    }
     Ok(NoiseRun {
-        cpus: figures.collect(),
+        cpus,
         threshold: opts.threshold,
         end,
         attribution: true,
