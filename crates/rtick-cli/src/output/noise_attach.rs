@@ -43,8 +43,7 @@ pub fn title(r: &NoiseRun) -> Option<String> {
     r.attached.as_ref().map(|t| {
         format!(
             "noise of thread {} per CPU (runtime: its time on the CPU, running or waiting; a gap: over {}):\n",
-            t.tid,
-            r.threshold
+            t.tid, r.threshold
         )
     })
 }

@@ -31,6 +31,8 @@ pub struct Follower {
     pub attr: Attributor,
     tid: i32,
     threshold: Nanos,
+    /// Where it was then is read from /proc: the events before are stale.
+    begin: Time,
     here: Here,
     /// The start of the gap under way.
     gap_from: Option<Time>,
@@ -57,6 +59,7 @@ impl Follower {
             attr,
             tid,
             threshold,
+            begin,
             here: Here::Away,
             gap_from: None,
             at_since: None,
@@ -82,6 +85,9 @@ impl Follower {
 
     /// One event of this CPU, in timestamp order.
     pub fn event(&mut self, e: &Event) {
+        if e.ts < self.begin {
+            return;
+        }
         if self.here == Here::Waiting && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
             // An event fired while it ran: its switch back in was lost.
             // Who ran meanwhile is charged until then.
@@ -120,7 +126,7 @@ impl Follower {
 
     /// The thread was switched in on another CPU at `ts`: a wait here ends.
     pub fn left(&mut self, ts: Time) {
-        if self.here != Here::Away {
+        if self.here != Here::Away && ts >= self.begin {
             self.leave(ts);
         }
     }
@@ -128,7 +134,7 @@ impl Follower {
     fn leave(&mut self, ts: Time) {
         self.end_gap(ts);
         if let Some(s) = self.at_since.take() {
-            self.present = self.present + (ts - s);
+            self.present = self.present + (ts - s).max(Nanos::ZERO);
         }
         self.here = Here::Away;
         self.attr.away(Some(ts));

@@ -149,3 +149,15 @@ fn an_event_fired_in_the_thread_ends_its_wait_when_the_switch_was_lost() {
     let migration = Source::Thread { comm: Comm::new(b"migration/1"), pid: 9, prio: 0 };
     assert_eq!(total(&f, &migration), Some((1, 4_000)));
 }
+
+#[test]
+fn events_before_the_start_are_stale_and_ignored() {
+    // Where it is at 1 000 is read from /proc: it runs here.
+    let mut f = Follower::new(APP, PRIO, Nanos(100), Time(1_000));
+    f.running_at(Time(1_000));
+    // Read from the buffer, but from before the start: it ran elsewhere then.
+    f.event(&switch(500, APP, 0, ("migration/1", 9, 0)));
+    f.left(Time(600));
+    f.finish(Time(3_000));
+    assert_eq!((f.present, f.gaps.len()), (Nanos(2_000), 0));
+}
