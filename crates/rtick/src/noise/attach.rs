@@ -33,12 +33,7 @@ impl NoiseOptions {
     /// Checks thread `tid` before anything runs: a thread that does not
     /// exist, a kernel thread, or one of rtick's own are [`Error::Invalid`].
     pub fn plan_attach(&self, tid: i32) -> Result<AttachPlan> {
-        if self.threshold <= Nanos::ZERO {
-            return Err(Error::Invalid("--threshold must be greater than zero (e.g. 1us)".into()));
-        }
-        if self.duration.is_some_and(|d| d <= Nanos::ZERO) {
-            return Err(Error::Invalid("-D must be greater than zero (e.g. 10s)".into()));
-        }
+        self.check_times()?;
         let proc = Path::new("/proc");
         let bad = |e: crate::attach::TargetError| Error::Invalid(e.to_string());
         let target = Target::resolve_in(proc, &Spec::Tids(vec![tid]), std::process::id() as i32).map_err(bad)?;

@@ -104,16 +104,22 @@ impl Plan {
 }
 
 impl NoiseOptions {
-    /// Checks every value before anything changes: a zero threshold or
-    /// duration, a priority outside 1–99, a CPU this process may not use
-    /// or that is offline are [`Error::Invalid`], one line each.
-    pub fn plan(&self) -> Result<Plan> {
+    /// The threshold and the duration, which every mode needs above zero.
+    fn check_times(&self) -> Result<()> {
         if self.threshold <= Nanos::ZERO {
             return Err(Error::Invalid("--threshold must be greater than zero (e.g. 1us)".into()));
         }
         if self.duration.is_some_and(|d| d <= Nanos::ZERO) {
             return Err(Error::Invalid("-D must be greater than zero (e.g. 10s)".into()));
         }
+        Ok(())
+    }
+
+    /// Checks every value before anything changes: a zero threshold or
+    /// duration, a priority outside 1–99, a CPU this process may not use
+    /// or that is offline are [`Error::Invalid`], one line each.
+    pub fn plan(&self) -> Result<Plan> {
+        self.check_times()?;
         if let Some(p) = self.priority.filter(|p| !(1..=99).contains(p)) {
             return Err(Error::Invalid(format!("-p {p} is outside 1–99 (the SCHED_FIFO priorities)")));
         }

@@ -218,3 +218,16 @@ fn tick_stops_and_refusals_are_counted_with_their_reasons() {
     assert_eq!(a.tick.reasons[0].2, 2);
     assert!(a.sources.is_empty(), "a tick event is no noise of its own");
 }
+
+#[test]
+fn a_thread_to_attach_to_is_checked_before_anything_runs() {
+    let bad = |tid: i32, o: NoiseOptions| o.plan_attach(tid).unwrap_err().to_string();
+    let own = std::process::id() as i32;
+    assert!(bad(own, NoiseOptions::default()).contains("rtick's own"));
+    assert!(bad(2, NoiseOptions::default()).contains("kernel thread"), "kthreadd");
+    assert!(bad(i32::MAX, NoiseOptions::default()).starts_with("no process or thread"));
+    assert!(bad(1, NoiseOptions { threshold: Nanos::ZERO, ..Default::default() }).contains("--threshold"));
+    let init = NoiseOptions::default().plan_attach(1).unwrap();
+    assert_eq!(init.thread.tid, 1);
+    assert!(!init.plan.cpus.is_empty() && init.plan.cpus.iter().all(|c| init.thread.affinity.contains(c)));
+}
