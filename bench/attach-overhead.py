@@ -67,7 +67,7 @@ def parse_args():
     p.add_argument("--cpu", type=int, default=1, help="the CPU the program runs on (default 1)")
     p.add_argument("--priority", type=int, default=90, help="the program's SCHED_FIFO priority (default 90)")
     p.add_argument("--rtick-cpus", help="pin rtick to these CPUs (e.g. 0 or 0-1; default: not pinned, as a user runs it)")
-    p.add_argument("--out", help="directory for the raw results (default: a new temporary one)")
+    p.add_argument("--out", help="directory for the raw results, some hundreds of MB for a full run (default: a new temporary one)")
     p.add_argument("--quick", action="store_true", help="smoke test: 2 stretches of 2 s per rate")
     a = p.parse_args()
     quick = (2, 2.0, 0.25) if a.quick else (8, 8.0, 0.5)
