@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use super::input::{CpuTrace, Recorded};
-use super::{Analysis, Spike, StealSample, Unmatched};
+use super::{Analysis, Matched, Spike, StealSample, Timeline, Unmatched};
 use crate::clock::ClockId;
 use crate::ktrace::{self, Event, Options, Stream};
 use crate::time::{Nanos, Time};
@@ -245,6 +245,31 @@ impl Recent {
     }
 }
 
+impl Recent {
+    /// Explains a wait already matched to its events (`rtick attach`'s:
+    /// `wake.planned` the time it asked for, `wake.actual` its system
+    /// call's exit, `m` its timer's expiry, waking and switch-in) from the
+    /// window of the CPU it was switched in on, read from `from` (when its
+    /// thread last ran before the wait: the timeline then knows who had the
+    /// CPU at the deadline) or from as far back as the window holds.
+    pub fn explain_matched(&self, wake: Recorded, m: Matched, from: Time) -> Result<Spike, Unexplained> {
+        let w = self.window_of(m.cpu as usize).ok_or(Unexplained::NotHeld)?;
+        let needed = wake.planned.min(m.expired);
+        if w.held_from > needed {
+            return Err(Unexplained::NotHeld);
+        }
+        let from = from.min(needed).max(w.held_from);
+        if w.gaps.iter().any(|&(a, b)| a < wake.actual && b > from) {
+            return Err(Unexplained::EventsLost);
+        }
+        let lo = w.events.partition_point(|e| e.ts < from);
+        let hi = w.events.partition_point(|e| e.ts <= wake.actual).max(lo);
+        let events: Vec<Event> = w.events.range(lo..hi).cloned().collect();
+        let tl = Timeline::build(&events, wake.actual);
+        Ok(Spike::explain(wake, m, &tl, &self.steal))
+    }
+}
+
 /// A trace of the measured CPUs read as the loop runs, and its recent window.
 #[derive(Debug)]
 pub struct Live {
@@ -261,9 +286,14 @@ impl Live {
     /// with kernel buffers of `buffer_kb` a CPU), keeping the events of the
     /// last `keep`, at most [`Recent::cap`]`(cap)` per CPU.
     pub fn start(tracefs: &Path, cpus: &[usize], buffer_kb: usize, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
+        Live::start_with(tracefs, cpus, &Options { buffer_kb, ..Options::default() }, keep, cap)
+    }
+
+    /// [`Live::start`] recording what `opts` says (`rtick attach`: its
+    /// events, the system calls' exits of its threads).
+    pub fn start_with(tracefs: &Path, cpus: &[usize], opts: &Options, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
         let began = ClockId::Monotonic.now();
-        let opts = Options { buffer_kb, ..Options::default() };
-        let stream = Stream::start(tracefs, cpus, &opts)?;
+        let stream = Stream::start(tracefs, cpus, opts)?;
         let cpus: Vec<usize> = stream.cpus().collect();
         let mut live =
             Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream, last_read: began };
@@ -279,11 +309,21 @@ impl Live {
     /// count the window holds. From the caller's thread, ten times a second
     /// or so: a kernel buffer of [`ktrace::DEFAULT_BUFFER_KB`] holds about a
     /// second of a 20 kHz loop.
-    pub fn read(&mut self) -> ktrace::Result<()> {
+    pub fn read(&mut self) -> ktrace::Result<Time> {
+        self.read_each(&mut |_, _| {})
+    }
+
+    /// [`Live::read`], handing each event to `each` too (with its CPU, each
+    /// CPU's in order) as it goes into the window. Returns when the read
+    /// began: every event recorded before then has been read.
+    pub fn read_each(&mut self, each: &mut dyn FnMut(usize, &Event)) -> ktrace::Result<Time> {
         let began = ClockId::Monotonic.now();
         let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.recent.last(cpu)).collect();
         let recent = &mut self.recent;
-        self.stream.read(&mut |cpu, e| recent.push(cpu, e))?;
+        self.stream.read(&mut |cpu, e| {
+            each(cpu, &e);
+            recent.push(cpu, e)
+        })?;
         let now = self.loss_counts();
         for (((cpu, was), (_, is)), after) in self.losses.iter().zip(&now).zip(before) {
             if is > was {
@@ -296,7 +336,7 @@ impl Live {
         self.sample_steal();
         self.recent.advance(self.last_read);
         self.last_read = began;
-        Ok(())
+        Ok(began)
     }
 
     /// What the reads of each CPU ever lost ([`ktrace::ReadCounts::losses`]).
@@ -378,6 +418,33 @@ mod tests {
         // Another thread's previous wake-up is no bound for this one.
         let other = Recorded { tid: ME + 1, ..wakes[1] };
         assert_eq!(r.explain(wakes[2], Some(other), Nanos(1000), Some(1)).unwrap().phases, late.phases);
+    }
+
+    /// A wait matched elsewhere (`rtick attach`'s follower) gets, from the
+    /// window, the verdict the whole run's analysis gives it; unless its
+    /// events left the window or some were lost.
+    #[test]
+    fn a_matched_wait_is_explained_from_the_window_as_from_the_whole_run() {
+        let (evs, wakes) = four_cycles();
+        let whole = Analysis::new(&[CpuTrace { cpu: 1, events: &evs }], &wakes);
+        let r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        for i in 1..wakes.len() {
+            let want = whole.spike(&wakes, i, &[]).unwrap();
+            let m = whole.matched()[i].unwrap();
+            let got = r.explain_matched(wakes[i], m, wakes[i - 1].actual).unwrap();
+            assert_eq!((got.phases, got.cause.clone(), got.culprits.clone()), (want.phases, want.cause, want.culprits));
+        }
+        let m = whole.matched()[2].unwrap();
+        let late = r.explain_matched(wakes[2], m, wakes[1].actual).unwrap();
+        assert_eq!((late.largest_phase(), late.cause.token()), ("irq_delay", "interrupt"));
+        assert!(late.line_as("requested +3.000 µs").starts_with("requested +3.000 µs  415 ns = IRQ delay"), "{}", late.line());
+        let mut old = filled(&evs, Nanos(500), 1 << 10);
+        old.advance(Time(4000));
+        assert_eq!(old.explain_matched(wakes[2], m, wakes[1].actual).unwrap_err(), Unexplained::NotHeld);
+        let mut lost = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        lost.lost(1, Time(3100), Time(3200));
+        assert_eq!(lost.explain_matched(wakes[2], m, wakes[1].actual).unwrap_err(), Unexplained::EventsLost);
+        assert!(lost.explain_matched(wakes[1], whole.matched()[1].unwrap(), wakes[0].actual).is_ok());
     }
 
     #[test]
