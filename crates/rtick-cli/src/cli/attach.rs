@@ -23,9 +23,13 @@ pub struct AttachArgs {
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
 
-    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits (every trace event is kept in memory until then).
+    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits (memory stays flat: the trace is read as it runs).
     #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
+
+    /// Explain each thread's N worst timed waits (their culprits, as measure --explain names a spike's); 0: none.
+    #[arg(long, value_name = "N", default_value = "5")]
+    pub explain_top: usize,
 
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
     #[arg(long, value_name = "FILE")]

@@ -2,14 +2,15 @@
 //! the target resolved, the library's attach run, its figures rendered and
 //! written to --json.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary};
+use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::json::AttachFile;
+use rtick_model::json::{AttachFile, AttachSpikeJson, WakeUpJson};
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -21,10 +22,17 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration };
-    let attached = attach(&target, &opts, &stop).context("attach")?;
+    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
+    // Every timed wait goes to the JSON file's `wake_ups`: kept only for it.
+    let mut wake_ups: BTreeMap<i32, Vec<WakeUpJson>> = BTreeMap::new();
+    let mut on_wait = |tid: i32, w: &Wake| {
+        if let (Wake::Timed(t), true) = (w, json.is_some()) {
+            wake_ups.entry(tid).or_default().push(WakeUpJson::of(t));
+        }
+    };
+    let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let file = AttachFile::of(&attached, &target, system, started_at);
+    let file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);
@@ -65,6 +73,17 @@ fn header(a: &Attached, target: &Target, file: &AttachFile) -> String {
         a.elapsed,
         format_cpu_list(&a.cpus)
     );
+    let event = std::mem::size_of::<rtick::ktrace::Event>();
+    let reader = match &a.reader_cpus {
+        Some(c) => format!("rtick reads it on CPU {}", format_cpu_list(c)),
+        None => "rtick reads it on the target's CPUs (it may run on no other)".into(),
+    };
+    let _ = writeln!(
+        o,
+        "  trace         read 10 times a second, its last {} kept (at most {} MiB); {reader}",
+        rtick::attach::run::KEEP,
+        (a.window_events * event * a.cpus.len()) >> 20
+    );
     o += &crate::output::header::system_lines(&file.system, "CLOCK_MONOTONIC");
     for t in a.threads.iter().map(|t| &t.thread) {
         let slack = t.timer_slack_ns.map_or("unknown".into(), |s| format!("{s} ns"));
@@ -103,6 +122,7 @@ pub fn render(a: &Attached) -> String {
     for s in &a.threads {
         o += &details(s);
     }
+    o += &worst(a);
     if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
         o += &no_waits(&a.threads);
     }
@@ -156,13 +176,30 @@ fn details(s: &ThreadSummary) -> String {
         let _ = writeln!(o, "  {name}: phases p50 / p99 / max: {}", p.join("; "));
     }
     if let Some([p50, max]) = s.event_scheduling {
-        let by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
+        let mut by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
+        if s.other_wakers > 0 {
+            by.push(format!("others ×{}", s.other_wakers));
+        }
         let _ = writeln!(
             o,
             "  {name}: {} woken before their timer (data, a futex, a signal): scheduling p50 {p50}, max {max}; woken by {}",
             s.event_driven,
             by.join(", ")
         );
+    }
+    o
+}
+
+/// Each thread's worst timed waits, explained: a line each, as
+/// `measure --explain` prints a spike (the time asked for instead of a cycle).
+fn worst(a: &Attached) -> String {
+    let mut o = String::new();
+    for s in &a.threads {
+        let Some(waits) = a.worst.get(&s.thread.tid).filter(|w| !w.is_empty()) else { continue };
+        let _ = writeln!(o, "\n{} {}: its {} worst timed waits explained:", s.thread.tid, s.thread.comm, waits.len());
+        for w in waits {
+            let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
+        }
     }
     o
 }

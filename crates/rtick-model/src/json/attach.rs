@@ -1,7 +1,10 @@
 //! The JSON file of `rtick attach --json`: its own schema (docs/json.md,
 //! "rtick attach"), built from the library's [`Attached`] by [`AttachFile::of`].
 
-use rtick::attach::{Attached, End, Target, ThreadSummary};
+use std::collections::BTreeMap;
+
+use rtick::attach::{Attached, End, Target, ThreadSummary, WorstWait};
+use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
 use super::{KernelPhaseJson, SystemJson, SCHEMA_VERSION};
@@ -67,8 +70,108 @@ pub struct AttachedThreadJson {
     pub wakers: Vec<(String, u64)>,
     /// Waits that returned without a recorded wake-up.
     pub unmatched: u64,
+    /// Its worst timed waits (at most --explain-top), the worst first, explained.
+    #[serde(default)]
+    pub spikes: Vec<AttachSpikeJson>,
     /// Every timed wait, in time order.
     pub wake_ups: Vec<WakeUpJson>,
+}
+
+/// One of a thread's worst timed waits, explained as `measure --explain`
+/// explains a spike.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AttachSpikeJson {
+    /// The time asked for (CLOCK_MONOTONIC ns).
+    pub requested_ns: i64,
+    pub lateness_ns: i64,
+    pub slack_ns: i64,
+    /// The CPU it was switched in on.
+    pub cpu: u32,
+    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
+    pub phases_ns: [i64; 4],
+    /// The largest phase (its name in phases_ns's order); null when not explained.
+    pub largest_phase: Option<String>,
+    /// The verdict, one sentence; null when not explained.
+    pub cause: Option<String>,
+    /// The kind of verdict: host, idle_exit, irqs_off, preempted, held_up,
+    /// interrupt, rt_throttled, kernel_path.
+    pub cause_kind: Option<String>,
+    /// The task or interrupt work the verdict blames, when it names one.
+    pub culprit: Option<CulpritJson>,
+    /// Per phase, the top culprits (what ran, ns).
+    pub culprits: Vec<Vec<(String, i64)>>,
+    /// Why it has no explanation (its events left the window, or were lost).
+    pub unexplained: Option<String>,
+    /// The terminal line.
+    pub line: String,
+}
+
+/// What a spike is blamed on: a task, an IRQ handler, a softirq or another hrtimer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CulpritJson {
+    /// "task", "irq", "softirq" or "hrtimer".
+    pub kind: String,
+    /// The task's comm, the IRQ handler's or softirq's name, the hrtimer's callback.
+    pub name: String,
+    /// A task's pid (thread id); an IRQ's number.
+    pub pid: Option<i32>,
+    /// A task's kernel priority (0–99 real-time, lower is more urgent).
+    pub prio: Option<i32>,
+}
+
+impl CulpritJson {
+    fn of(c: &Culprit) -> CulpritJson {
+        let (kind, pid, prio) = match c {
+            Culprit::Task(t) => ("task", Some(t.pid), Some(t.prio)),
+            Culprit::Irq { irq, .. } => ("irq", Some(*irq), None),
+            Culprit::Softirq(_) => ("softirq", None, None),
+            Culprit::Hrtimer { .. } => ("hrtimer", None, None),
+            Culprit::Idle => ("idle", None, None),
+        };
+        let name = match c {
+            Culprit::Task(t) => t.comm.clone(),
+            Culprit::Irq { name, .. } => name.clone(),
+            Culprit::Softirq(n) => n.to_string(),
+            other => other.to_string(),
+        };
+        CulpritJson { kind: kind.into(), name, pid, prio }
+    }
+}
+
+impl AttachSpikeJson {
+    /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
+    pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
+        let t = &w.wait;
+        let label = label(t.requested, started);
+        let (spike, why) = match &w.explained {
+            Ok(s) => (Some(s), None),
+            Err(u) => (None, Some(u.reason().to_string())),
+        };
+        AttachSpikeJson {
+            requested_ns: t.requested.0,
+            lateness_ns: t.lateness.as_ns(),
+            slack_ns: t.slack.as_ns(),
+            cpu: t.matched.cpu,
+            phases_ns: t.phases.named().map(|(_, v)| v.as_ns()),
+            largest_phase: spike.map(|s| s.largest_phase().to_string()),
+            cause: spike.map(|s| s.cause.to_string()),
+            cause_kind: spike.map(|s| s.cause.token().to_string()),
+            culprit: spike.and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
+            culprits: spike.map_or_else(Vec::new, |s| {
+                s.culprits.iter().map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect()).collect()
+            }),
+            line: match (spike, &why) {
+                (Some(s), _) => s.line_as(&label),
+                (None, why) => format!("{label}  {}: not explained: {}", t.lateness, why.as_deref().unwrap_or("")),
+            },
+            unexplained: why,
+        }
+    }
+}
+
+/// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
+fn label(requested: rtick::Time, started: rtick::Time) -> String {
+    format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
 }
 
 /// One timed wait.
@@ -83,8 +186,15 @@ pub struct WakeUpJson {
 }
 
 impl AttachFile {
-    /// The file of the attach `a` to `target`.
-    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
+    /// The file of the attach `a` to `target`, with each thread's timed
+    /// waits `wake_ups` (those the caller kept).
+    pub fn of(
+        a: &Attached,
+        target: &Target,
+        system: SystemJson,
+        started_at: String,
+        mut wake_ups: BTreeMap<i32, Vec<WakeUpJson>>,
+    ) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
@@ -103,13 +213,17 @@ impl AttachFile {
             events: a.events as u64,
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
-            threads: a.threads.iter().map(|t| thread(t, a)).collect(),
+            threads: a
+                .threads
+                .iter()
+                .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
+                .collect(),
             findings: rtick::attach::findings(&a.threads),
         }
     }
 }
 
-fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
+fn thread(s: &ThreadSummary, a: &Attached, wake_ups: Vec<WakeUpJson>) -> AttachedThreadJson {
     let t = &s.thread;
     let ns = |v: &[rtick::Nanos]| v.iter().map(|n| n.as_ns()).collect::<Vec<_>>();
     let phases = s.phases.iter().flatten();
@@ -127,18 +241,29 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
         phases_ns: phases.map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
         event_driven: s.event_driven,
         event_scheduling_ns: s.event_scheduling.map(|l| [l[0].as_ns(), l[1].as_ns()]),
-        wakers: s.wakers.iter().map(|(w, n)| (w.to_string(), *n)).collect(),
+        wakers: s
+            .wakers
+            .iter()
+            .map(|(w, n)| (w.to_string(), *n))
+            .chain((s.other_wakers > 0).then(|| ("others".to_string(), s.other_wakers)))
+            .collect(),
         unmatched: s.unmatched,
-        wake_ups: a.waits.get(&t.tid).map_or_else(Vec::new, |w| {
-            w.timed
-                .iter()
-                .map(|w| WakeUpJson {
-                    requested_ns: w.requested.0,
-                    lateness_ns: w.lateness.as_ns(),
-                    slack_ns: w.slack.as_ns(),
-                    phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
-                })
-                .collect()
-        }),
+        spikes: a
+            .worst
+            .get(&t.tid)
+            .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
+        wake_ups,
+    }
+}
+
+impl WakeUpJson {
+    /// One timed wait.
+    pub fn of(w: &rtick::attach::TimedWait) -> WakeUpJson {
+        WakeUpJson {
+            requested_ns: w.requested.0,
+            lateness_ns: w.lateness.as_ns(),
+            slack_ns: w.slack.as_ns(),
+            phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
+        }
     }
 }

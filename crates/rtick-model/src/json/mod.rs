@@ -10,7 +10,7 @@ mod load;
 use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
-pub use attach::{AttachFile, AttachedThreadJson, TargetJson, WakeUpJson};
+pub use attach::{AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, TargetJson, WakeUpJson};
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};

@@ -1,5 +1,9 @@
-//! An attach from start to end: the tracing session on the target's CPUs,
-//! its threads followed as they come and go, and the waits found.
+//! An attach from start to end: the trace of the target's CPUs read ten
+//! times a second as it runs, its threads followed as they come and go, and
+//! each wait taken into its thread's figures as it ends. Memory stays flat
+//! however long it runs: the recent window of events is bounded in time
+//! and count, the figures are histograms, and only each thread's worst
+//! waits are kept, explained.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,17 +11,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::bases::BaseOffsets;
+use super::feed::Feed;
+use super::merge::Merge;
+use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
-use super::waits::{follow, ThreadWaits};
+use super::waits::Wake;
+use super::worst::WorstWait;
+use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::TraceBuffers;
-use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Session, Tracepoint};
-use crate::time::Nanos;
+use crate::explain::{Live, Recent, TraceBuffers};
+use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
+use crate::time::{Nanos, Time};
 
-/// How often the target's threads are listed (new ones get their system
-/// calls traced from then on) and the end conditions checked.
-const POLL: Duration = Duration::from_millis(50);
+/// How often the trace is read, the target's threads listed (new ones get
+/// their system calls traced from then on) and the end conditions checked.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long the recent window of events lasts: a wait is explained when it
+/// ends, from the events since its thread last ran (a longer wait is
+/// explained from as much of it as is held).
+pub const KEEP: Nanos = Nanos::from_secs(2);
+
+/// The events the recent window holds at most, all CPUs together: 32 MiB.
+const WINDOW_BYTES: usize = 32 << 20;
 
 /// How to attach.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +43,8 @@ pub struct AttachOptions {
     pub tracefs: Option<PathBuf>,
     /// How long (until stopped or the target exits when `None`).
     pub duration: Option<Nanos>,
+    /// Each thread's worst timed waits explained.
+    pub explain_top: usize,
 }
 
 /// Why the attach ended.
@@ -44,14 +63,21 @@ pub enum End {
 pub struct Attached {
     /// Per thread seen (in tid order), its figures.
     pub threads: Vec<ThreadSummary>,
-    /// Per thread, every wait.
-    pub waits: BTreeMap<i32, ThreadWaits>,
+    /// Per thread, its worst timed waits, the worst first, explained.
+    pub worst: BTreeMap<i32, Vec<WorstWait>>,
     /// Why it ended.
     pub end: End,
+    /// When tracing began (CLOCK_MONOTONIC).
+    pub started: Time,
     /// How long it traced.
     pub elapsed: Nanos,
     /// The CPUs traced (those the target's threads may run on).
     pub cpus: Vec<usize>,
+    /// The CPUs rtick read the trace on (`None`: the target may run on
+    /// every CPU rtick may, so it shares them).
+    pub reader_cpus: Option<Vec<usize>>,
+    /// The events the recent window held at most, per traced CPU.
+    pub window_events: usize,
     /// Events the kernel or the reader lost.
     pub lost: LostEvents,
     /// Trace events this kernel lacks.
@@ -62,31 +88,64 @@ pub struct Attached {
     pub notes: Vec<String>,
 }
 
-/// Traces `target` until `opts.duration` passes, `stop` is set, or it exits.
-pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Result<Attached> {
+/// Traces `target` until `opts.duration` passes, `stop` is set, or it
+/// exits; each wait that ends is handed to `on_wait` with its thread's id.
+pub fn attach(
+    target: &Target,
+    opts: &AttachOptions,
+    stop: &AtomicBool,
+    on_wait: &mut dyn FnMut(i32, &Wake),
+) -> Result<Attached> {
     let proc = Path::new("/proc");
     let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
-    let mut live = target.threads(proc);
-    note(proc, &live, &mut seen);
+    let mut live_tids = target.threads(proc);
+    note(proc, &live_tids, &mut seen);
     if seen.is_empty() {
         return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
     }
     let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let buffers = TraceBuffers::for_cpus(cpus.len());
+    // Off the target's CPUs before anything else runs: threads started
+    // from here on inherit it.
+    let reader_cpus = ktrace::keep_off(&cpus);
+    let mut notes = Vec::new();
+    let sleeper = match Kallsyms::load() {
+        Ok(k) => k.address("hrtimer_wakeup"),
+        Err(e) => {
+            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
+            None
+        }
+    };
+    let window_events = Recent::cap(WINDOW_BYTES / std::mem::size_of::<Event>() / cpus.len());
     let topts = Options {
-        buffer_kb: buffers.kb,
+        buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
         events: &Tracepoint::ATTACH,
-        syscall_pids: live.clone(),
+        syscall_pids: live_tids.clone(),
         ..Options::default()
     };
     let bases = BaseOffsets::read();
-    let session = Session::start(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts)?;
+    let started = ClockId::Monotonic.now();
+    let mut live = Live::start_with(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts, KEEP, window_events)?;
     let began = Instant::now();
-    let (mut most, mut kernel_filtered) = (live.len(), ktrace::kernel_filters_pids(&live));
+    let mut feed = Feed::new(sleeper, bases, opts.explain_top);
+    feed.follow_threads(&live_tids);
+    let mut merge = Merge::new();
+    let (mut most, mut kernel_filtered) = (live_tids.len(), ktrace::kernel_filters_pids(&live_tids));
+    let mut pass = |live: &mut Live, merge: &mut Merge, feed: &mut Feed, last: bool| -> Result<()> {
+        let watermark = live.read_each(&mut |cpu, e| merge.push(cpu, e.clone()))?;
+        let watermark = if last { Time(i64::MAX) } else { watermark };
+        let recent = live.recent();
+        merge.release(watermark, &mut |cpu, e| {
+            if let Some((tid, w)) = feed.take(cpu, &e, recent) {
+                on_wait(tid, &w);
+            }
+        });
+        Ok(())
+    };
     let end = loop {
         std::thread::sleep(POLL);
+        pass(&mut live, &mut merge, &mut feed, false)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -97,49 +156,57 @@ pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Resul
         if now.is_empty() {
             break End::TargetExited;
         }
-        if now != live {
+        if now != live_tids {
             let new: Vec<i32> = now.iter().copied().filter(|t| !seen.contains_key(t)).collect();
             note(proc, &new, &mut seen);
+            feed.follow_threads(&new);
             // Exited threads are dropped: the filter stays short, and a
             // reused tid is not followed.
-            session.set_syscall_pids(&now)?;
+            live.stream().set_syscall_pids(&now)?;
             most = most.max(now.len());
             kernel_filtered &= ktrace::kernel_filters_pids(&now);
-            live = now;
+            live_tids = now;
         }
     };
     let elapsed = Nanos::from_std(began.elapsed());
     let blocked: BTreeMap<i32, String> =
-        live.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(proc, t)?))).collect();
-    let missing = session.missing_events().to_vec();
-    let capture = session.stop()?;
-    let events: usize = capture.per_cpu.iter().map(|c| c.events.len()).sum();
-    let mut all: Vec<(usize, &Event)> =
-        capture.per_cpu.iter().flat_map(|c| c.events.iter().map(|e| (c.cpu, e))).collect();
-    all.sort_by_key(|(_, e)| e.ts);
-    let mut notes = Vec::new();
+        live_tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(proc, t)?))).collect();
+    live.stream().stop_recording()?;
+    pass(&mut live, &mut merge, &mut feed, true)?;
+    let lost = live.stream().lost()?;
+    let missing = live.stream().missing_events().to_vec();
+    drop(live);
     if !kernel_filtered {
         notes.push(format!(
             "{most} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's"
         ));
     }
-    let sleeper = match Kallsyms::load() {
-        Ok(k) => sleeper_fn(&k),
-        Err(e) => {
-            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
-            None
-        }
-    };
-    let tids: Vec<i32> = seen.keys().copied().collect();
-    let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper, &bases).into_iter().collect();
+    let waiting: Vec<i32> = feed.in_progress().collect();
+    let events = feed.events() as usize;
+    let (stats, worst) = feed.finish();
+    let none = ThreadStats::new();
     let threads = seen
         .values()
         .map(|t| ThreadSummary {
             blocked_in: blocked.get(&t.tid).cloned(),
-            ..ThreadSummary::of(t.clone(), &waits[&t.tid])
+            in_progress: waiting.contains(&t.tid),
+            ..ThreadSummary::of(t.clone(), stats.get(&t.tid).unwrap_or(&none))
         })
         .collect();
-    Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events, notes })
+    Ok(Attached {
+        threads,
+        worst,
+        end,
+        started,
+        elapsed,
+        cpus,
+        reader_cpus,
+        window_events,
+        lost,
+        missing,
+        events,
+        notes,
+    })
 }
 
 /// Reads the threads of `tids` not yet seen into `seen` (those already
@@ -150,9 +217,4 @@ fn note(proc: &Path, tids: &[i32], seen: &mut BTreeMap<i32, ThreadInfo>) {
             seen.entry(t).or_insert(i);
         }
     }
-}
-
-/// The address of `hrtimer_wakeup`, the callback of every sleeper's timer.
-fn sleeper_fn(k: &Kallsyms) -> Option<u64> {
-    k.address("hrtimer_wakeup")
 }

@@ -437,7 +437,11 @@ mod tests {
         let m = whole.matched()[2].unwrap();
         let late = r.explain_matched(wakes[2], m, wakes[1].actual).unwrap();
         assert_eq!((late.largest_phase(), late.cause.token()), ("irq_delay", "interrupt"));
-        assert!(late.line_as("requested +3.000 µs").starts_with("requested +3.000 µs  415 ns = IRQ delay"), "{}", late.line());
+        assert!(
+            late.line_as("requested +3.000 µs").starts_with("requested +3.000 µs  415 ns = IRQ delay"),
+            "{}",
+            late.line()
+        );
         let mut old = filled(&evs, Nanos(500), 1 << 10);
         old.advance(Time(4000));
         assert_eq!(old.explain_matched(wakes[2], m, wakes[1].actual).unwrap_err(), Unexplained::NotHeld);

@@ -52,6 +52,7 @@ mod stream;
 pub use events::{softirq_name, Comm, Event, EventKind, Switch, Tracepoint, Wakeup};
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
+pub(crate) use reader::keep_off;
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 pub use stream::Stream;

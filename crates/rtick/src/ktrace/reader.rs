@@ -130,7 +130,7 @@ struct Cpu {
 }
 
 fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> Result<Vec<CpuRead>> {
-    keep_off(&setup.avoid_cpus);
+    let _ = keep_off(&setup.avoid_cpus);
     let mut cpus: Vec<Cpu> =
         files.into_iter().map(|(cpu, file)| Cpu { pipe: Pipe::new(cpu, file), events: Vec::new() }).collect();
     let mut page = vec![0u8; setup.page.page_size];
@@ -204,13 +204,13 @@ fn decode_page(bytes: &[u8], counts: &mut ReadCounts, setup: &mut ReaderSetup, s
     }
 }
 
-/// Moves the calling thread off `avoid` when it may run elsewhere; the
-/// reader then never competes with the measured threads for their CPUs.
-/// Best effort: staying put costs the measurement some noise, not its truth.
-fn keep_off(avoid: &[usize]) {
-    let Ok(allowed) = crate::sys::sched::affinity() else { return };
+/// Moves the calling thread off `avoid` when it may run elsewhere (threads
+/// it starts later inherit that); the reader then never competes with the
+/// measured threads for their CPUs. Returns the CPUs it runs on now, `None`
+/// when it stays put. Best effort: staying put costs the measurement some
+/// noise, not its truth.
+pub(crate) fn keep_off(avoid: &[usize]) -> Option<Vec<usize>> {
+    let allowed = crate::sys::sched::affinity().ok()?;
     let elsewhere: Vec<usize> = allowed.into_iter().filter(|c| !avoid.contains(c)).collect();
-    if !elsewhere.is_empty() {
-        let _ = crate::sys::sched::set_affinity(&elsewhere);
-    }
+    (!elsewhere.is_empty() && crate::sys::sched::set_affinity(&elsewhere).is_ok()).then_some(elsewhere)
 }

@@ -35,7 +35,14 @@ impl LatencyStats {
     /// Empty statistics whose histogram takes memory as larger values come
     /// ([`SignedHistogram::growing`], `sigfig` significant digits).
     pub fn growing(sigfig: u8) -> Self {
-        LatencyStats { hist: SignedHistogram::growing(sigfig), count: 0, min: i64::MAX, max: i64::MIN, sum: 0, sum_sq: 0 }
+        LatencyStats {
+            hist: SignedHistogram::growing(sigfig),
+            count: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+            sum: 0,
+            sum_sq: 0,
+        }
     }
 
     /// Records one value. Never allocates.
