@@ -2,7 +2,8 @@
 //! the target resolved, the library's attach run, its figures rendered and
 //! written to --json.
 
-use std::collections::BTreeMap;
+mod spill;
+
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -10,7 +11,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::json::{AttachFile, AttachSpikeJson, WakeUpJson};
+use rtick_model::json::{AttachFile, AttachSpikeJson};
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -23,14 +24,15 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
-    // Every timed wait goes to the JSON file's `wake_ups`: kept only for it.
-    let mut wake_ups: BTreeMap<i32, Vec<WakeUpJson>> = BTreeMap::new();
+    // Every timed wait goes to the JSON file's `wake_ups`, kept on disk until then.
+    let mut spill = json.as_ref().map(|_| spill::Spill::new()).transpose()?;
     let mut on_wait = |tid: i32, w: &Wake| {
-        if let (Wake::Timed(t), true) = (w, json.is_some()) {
-            wake_ups.entry(tid).or_default().push(WakeUpJson::of(t));
+        if let (Wake::Timed(t), Some(s)) = (w, spill.as_mut()) {
+            s.add(tid, t);
         }
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
+    let wake_ups = spill.map(spill::Spill::finish).transpose()?.unwrap_or_default();
     let system = super::measure::run_file::system_json(&SystemInfo::read());
     let file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
     let mut out = String::new();

@@ -74,7 +74,66 @@ pub struct AttachedThreadJson {
     #[serde(default)]
     pub spikes: Vec<AttachSpikeJson>,
     /// Every timed wait, in time order.
-    pub wake_ups: Vec<WakeUpJson>,
+    pub wake_ups: WakeUps,
+}
+
+/// A thread's timed waits: listed (as read from a file), or streamed, one
+/// at a time as the file is written, from where the writer kept them (a
+/// long run's do not fit in memory).
+pub enum WakeUps {
+    /// In memory.
+    Listed(Vec<WakeUpJson>),
+    /// Kept elsewhere, handed over in time order when written.
+    Streamed(Box<dyn StreamWakeUps>),
+}
+
+/// Where a thread's timed waits were kept while the run went on.
+pub trait StreamWakeUps {
+    /// Hands each of the thread's waits to `f`, in time order.
+    fn each(&self, f: &mut dyn FnMut(&WakeUpJson)) -> std::io::Result<()>;
+}
+
+impl Default for WakeUps {
+    fn default() -> Self {
+        WakeUps::Listed(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for WakeUps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WakeUps::Listed(v) => f.debug_tuple("Listed").field(v).finish(),
+            WakeUps::Streamed(_) => f.write_str("Streamed"),
+        }
+    }
+}
+
+impl Serialize for WakeUps {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let src = match self {
+            WakeUps::Listed(v) => return v.serialize(s),
+            WakeUps::Streamed(src) => src,
+        };
+        let mut seq = s.serialize_seq(None)?;
+        let mut failed = None;
+        src.each(&mut |w| {
+            if failed.is_none() {
+                failed = seq.serialize_element(w).err();
+            }
+        })
+        .map_err(|e| S::Error::custom(format!("reading back the timed waits: {e}")))?;
+        match failed {
+            Some(e) => Err(e),
+            None => seq.end(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WakeUps {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::deserialize(d).map(WakeUps::Listed)
+    }
 }
 
 /// One of a thread's worst timed waits, explained as `measure --explain`
@@ -193,7 +252,7 @@ impl AttachFile {
         target: &Target,
         system: SystemJson,
         started_at: String,
-        mut wake_ups: BTreeMap<i32, Vec<WakeUpJson>>,
+        mut wake_ups: BTreeMap<i32, WakeUps>,
     ) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
@@ -223,7 +282,7 @@ impl AttachFile {
     }
 }
 
-fn thread(s: &ThreadSummary, a: &Attached, wake_ups: Vec<WakeUpJson>) -> AttachedThreadJson {
+fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJson {
     let t = &s.thread;
     let ns = |v: &[rtick::Nanos]| v.iter().map(|n| n.as_ns()).collect::<Vec<_>>();
     let phases = s.phases.iter().flatten();

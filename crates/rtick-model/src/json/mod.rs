@@ -10,7 +10,9 @@ mod load;
 use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
-pub use attach::{AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, TargetJson, WakeUpJson};
+pub use attach::{
+    AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, StreamWakeUps, TargetJson, WakeUpJson, WakeUps,
+};
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
