@@ -109,14 +109,6 @@ pub fn attach(
     // Off the target's CPUs before anything else runs: threads started
     // from here on inherit it.
     let reader_cpus = ktrace::keep_off(&cpus);
-    let mut notes = Vec::new();
-    let sleeper = match Kallsyms::load() {
-        Ok(k) => k.address("hrtimer_wakeup"),
-        Err(e) => {
-            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
-            None
-        }
-    };
     let window_events = Recent::cap(WINDOW_BYTES / std::mem::size_of::<Event>() / cpus.len());
     let topts = Options {
         buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
@@ -128,6 +120,16 @@ pub fn attach(
     let started = ClockId::Monotonic.now();
     let mut live = Live::start_with(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts, KEEP, window_events)?;
     let began = Instant::now();
+    // Read while the first events wait in the kernel's buffers: tracing
+    // began without waiting for it.
+    let mut notes = Vec::new();
+    let sleeper = match Kallsyms::load() {
+        Ok(k) => k.address("hrtimer_wakeup"),
+        Err(e) => {
+            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
+            None
+        }
+    };
     let mut feed = Feed::new(sleeper, bases, opts.explain_top);
     feed.follow_threads(&live_tids);
     let mut merge = Merge::new();
