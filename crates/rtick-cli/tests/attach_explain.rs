@@ -163,7 +163,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         assert_eq!(phases, s["lateness_ns"].as_i64().unwrap(), "the phases add up to the lateness: {s}");
         assert!(s["lateness_ns"].as_i64().unwrap() >= 1_000_000, "a burst of 3 ms makes it late by ms: {s}");
         let line = s["line"].as_str().unwrap();
-        assert!(line.contains(&format!("preempted by ")) && line.contains(&format!(":{pid} (prio 19)")), "{line}");
+        assert!(line.contains("preempted by ") && line.contains(&format!(":{pid} (prio 19)")), "{line}");
     }
     // Each burst once: a catch-up wait after it is not explained again.
     let mut at: Vec<i64> = named.iter().map(|s| s["requested_ns"].as_i64().unwrap()).collect();
@@ -176,4 +176,20 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     );
     let out = stdout(&o);
     assert!(out.contains("worst timed waits explained:") && out.contains(&format!(":{pid} (prio 19)")), "{out}");
+}
+
+/// A bad --explain-top is a usage error: one line, exit 2, nothing traced
+/// or written.
+#[test]
+fn a_bad_explain_top_is_one_line_and_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    for n in ["-1", "five", ""] {
+        let o = rtick(&["attach", "1", "--explain-top", n, "--json", path_str(&j)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--explain-top {n:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "--explain-top {n:?}: {err}");
+        assert!(err.contains("--explain-top"), "--explain-top {n:?}: {err}");
+        assert!(!j.exists(), "--explain-top {n:?} wrote its file");
+    }
 }

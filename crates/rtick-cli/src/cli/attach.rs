@@ -28,7 +28,7 @@ pub struct AttachArgs {
     pub duration: Option<Nanos>,
 
     /// Explain each thread's N worst timed waits (their culprits, as measure --explain names a spike's); 0: none.
-    #[arg(long, value_name = "N", default_value = "5")]
+    #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
     pub explain_top: usize,
 
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.

@@ -106,3 +106,86 @@ impl Feed {
         (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::{Cause, Task};
+    use crate::ktrace::{Comm, Switch, Wakeup};
+
+    const SLEEPER: u64 = 0xffff_0001;
+    const T: i32 = 42;
+    const HOG: i32 = 9;
+
+    fn ev(ts: i64, pid: i32, flags: u8, kind: EventKind) -> Event {
+        Event { ts: Time(ts), pid, flags, preempt_count: 0, kind }
+    }
+    fn start(ts: i64, soft: i64) -> Event {
+        let k = EventKind::HrtimerStart {
+            hrtimer: 0xa,
+            function: SLEEPER,
+            expires: Time(soft),
+            softexpires: Time(soft),
+            mode: 0,
+        };
+        ev(ts, T, 0, k)
+    }
+    fn switch(ts: i64, (from, fprio): (i32, i32), (to, tprio): (i32, i32)) -> Event {
+        let name = |p: i32| Comm::new(if p == T { b"app" } else { b"hog" });
+        let s = Switch {
+            prev_comm: name(from),
+            prev_pid: from,
+            prev_prio: fprio,
+            prev_state: i64::from(from == T),
+            next_comm: name(to),
+            next_pid: to,
+            next_prio: tprio,
+        };
+        ev(ts, from, 0, EventKind::SchedSwitch(s))
+    }
+    fn exit(ts: i64) -> Event {
+        ev(ts, T, 0, EventKind::SysExit { id: 230, ret: 0 })
+    }
+
+    /// A wait whose thread a task of higher priority held off the CPU is
+    /// explained, culprit named; the catch-up wait after it (armed after the
+    /// time it asked for) is counted but not ranked.
+    #[test]
+    fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
+        let waking = |ts, by| {
+            let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 49, target_cpu: 0 };
+            ev(ts, by, 0x09, EventKind::SchedWaking(w))
+        };
+        let expire =
+            |ts| ev(ts, HOG, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER });
+        let events = [
+            exit(0),
+            start(100, 10_000),
+            switch(200, (T, 49), (HOG, 19)),
+            expire(10_050),
+            waking(10_100, HOG),
+            switch(13_000, (HOG, 19), (T, 49)),
+            exit(13_200),
+            start(13_300, 11_000),
+            expire(13_310),
+            waking(13_320, T),
+            exit(13_400),
+        ];
+        let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+        let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
+        feed.follow_threads(&[T]);
+        let mut ended = 0;
+        for e in events {
+            recent.push(0, e.clone());
+            ended += usize::from(feed.take(0, &e, &recent).is_some());
+        }
+        assert_eq!((ended, feed.events()), (2, 11));
+        let (stats, worst) = feed.finish();
+        assert_eq!(stats[&T].lateness.count(), 2);
+        let [w] = &worst[&T][..] else { panic!("one wait ranked: {worst:?}") };
+        assert_eq!((w.wait.requested, w.wait.lateness), (Time(10_000), Nanos(3_200)));
+        let spike = w.explained.as_ref().unwrap();
+        assert_eq!(spike.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
+        assert_eq!(spike.phases.total(), w.wait.lateness);
+    }
+}
