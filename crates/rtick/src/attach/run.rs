@@ -96,45 +96,116 @@ pub fn attach(
     stop: &AtomicBool,
     on_wait: &mut dyn FnMut(i32, &Wake),
 ) -> Result<Attached> {
-    let proc = Path::new("/proc");
-    let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
-    let mut live_tids = target.threads(proc);
-    note(proc, &live_tids, &mut seen);
-    if seen.is_empty() {
-        return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
-    }
-    let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    // Off the target's CPUs before anything else runs: threads started
-    // from here on inherit it.
-    let reader_cpus = ktrace::keep_off(&cpus);
-    let window_events = Recent::cap(WINDOW_BYTES / std::mem::size_of::<Event>() / cpus.len());
-    let topts = Options {
-        buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
-        events: &Tracepoint::ATTACH,
-        syscall_pids: live_tids.clone(),
-        ..Options::default()
-    };
-    let bases = BaseOffsets::read();
-    let started = ClockId::Monotonic.now();
-    let mut live = Live::start_with(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts, KEEP, window_events)?;
-    let began = Instant::now();
-    // Read while the first events wait in the kernel's buffers: tracing
-    // began without waiting for it.
-    let mut notes = Vec::new();
-    let sleeper = match Kallsyms::load() {
-        Ok(k) => k.address("hrtimer_wakeup"),
-        Err(e) => {
-            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
-            None
+    let mut run = Run::start(target, opts)?;
+    let began = run.began;
+    let end = loop {
+        std::thread::sleep(POLL);
+        run.pass(false, on_wait)?;
+        if stop.load(Ordering::Relaxed) {
+            break End::Interrupted;
+        }
+        if opts.duration.is_some_and(|d| began.elapsed() >= d.to_std()) {
+            break End::Duration;
+        }
+        if !run.follow_new_threads()? {
+            break End::TargetExited;
         }
     };
-    let mut feed = Feed::new(sleeper, bases, opts.explain_top);
-    feed.follow_threads(&live_tids);
-    let mut merge = Merge::new();
-    let (mut most, mut kernel_filtered) = (live_tids.len(), ktrace::kernel_filters_pids(&live_tids));
-    let mut pass = |live: &mut Live, merge: &mut Merge, feed: &mut Feed, last: bool| -> Result<()> {
+    let elapsed = Nanos::from_std(began.elapsed());
+    let blocked: BTreeMap<i32, String> =
+        run.tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(run.proc, t)?))).collect();
+    run.live.stream().stop_recording()?;
+    run.pass(true, on_wait)?;
+    run.finish(end, elapsed, &blocked)
+}
+
+/// An attach in progress: its trace, the events read but not yet taken,
+/// the threads followed.
+struct Run<'a> {
+    target: &'a Target,
+    proc: &'static Path,
+    live: Live,
+    merge: Merge,
+    feed: Feed,
+    /// Every thread seen, as first read.
+    seen: BTreeMap<i32, ThreadInfo>,
+    /// The threads alive at the last look.
+    tids: Vec<i32>,
+    /// The most threads alive at once, and whether the kernel could filter their exits.
+    most: usize,
+    kernel_filtered: bool,
+    /// When tracing began (CLOCK_MONOTONIC, and for the duration).
+    started: Time,
+    began: Instant,
+    cpus: Vec<usize>,
+    reader_cpus: Option<Vec<usize>>,
+    window_events: usize,
+    notes: Vec<String>,
+}
+
+impl<'a> Run<'a> {
+    /// Starts tracing the CPUs `target`'s threads may run on.
+    fn start(target: &'a Target, opts: &AttachOptions) -> Result<Run<'a>> {
+        let proc = Path::new("/proc");
+        let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
+        let tids = target.threads(proc);
+        note(proc, &tids, &mut seen);
+        if seen.is_empty() {
+            return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
+        }
+        let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        // Off the target's CPUs before anything else runs: threads started
+        // from here on inherit it.
+        let reader_cpus = ktrace::keep_off(&cpus);
+        let window_events = Recent::cap(WINDOW_BYTES / std::mem::size_of::<Event>() / cpus.len());
+        let topts = Options {
+            buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
+            events: &Tracepoint::ATTACH,
+            syscall_pids: tids.clone(),
+            ..Options::default()
+        };
+        let bases = BaseOffsets::read();
+        let started = ClockId::Monotonic.now();
+        let live = Live::start_with(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts, KEEP, window_events)?;
+        let began = Instant::now();
+        // Read while the first events wait in the kernel's buffers: tracing
+        // began without waiting for it.
+        let mut notes = Vec::new();
+        let sleeper = match Kallsyms::load() {
+            Ok(k) => k.address("hrtimer_wakeup"),
+            Err(e) => {
+                notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
+                None
+            }
+        };
+        let mut feed = Feed::new(sleeper, bases, opts.explain_top);
+        feed.follow_threads(&tids);
+        let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
+        Ok(Run {
+            target,
+            proc,
+            live,
+            merge: Merge::new(),
+            feed,
+            seen,
+            tids,
+            most,
+            kernel_filtered,
+            started,
+            began,
+            cpus,
+            reader_cpus,
+            window_events,
+            notes,
+        })
+    }
+
+    /// Reads the trace and takes, in time order, every event recorded
+    /// before the read began (every one read, when `last`).
+    fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<()> {
+        let Run { live, merge, feed, .. } = self;
         let watermark = live.read_each(&mut |cpu, e| merge.push(cpu, e.clone()))?;
         let watermark = if last { Time(i64::MAX) } else { watermark };
         let recent = live.recent();
@@ -144,71 +215,69 @@ pub fn attach(
             }
         });
         Ok(())
-    };
-    let end = loop {
-        std::thread::sleep(POLL);
-        pass(&mut live, &mut merge, &mut feed, false)?;
-        if stop.load(Ordering::Relaxed) {
-            break End::Interrupted;
-        }
-        if opts.duration.is_some_and(|d| began.elapsed() >= d.to_std()) {
-            break End::Duration;
-        }
-        let now = target.threads(proc);
+    }
+
+    /// Lists the target's threads: new ones are followed, exited ones leave
+    /// the system call filter. `false` once the target has exited.
+    fn follow_new_threads(&mut self) -> Result<bool> {
+        let now = self.target.threads(self.proc);
         if now.is_empty() {
-            break End::TargetExited;
+            return Ok(false);
         }
-        if now != live_tids {
-            let new: Vec<i32> = now.iter().copied().filter(|t| !seen.contains_key(t)).collect();
-            note(proc, &new, &mut seen);
-            feed.follow_threads(&new);
+        if now != self.tids {
+            let new: Vec<i32> = now.iter().copied().filter(|t| !self.seen.contains_key(t)).collect();
+            note(self.proc, &new, &mut self.seen);
+            self.feed.follow_threads(&new);
             // Exited threads are dropped: the filter stays short, and a
             // reused tid is not followed.
-            live.stream().set_syscall_pids(&now)?;
-            most = most.max(now.len());
-            kernel_filtered &= ktrace::kernel_filters_pids(&now);
-            live_tids = now;
+            self.live.stream().set_syscall_pids(&now)?;
+            self.most = self.most.max(now.len());
+            self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
+            self.tids = now;
         }
-    };
-    let elapsed = Nanos::from_std(began.elapsed());
-    let blocked: BTreeMap<i32, String> =
-        live_tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(proc, t)?))).collect();
-    live.stream().stop_recording()?;
-    pass(&mut live, &mut merge, &mut feed, true)?;
-    let lost = live.stream().lost()?;
-    let missing = live.stream().missing_events().to_vec();
-    drop(live);
-    if !kernel_filtered {
-        notes.push(format!(
-            "{most} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's"
-        ));
+        Ok(true)
     }
-    let waiting: Vec<i32> = feed.in_progress().collect();
-    let events = feed.events() as usize;
-    let (stats, worst) = feed.finish();
-    let none = ThreadStats::new();
-    let threads = seen
-        .values()
-        .map(|t| ThreadSummary {
-            blocked_in: blocked.get(&t.tid).cloned(),
-            in_progress: waiting.contains(&t.tid),
-            ..ThreadSummary::of(t.clone(), stats.get(&t.tid).unwrap_or(&none))
+
+    /// What the run found, its trace removed; `blocked`: the kernel
+    /// function each thread was blocked in as it ended.
+    fn finish(mut self, end: End, elapsed: Nanos, blocked: &BTreeMap<i32, String>) -> Result<Attached> {
+        let lost = self.live.stream().lost()?;
+        let missing = self.live.stream().missing_events().to_vec();
+        drop(self.live);
+        if !self.kernel_filtered {
+            self.notes.push(format!(
+                "{} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's",
+                self.most
+            ));
+        }
+        let waiting: Vec<i32> = self.feed.in_progress().collect();
+        let events = self.feed.events() as usize;
+        let (stats, worst) = self.feed.finish();
+        let none = ThreadStats::new();
+        let threads = self
+            .seen
+            .into_values()
+            .map(|t| ThreadSummary {
+                blocked_in: blocked.get(&t.tid).cloned(),
+                in_progress: waiting.contains(&t.tid),
+                ..ThreadSummary::of(t.clone(), stats.get(&t.tid).unwrap_or(&none))
+            })
+            .collect();
+        Ok(Attached {
+            threads,
+            worst,
+            end,
+            started: self.started,
+            elapsed,
+            cpus: self.cpus,
+            reader_cpus: self.reader_cpus,
+            window_events: self.window_events,
+            lost,
+            missing,
+            events,
+            notes: self.notes,
         })
-        .collect();
-    Ok(Attached {
-        threads,
-        worst,
-        end,
-        started,
-        elapsed,
-        cpus,
-        reader_cpus,
-        window_events,
-        lost,
-        missing,
-        events,
-        notes,
-    })
+    }
 }
 
 /// Reads the threads of `tids` not yet seen into `seen` (those already
