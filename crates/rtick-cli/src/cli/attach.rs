@@ -31,6 +31,10 @@ pub struct AttachArgs {
     #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
     pub explain_top: usize,
 
+    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns, the four phases (…_ns), woken_ns,waker (kind timed or event).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -3,6 +3,7 @@
 //! written to --json.
 
 mod spill;
+mod trace;
 
 use std::fmt::Write;
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ use crate::Usage;
 pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    let trace_out = AtomicFile::create_opt("--trace", a.trace.as_deref())?;
+    let mut trace = trace_out.as_ref().map(|f| f.try_clone().and_then(trace::TraceCsv::new)).transpose()?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
@@ -29,6 +32,9 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let mut on_wait = |tid: i32, w: &Wake| {
         if let (Wake::Timed(t), Some(s)) = (w, spill.as_mut()) {
             s.add(tid, t);
+        }
+        if let Some(t) = trace.as_mut() {
+            t.add(tid, w);
         }
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
@@ -41,6 +47,10 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     }
     out += &render(&attached);
     print!("{out}");
+    if let (Some(t), Some(out)) = (trace, trace_out) {
+        t.finish()?;
+        out.commit()?;
+    }
     if let Some(j) = json {
         j.write_json(&file)?;
         j.commit()?;

@@ -33,6 +33,12 @@ const POLL: Duration = Duration::from_millis(100);
 /// explained from as much of it as is held).
 pub const KEEP: Nanos = Nanos::from_secs(2);
 
+/// The most a read takes of one CPU's buffer, in pages (4 KiB: about 100
+/// events): a reader behind the trace holds a bounded batch (40 000 events
+/// a CPU) and reads again at once, and the kernel drops and counts what its
+/// buffers cannot hold meanwhile.
+const READ_PAGES: u64 = 400;
+
 /// The events the recent window holds at most, all CPUs together: 32 MiB.
 const WINDOW_BYTES: usize = 32 << 20;
 
@@ -98,9 +104,13 @@ pub fn attach(
 ) -> Result<Attached> {
     let mut run = Run::start(target, opts)?;
     let began = run.began;
+    let mut emptied = true;
     let end = loop {
-        std::thread::sleep(POLL);
-        run.pass(false, on_wait)?;
+        // Behind the trace (a read stopped at READ_PAGES): read on at once.
+        if emptied {
+            std::thread::sleep(POLL);
+        }
+        emptied = run.pass(false, on_wait)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -115,7 +125,7 @@ pub fn attach(
     let blocked: BTreeMap<i32, String> =
         run.tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(run.proc, t)?))).collect();
     run.live.stream().stop_recording()?;
-    run.pass(true, on_wait)?;
+    while !run.pass(true, on_wait)? {}
     run.finish(end, elapsed, &blocked)
 }
 
@@ -203,18 +213,21 @@ impl<'a> Run<'a> {
     }
 
     /// Reads the trace and takes, in time order, every event recorded
-    /// before the read began (every one read, when `last`).
-    fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<()> {
+    /// before the read began (every one read, when `last` and the buffers
+    /// were emptied). Whether they were: else more waits to be read now.
+    fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<bool> {
         let Run { live, merge, feed, .. } = self;
-        let watermark = live.read_each(&mut |cpu, e| merge.push(cpu, e.clone()))?;
-        let watermark = if last { Time(i64::MAX) } else { watermark };
-        let recent = live.recent();
+        let (watermark, all) = live.read_each(READ_PAGES, &mut |cpu, e| merge.push(cpu, e))?;
+        let watermark = if last && all { Time(i64::MAX) } else { watermark };
+        // Into the window in the order taken: a wait's events are held when
+        // it ends, however many one read brought.
         merge.release(watermark, &mut |cpu, e| {
-            if let Some((tid, w)) = feed.take(cpu, &e, recent) {
+            live.recent_mut().push(cpu, e.clone());
+            if let Some((tid, w)) = feed.take(cpu, &e, live.recent()) {
                 on_wait(tid, &w);
             }
         });
-        Ok(())
+        Ok(all)
     }
 
     /// Lists the target's threads: new ones are followed, exited ones leave

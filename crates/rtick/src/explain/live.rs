@@ -279,6 +279,8 @@ pub struct Live {
     losses: Vec<(usize, u64)>,
     /// When the last read began.
     last_read: Time,
+    /// Each CPU's latest event read, by CPU number.
+    seen: Vec<Option<Time>>,
 }
 
 impl Live {
@@ -295,8 +297,9 @@ impl Live {
         let began = ClockId::Monotonic.now();
         let stream = Stream::start(tracefs, cpus, opts)?;
         let cpus: Vec<usize> = stream.cpus().collect();
-        let mut live =
-            Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream, last_read: began };
+        let seen = vec![None; cpus.iter().max().map_or(0, |c| c + 1)];
+        let recent = Recent::new(&cpus, keep, cap, began);
+        let mut live = Live { recent, losses: Vec::new(), stream, last_read: began, seen };
         live.losses = live.loss_counts();
         live.sample_steal();
         Ok(live)
@@ -309,26 +312,51 @@ impl Live {
     /// count the window holds. From the caller's thread, ten times a second
     /// or so: a kernel buffer of [`ktrace::DEFAULT_BUFFER_KB`] holds about a
     /// second of a 20 kHz loop.
-    pub fn read(&mut self) -> ktrace::Result<Time> {
-        self.read_each(&mut |_, _| {})
+    pub fn read(&mut self) -> ktrace::Result<()> {
+        self.read_with(None, &mut |_, _| {}).map(drop)
     }
 
-    /// [`Live::read`], handing each event to `each` too (with its CPU, each
-    /// CPU's in order) as it goes into the window. Returns when the read
-    /// began: every event recorded before then has been read.
-    pub fn read_each(&mut self, each: &mut dyn FnMut(usize, &Event)) -> ktrace::Result<Time> {
+    /// Reads the events recorded so far, at most `max_pages` pages of each
+    /// CPU's buffer, handing each to `sink` with its CPU (each CPU's in
+    /// order) instead of the window: the caller puts them there
+    /// ([`Live::recent_mut`]) in its own order (`rtick attach`: all CPUs'
+    /// merged, so that a wait's events are held when it ends, however much
+    /// one read brings). Then as [`Live::read`]: losses noted, steal
+    /// sampled, the window advanced. Returns the time before which every
+    /// event has been read (when the read began, or earlier when a buffer
+    /// held more than `max_pages`), and whether every buffer was emptied.
+    pub fn read_each(&mut self, max_pages: u64, sink: &mut dyn FnMut(usize, Event)) -> ktrace::Result<(Time, bool)> {
+        self.read_with(Some(max_pages), sink)
+    }
+
+    /// A read, its events into the window, or to `sink` with at most
+    /// `max_pages` a CPU.
+    fn read_with(
+        &mut self,
+        max_pages: Option<u64>,
+        sink: &mut dyn FnMut(usize, Event),
+    ) -> ktrace::Result<(Time, bool)> {
         let began = ClockId::Monotonic.now();
-        let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.recent.last(cpu)).collect();
-        let recent = &mut self.recent;
-        self.stream.read(&mut |cpu, e| {
-            each(cpu, &e);
-            recent.push(cpu, e)
-        })?;
+        let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.last_seen(cpu)).collect();
+        let (seen, recent) = (&mut self.seen, &mut self.recent);
+        let mut take = |cpu: usize, e: Event| {
+            if let Some(s) = seen.get_mut(cpu) {
+                *s = Some(e.ts);
+            }
+            match max_pages {
+                None => recent.push(cpu, e),
+                Some(_) => sink(cpu, e),
+            }
+        };
+        let cut = match max_pages {
+            None => self.stream.read(&mut take).map(|()| Vec::new())?,
+            Some(n) => self.stream.read_up_to(n, &mut take)?,
+        };
         let now = self.loss_counts();
         for (((cpu, was), (_, is)), after) in self.losses.iter().zip(&now).zip(before) {
             if is > was {
                 // Somewhere in what this read brought (or just before it).
-                let upto = self.recent.last(*cpu).unwrap_or(began).max(began);
+                let upto = self.last_seen(*cpu).unwrap_or(began).max(began);
                 self.recent.lost(*cpu, after.unwrap_or(Time(i64::MIN)), upto);
             }
         }
@@ -336,7 +364,13 @@ impl Live {
         self.sample_steal();
         self.recent.advance(self.last_read);
         self.last_read = began;
-        Ok(began)
+        let read_to = cut.iter().filter_map(|&c| self.last_seen(c)).fold(began, Time::min);
+        Ok((read_to, cut.is_empty()))
+    }
+
+    /// The latest event of `cpu` read.
+    fn last_seen(&self, cpu: usize) -> Option<Time> {
+        *self.seen.get(cpu)?
     }
 
     /// What the reads of each CPU ever lost ([`ktrace::ReadCounts::losses`]).
@@ -359,6 +393,11 @@ impl Live {
     /// The window, to explain wake-ups with.
     pub fn recent(&self) -> &Recent {
         &self.recent
+    }
+
+    /// The window, to put the events of [`Live::read_each`] in.
+    pub fn recent_mut(&mut self) -> &mut Recent {
+        &mut self.recent
     }
 
     /// The trace's own stream (its instance, the events this kernel lacks).

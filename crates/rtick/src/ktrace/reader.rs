@@ -167,16 +167,28 @@ fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> R
 /// Reads `c`'s buffer page by page until it is empty, handing each event
 /// to `sink` in the ring buffer's order.
 pub(super) fn drain(c: &mut Pipe, page: &mut [u8], setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) -> Result<()> {
-    loop {
+    drain_up_to(c, page, setup, u64::MAX, sink).map(drop)
+}
+
+/// [`drain`], stopping after `max_pages` pages: whether the buffer was emptied.
+pub(super) fn drain_up_to(
+    c: &mut Pipe,
+    page: &mut [u8],
+    setup: &mut ReaderSetup,
+    max_pages: u64,
+    sink: &mut dyn FnMut(Event),
+) -> Result<bool> {
+    for _ in 0..max_pages {
         let n = match c.file.read(page) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(true),
             Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(format!("reading per_cpu/cpu{}/trace_pipe_raw", c.cpu), e)),
         };
         decode_page(&page[..n], &mut c.counts, setup, sink);
     }
+    Ok(false)
 }
 
 fn decode_page(bytes: &[u8], counts: &mut ReadCounts, setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) {

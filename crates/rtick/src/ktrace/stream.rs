@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::events::{Event, Tracepoint};
 use super::instance::Instance;
-use super::reader::{drain, Pipe, ReadCounts, ReaderSetup};
+use super::reader::{drain, drain_up_to, Pipe, ReadCounts, ReaderSetup};
 use super::session::{set_syscall_pids, LostEvents, Options, Prepared};
 use super::Result;
 
@@ -97,6 +97,23 @@ impl Stream {
     /// Stops recording (the buffers keep what they hold, for a last read).
     pub fn stop_recording(&self) -> Result<()> {
         self.instance.write("tracing_on", "0")
+    }
+
+    /// [`Stream::read`], reading at most `max_pages` pages of each CPU's
+    /// buffer: a reader slower than the trace then holds a bounded batch
+    /// (the kernel drops what its buffer cannot hold, and counts it).
+    /// Returns the CPUs whose buffer was not emptied: for them, only the
+    /// events up to the last one handed over were read.
+    pub fn read_up_to(&mut self, max_pages: u64, sink: &mut dyn FnMut(usize, Event)) -> Result<Vec<usize>> {
+        let Stream { pipes, setup, page, .. } = self;
+        let mut cut = Vec::new();
+        for pipe in pipes {
+            let cpu = pipe.cpu;
+            if !drain_up_to(pipe, page, setup, max_pages, &mut |e| sink(cpu, e))? {
+                cut.push(cpu);
+            }
+        }
+        Ok(cut)
     }
 
     /// What the reads of `cpu` counted so far.
