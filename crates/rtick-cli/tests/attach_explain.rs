@@ -87,7 +87,7 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     let mut prog = start_loop(0, &exe, &dir.path().join("fast.txt"), 130_000, 100);
     std::thread::sleep(Duration::from_millis(400));
     let j = dir.path().join("fast.json");
-    let a = attach(&[&prog.id().to_string(), "-D", "9", "-q", "--json", path_str(&j)]);
+    let a = attach(&[&prog.id().to_string(), "-D", "9", "-q", "--json", path_str(&j), "--fail-if", "max>1h"]);
     let (pid, started) = (a.id(), Instant::now());
     let mut rss: Vec<(f64, u64)> = Vec::new();
     while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
@@ -99,6 +99,8 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     let _ = prog.kill();
     let _ = prog.wait();
     let run = json(&j);
+    assert_eq!(run["gates"]["passed"], true, "no wait was an hour late");
+    assert!(stdout(&o).contains("PASS no result row (1) meets a --fail-if condition (max>1h)"), "{}", stdout(&o));
     let waits = run["threads"][0]["timed_waits"].as_u64().unwrap();
     // A busy trace (this VM may be loaded: the loop does not always keep 10 kHz).
     assert!(waits >= 20_000, "a 10 kHz loop: {waits} timed waits in 9 s");
@@ -144,15 +146,20 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 3000, 1000);
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
-    let args = ["-D", "2.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv)];
+    let args =
+        ["-D", "2.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv), "--fail-if", "max>1ms"];
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
     let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
     let o = finish(a);
     assert!(hog.wait().unwrap().success(), "the busy thread ran");
     let _ = prog.kill();
     let _ = prog.wait();
-    ok(&o);
+    // Its spikes of ms fail --fail-if max>1ms: exit 3, the thread named, the outputs written.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let run = json(&j);
+    let tid = run["threads"][0]["tid"].as_i64().unwrap();
+    assert!(stdout(&o).contains(&format!("FAIL max of rtick-victim T{tid}: ")), "{}", stdout(&o));
+    assert_eq!(run["gates"]["passed"], false);
     let spikes = run["threads"][0]["spikes"].as_array().unwrap();
     let pid = hog.id() as i64;
     let named: Vec<&serde_json::Value> = spikes
@@ -208,10 +215,10 @@ fn check_trace(csv: &Path, run: &serde_json::Value) {
     assert_eq!(timed.iter().map(|r| r[1]).collect::<Vec<_>>(), json, "the same waits as the JSON file's, in order");
 }
 
-/// A bad --explain-top or --trace is a usage error: one line, exit 2,
-/// nothing traced or written.
+/// A bad --explain-top, --fail-if or --trace is a usage error: one line,
+/// exit 2, nothing traced or written.
 #[test]
-fn a_bad_explain_top_or_trace_is_one_line_and_no_file() {
+fn a_bad_explain_top_fail_if_or_trace_is_one_line_and_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     for n in ["-1", "five", ""] {
@@ -222,6 +229,11 @@ fn a_bad_explain_top_or_trace_is_one_line_and_no_file() {
         assert!(err.contains("--explain-top"), "--explain-top {n:?}: {err}");
         assert!(!j.exists(), "--explain-top {n:?} wrote its file");
     }
+    let o = rtick(&["attach", "1", "--fail-if", "p99>>5us", "--json", path_str(&j)]);
+    let err = stderr(&o);
+    assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("--fail-if") && err.contains("'p99>>5us'"), "{err}");
+    assert!(!j.exists(), "a bad --fail-if wrote its file");
     // An unwritable --trace: named, before anything is traced, and the JSON file not begun.
     let o = rtick(&["attach", "1", "--trace", "/nonexistent/t.csv", "--json", path_str(&j)]);
     let err = stderr(&o);

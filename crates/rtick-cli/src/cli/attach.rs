@@ -35,6 +35,10 @@ pub struct AttachArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
+    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns, missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
+    #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
+    pub fail_if: Option<rtick_model::gates::Gates>,
+
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -12,7 +12,8 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::json::{AttachFile, AttachSpikeJson};
+use rtick_model::gates::Gates;
+use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, UnavailableJson};
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -40,7 +41,8 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
     let wake_ups = spill.map(spill::Spill::finish).transpose()?.unwrap_or_default();
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
+    let mut file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
+    file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);
@@ -55,7 +57,26 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
         j.write_json(&file)?;
         j.commit()?;
     }
-    Ok(ExitCode::SUCCESS)
+    // --fail-if's verdict, after everything else: exit 3 unless it passed.
+    let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
+    print!("{}", gates.render(g, file.threads.len(), attached.elapsed, false));
+    Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
+}
+
+/// --fail-if's conditions checked against each thread's lateness; without
+/// a timed wait there is no figure to check, which fails. A run stopped by
+/// Ctrl-C before its `-D` is partial; without `-D`, Ctrl-C is its end.
+fn gates(g: &Gates, a: &Attached, timed: bool) -> GatesJson {
+    let rows = lateness_rows(a);
+    let none = "timed waits".to_string();
+    let (asked, unavailable) = match rows.is_empty() {
+        true => {
+            let why = "no timed wait of the target ended in the run".to_string();
+            (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
+        }
+        false => (Vec::new(), Vec::new()),
+    };
+    g.evaluate(&rows, &asked, &unavailable, timed && a.end == End::Interrupted, Vec::new())
 }
 
 /// The target as given: exactly one of PID, --tid, --comm (clap sees to it).

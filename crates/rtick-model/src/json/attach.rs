@@ -7,7 +7,7 @@ use rtick::attach::{Attached, End, Target, ThreadSummary, WorstWait};
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
-use super::{KernelPhaseJson, SystemJson, SCHEMA_VERSION};
+use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -35,6 +35,9 @@ pub struct AttachFile {
     pub threads: Vec<AttachedThreadJson>,
     /// One line each, with its fix.
     pub findings: Vec<String>,
+    /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<GatesJson>,
 }
 
 /// What was attached to.
@@ -278,8 +281,47 @@ impl AttachFile {
                 .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
                 .collect(),
             findings: rtick::attach::findings(&a.threads),
+            gates: None,
         }
     }
+}
+
+/// Each thread's lateness as a result row (`mechanism`: its comm, `thread`
+/// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
+/// figures of a measured loop's own (overruns, missed periods, CPU time)
+/// have no value here.
+pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
+    let comm = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid).map(|t| t.thread.comm.clone());
+    a.lateness
+        .iter()
+        .map(|(&tid, s)| ResultJson {
+            source: None,
+            mechanism: comm(tid).unwrap_or_default(),
+            thread: tid as usize,
+            tid: Some(tid),
+            cpu: None,
+            count: s.count,
+            min_ns: s.min,
+            max_ns: s.max,
+            mean_ns: s.mean,
+            stddev_ns: Some(s.stddev),
+            percentiles_ns: Some(s.into()),
+            overruns: None,
+            missed_periods: None,
+            early_wakeups: Some(s.negative),
+            cpu_percent: None,
+            trace_rows_dropped: 0,
+            hybrid_slack_ns: None,
+            period_min_ns: None,
+            period_max_ns: None,
+            period_percentiles_ns: None,
+            clock_steps: 0,
+            clock_stepped_ns: 0,
+            histogram_ns: Vec::new(),
+            phase: None,
+            warm_up_discarded: 0,
+        })
+        .collect()
 }
 
 fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJson {

@@ -22,6 +22,7 @@ use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::explain::{Live, Recent, TraceBuffers};
 use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
+use crate::stats::Summary;
 use crate::time::{Nanos, Time};
 
 /// How often the trace is read, the target's threads listed (new ones get
@@ -71,6 +72,9 @@ pub struct Attached {
     pub threads: Vec<ThreadSummary>,
     /// Per thread, its worst timed waits, the worst first, explained.
     pub worst: BTreeMap<i32, Vec<WorstWait>>,
+    /// Per thread with a timed wait, its lateness in full (every
+    /// percentile, mean, standard deviation): what --fail-if checks.
+    pub lateness: BTreeMap<i32, Summary>,
     /// Why it ended.
     pub end: End,
     /// When tracing began (CLOCK_MONOTONIC).
@@ -266,6 +270,8 @@ impl<'a> Run<'a> {
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
         let (stats, worst) = self.feed.finish();
+        let lateness =
+            stats.iter().filter(|(_, s)| s.lateness.count() > 0).map(|(t, s)| (*t, s.lateness.summary())).collect();
         let none = ThreadStats::new();
         let threads = self
             .seen
@@ -279,6 +285,7 @@ impl<'a> Run<'a> {
         Ok(Attached {
             threads,
             worst,
+            lateness,
             end,
             started: self.started,
             elapsed,
