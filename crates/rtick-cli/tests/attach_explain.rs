@@ -241,3 +241,29 @@ fn a_bad_explain_top_fail_if_or_trace_is_one_line_and_no_file() {
     assert!(err.contains("--trace: cannot create /nonexistent/t.csv"), "{err}");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "no file, not even a temporary one");
 }
+
+/// The JSON file says what the text says: a thread still in its timed wait
+/// when tracing stopped, and the kernel function it was blocked in; the
+/// notes (none here) and where rtick read the trace.
+#[test]
+fn the_json_file_names_a_wait_in_progress_and_where_it_is_blocked() {
+    if !ready() {
+        return;
+    }
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = "import time\nfor _ in range(30): time.sleep(0.05)\ntime.sleep(100)\n";
+    let mut target = Command::new(&py).args(["-c", prog]).spawn().expect("python3 starts");
+    let j = dir.path().join("w.json");
+    let o = finish(attach(&[&target.id().to_string(), "-D", "3", "-q", "--json", path_str(&j)]));
+    let _ = target.kill();
+    let _ = target.wait();
+    ok(&o);
+    let run = json(&j);
+    let t = &run["threads"][0];
+    assert!(t["timed_waits"].as_u64().unwrap() >= 5, "its short sleeps: {t}");
+    assert_eq!(t["in_progress"], true, "the long sleep began while traced: {t}");
+    assert_eq!(t["blocked_in"], "hrtimer_nanosleep", "{t}");
+    assert_eq!(run["notes"], serde_json::json!([]));
+    assert!(run["reader_cpus"].is_array() || run["reader_cpus"].is_null(), "{run}");
+}

@@ -25,6 +25,10 @@ pub struct AttachFile {
     pub target: TargetJson,
     /// The CPUs traced: those the target's threads may run on.
     pub cpus: Vec<usize>,
+    /// The CPUs rtick read the trace on; null when the target may run on
+    /// every CPU rtick may (it shared them).
+    #[serde(default)]
+    pub reader_cpus: Option<Vec<usize>>,
     /// Kernel events recorded on them.
     pub events: u64,
     /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
@@ -35,6 +39,10 @@ pub struct AttachFile {
     pub threads: Vec<AttachedThreadJson>,
     /// One line each, with its fix.
     pub findings: Vec<String>,
+    /// What limited the run's view, a sentence each (too many threads for
+    /// the kernel's filter, an unreadable /proc/kallsyms).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<GatesJson>,
@@ -73,6 +81,13 @@ pub struct AttachedThreadJson {
     pub wakers: Vec<(String, u64)>,
     /// Waits that returned without a recorded wake-up.
     pub unmatched: u64,
+    /// Still waiting on its timer when tracing stopped.
+    #[serde(default)]
+    pub in_progress: bool,
+    /// The kernel function it was blocked in when tracing stopped
+    /// (/proc/TID/wchan: hrtimer_nanosleep, do_epoll_wait …); null when running or gone.
+    #[serde(default)]
+    pub blocked_in: Option<String>,
     /// Its worst timed waits (at most --explain-top), the worst first, explained.
     #[serde(default)]
     pub spikes: Vec<AttachSpikeJson>,
@@ -272,6 +287,7 @@ impl AttachFile {
             system,
             target: TargetJson { pid: target.pid, comm: target.comm.clone(), whole_process: target.whole_process },
             cpus: a.cpus.clone(),
+            reader_cpus: a.reader_cpus.clone(),
             events: a.events as u64,
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
@@ -281,6 +297,7 @@ impl AttachFile {
                 .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
                 .collect(),
             findings: rtick::attach::findings(&a.threads),
+            notes: a.notes.clone(),
             gates: None,
         }
     }
@@ -349,6 +366,8 @@ fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJ
             .chain((s.other_wakers > 0).then(|| ("others".to_string(), s.other_wakers)))
             .collect(),
         unmatched: s.unmatched,
+        in_progress: s.in_progress,
+        blocked_in: s.blocked_in.clone(),
         spikes: a
             .worst
             .get(&t.tid)
