@@ -1,6 +1,7 @@
 //! `rtick attach`: the lateness of a running program's timed waits. Glue:
-//! the target resolved, the library's attach run, its figures rendered and
-//! written to --json.
+//! the target resolved, the library's attach run (each wait, as it ends, to
+//! --trace and to the --json file's store), its figures rendered, written
+//! to --json, and --fail-if's verdict.
 
 mod spill;
 mod trace;
