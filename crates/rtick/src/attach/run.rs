@@ -231,6 +231,9 @@ impl<'a> Run<'a> {
                 on_wait(tid, &w);
             }
         });
+        // The window keeps the last KEEP of what was taken, however far
+        // behind the trace the reads are.
+        live.recent_mut().advance(watermark);
         Ok(all)
     }
 

@@ -321,8 +321,8 @@ impl Live {
     /// order) instead of the window: the caller puts them there
     /// ([`Live::recent_mut`]) in its own order (`rtick attach`: all CPUs'
     /// merged, so that a wait's events are held when it ends, however much
-    /// one read brings). Then as [`Live::read`]: losses noted, steal
-    /// sampled, the window advanced. Returns the time before which every
+    /// one read brings), and advances it ([`Recent::advance`]) as it goes.
+    /// Then as [`Live::read`]: losses noted, steal sampled. Returns the time before which every
     /// event has been read (when the read began, or earlier when a buffer
     /// held more than `max_pages`), and whether every buffer was emptied.
     pub fn read_each(&mut self, max_pages: u64, sink: &mut dyn FnMut(usize, Event)) -> ktrace::Result<(Time, bool)> {
@@ -362,7 +362,9 @@ impl Live {
         }
         self.losses = now;
         self.sample_steal();
-        self.recent.advance(self.last_read);
+        if max_pages.is_none() {
+            self.recent.advance(self.last_read);
+        }
         self.last_read = began;
         let read_to = cut.iter().filter_map(|&c| self.last_seen(c)).fold(began, Time::min);
         Ok((read_to, cut.is_empty()))
