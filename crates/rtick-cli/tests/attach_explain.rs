@@ -124,11 +124,11 @@ fn python() -> Option<String> {
 }
 
 /// Once started: pins itself to CPU `cpu`, takes SCHED_FIFO 80, then from
-/// 0.8 s on runs busy for 3 ms every 350 ms, four times.
+/// 1.5 s on (rtick traces by then) runs busy for 3 ms every 350 ms, four times.
 const HOG: &str = "import os, sys, time\n\
 os.sched_setaffinity(0, {int(sys.argv[1])})\n\
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(80))\n\
-time.sleep(0.8)\n\
+time.sleep(1.5)\n\
 for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0.003: pass\n    time.sleep(0.35)\n";
 
 /// The C loop at SCHED_FIFO 50, pinned to a CPU at 1 kHz, and a SCHED_FIFO
@@ -143,7 +143,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-victim") else { return };
     let Some(py) = python() else { return };
-    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 3000, 1000);
+    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 4500, 1000);
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
     let args =
