@@ -147,7 +147,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
     let args =
-        ["-D", "2.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv), "--fail-if", "max>1ms"];
+        ["-D", "3.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv), "--fail-if", "max>1ms"];
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
     let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
     let o = finish(a);
