@@ -92,7 +92,7 @@ pub struct Attached {
     pub lost: LostEvents,
     /// Trace events this kernel lacks.
     pub missing: Vec<&'static str>,
-    /// Kernel events recorded.
+    /// Kernel events read.
     pub events: usize,
     /// What limited the run's view, a sentence each.
     pub notes: Vec<String>,
