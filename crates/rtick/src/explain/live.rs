@@ -160,11 +160,6 @@ impl Recent {
         w.gaps.push_back((after, upto));
     }
 
-    /// The latest event of `cpu` held.
-    pub fn last(&self, cpu: usize) -> Option<Time> {
-        self.window_of(cpu)?.events.back().map(|e| e.ts)
-    }
-
     /// Adds a steal-time sample (in time order).
     pub fn push_steal(&mut self, s: StealSample) {
         self.steal.push(s);
