@@ -34,6 +34,8 @@ pub mod run;
 pub mod stats;
 pub mod summary;
 pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod waits;
 pub mod worst;
 

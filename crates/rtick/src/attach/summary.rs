@@ -92,9 +92,8 @@ pub fn findings(threads: &[ThreadSummary]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::waits::{EventWake, TimedWait, Wake};
+    use super::super::waits::{EventWake, Wake};
     use super::*;
-    use crate::explain::Matched;
     use crate::rt::Policy;
     use crate::time::Time;
 
@@ -112,18 +111,7 @@ mod tests {
     }
 
     fn timed(late: i64, slack: i64) -> Wake {
-        let p =
-            Phases { irq_delay: Nanos(late), wakeup_path: Nanos(0), scheduling: Nanos(0), return_to_user: Nanos(0) };
-        let m =
-            Matched { cpu: 0, hrtimer: 0, expired: Time(late), waking: Time(late), switched_in: Time(late), prio: 120 };
-        Wake::Timed(TimedWait {
-            requested: Time(0),
-            slack: Nanos(slack),
-            lateness: Nanos(late),
-            phases: p,
-            matched: m,
-            exit: Time(late),
-        })
+        Wake::Timed(super::super::testing::timed(0, slack, [late, 0, 0, 0]))
     }
 
     fn stats(waits: &[Wake]) -> ThreadStats {

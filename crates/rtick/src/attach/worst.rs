@@ -58,26 +58,9 @@ impl Worst {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::{Matched, Phases};
-    use crate::time::{Nanos, Time};
 
     fn wait(late: i64) -> WorstWait {
-        let m = Matched { cpu: 0, hrtimer: 0, expired: Time(0), waking: Time(0), switched_in: Time(0), prio: 0 };
-        let p = Phases {
-            irq_delay: Nanos(late),
-            wakeup_path: Nanos::ZERO,
-            scheduling: Nanos::ZERO,
-            return_to_user: Nanos::ZERO,
-        };
-        let wait = TimedWait {
-            requested: Time(late),
-            slack: Nanos(0),
-            lateness: Nanos(late),
-            phases: p,
-            matched: m,
-            exit: Time(late),
-        };
-        WorstWait { wait, explained: Err(Unexplained::NotHeld) }
+        WorstWait { wait: super::super::testing::timed(late, 0, [late, 0, 0, 0]), explained: Err(Unexplained::NotHeld) }
     }
 
     #[test]
