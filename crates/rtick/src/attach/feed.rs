@@ -48,7 +48,13 @@ impl Feed {
 
     /// Follows `tids` too, from their next event on.
     pub fn follow_threads(&mut self, tids: &[i32]) {
-        self.follower.follow_threads(tids);
+        self.follow_threads_from(tids, Time(i64::MIN));
+    }
+
+    /// Follows `tids` too, from their first event at or after `from`
+    /// ([`Follower::follow_threads_from`]).
+    pub fn follow_threads_from(&mut self, tids: &[i32], from: Time) {
+        self.follower.follow_threads_from(tids, from);
         self.threads.extend(tids);
     }
 

@@ -114,15 +114,17 @@ pub fn attach(
         if emptied {
             std::thread::sleep(POLL);
         }
+        // The threads first: a thread started meanwhile is followed even
+        // when reading the trace takes the rest of the run.
+        if !run.follow_new_threads()? {
+            break End::TargetExited;
+        }
         emptied = run.pass(false, on_wait)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
         if opts.duration.is_some_and(|d| began.elapsed() >= d.to_std()) {
             break End::Duration;
-        }
-        if !run.follow_new_threads()? {
-            break End::TargetExited;
         }
     };
     let elapsed = Nanos::from_std(began.elapsed());
@@ -247,10 +249,12 @@ impl<'a> Run<'a> {
         if now != self.tids {
             let new: Vec<i32> = now.iter().copied().filter(|t| !self.seen.contains_key(t)).collect();
             note(self.proc, &new, &mut self.seen);
-            self.feed.follow_threads(&new);
             // Exited threads are dropped: the filter stays short, and a
             // reused tid is not followed.
             self.live.stream().set_syscall_pids(&now)?;
+            // The new threads' exits are recorded from now on: their waits
+            // are followed from then (the events taken lag the reads).
+            self.feed.follow_threads_from(&new, ClockId::Monotonic.now());
             self.most = self.most.max(now.len());
             self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
             self.tids = now;
