@@ -178,7 +178,7 @@ pub fn render(a: &Attached) -> String {
 }
 
 /// Why no wait ended: the threads still waiting when tracing stopped (a
-/// wait longer than the run), and the timers not followed yet.
+/// wait longer than the run), or that none was armed.
 fn no_waits(threads: &[ThreadSummary]) -> String {
     let mut o = String::from("\nno timed wait of the target ended in the run");
     let waiting: Vec<String> = threads
@@ -190,11 +190,11 @@ fn no_waits(threads: &[ThreadSummary]) -> String {
         })
         .collect();
     if waiting.is_empty() {
-        o += ": it armed no sleep timer of its own while traced\n";
+        o += ": no thread of it armed a timer, or was woken by one it armed, while traced (a timer armed before the attach began is known from its next re-arm)\n";
     } else {
         let _ = writeln!(o, "; still waiting when tracing stopped: {}", waiting.join(", "));
     }
-    o + "note: timerfd, POSIX timers and itimers are not followed yet: a loop waiting on one of them shows no timed wait\n"
+    o
 }
 
 /// A thread's phases and its event-driven wake-ups, a line each.
