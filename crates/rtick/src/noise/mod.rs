@@ -36,7 +36,8 @@ use crate::system::format_cpu_list;
 use crate::time::Nanos;
 
 pub use attribute::{Attributor, Gap, GapRecord, Instance};
-pub use run::{run, CpuNoise, End, NoiseRun};
+pub use run::{run, run_observed, CpuNoise, End, NoiseRun, Observer};
+pub use spin::{StepsUs, STEP_US_BUCKETS};
 pub use source::{Source, Tally, Vector};
 
 /// The default threshold: a step of the loop longer than this is a gap.
