@@ -3,16 +3,16 @@
 //! `LABEL:` column (right-aligned to 12, then a tab), then one value per CPU.
 //!
 //! ```text
-//!         Core:	 1 2
-//! Counter Freq:	 1000 1000 (Mhz)
-//!     001 (us):	 61299204 61200013
+//!         Core:     1 2
+//! Counter Freq:     1000 1000 (Mhz)
+//!     001 (us):     61299204 61200013
 //!     …
-//!     032 (us):	 1856 1650 (including overflows)
-//!      Minimum:	 1 1 (us)
-//!      Average:	 1.009 1.008 (us)
-//!      Maximum:	 202 187 (us)
-//!      Max-Min:	 201 186 (us)
-//!     Duration:	 1.999 1.999 (sec)
+//!     032 (us):     1856 1650 (including overflows)
+//!      Minimum:     1 1 (us)
+//!      Average:     1.009 1.008 (us)
+//!      Maximum:     202 187 (us)
+//!      Max-Min:     201 186 (us)
+//!     Duration:     1.999 1.999 (sec)
 //! ```
 //!
 //! As oslat counts them: bucket `NNN (us)` holds the steps of NNN − 1 µs to

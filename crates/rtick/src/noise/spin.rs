@@ -174,7 +174,7 @@ impl Loop {
         }
         // The last bucket holds longer steps too: the longest gap says how long.
         let top = buckets.iter().rposition(|&n| n > 0).map_or(0, |i| i as u64 + 1);
-        let longest_gap = if self.gaps.len() > 0 { self.max_gap as u64 / 1000 + 1 } else { 0 };
+        let longest_gap = if !self.gaps.is_empty() { self.max_gap as u64 / 1000 + 1 } else { 0 };
         StepsUs { buckets, sum_upper_us, max_upper_us: top.max(longest_gap) }
     }
 
