@@ -23,7 +23,7 @@ const COLOURED: usize = 7;
 const GREY: RGBColor = RGBColor(150, 150, 150);
 const ROW: u32 = 330;
 const WIDTH: u32 = 1200;
-const BARS: u32 = 400;
+const BARS: u32 = 470;
 
 #[derive(Clone, Copy, Debug)]
 struct Point {
@@ -232,11 +232,11 @@ where
         rows.push(("other sources".into(), rest, GREY));
     }
     try_plot!(area.draw(&Text::new("share of the noise", (10, 18), (FAMILY, 16))));
-    let (label_w, bar_w, row_h) = (230i32, (BARS as i32 - 230 - 60), 30i32);
+    let (label_w, bar_w, row_h) = (290i32, (BARS as i32 - 290 - 60), 30i32);
     for (i, (name, share, col)) in rows.iter().enumerate() {
         let y = 50 + i as i32 * row_h;
-        let short: String = match name.chars().count() > 30 {
-            true => name.chars().take(29).chain(['…']).collect(),
+        let short: String = match name.chars().count() > 40 {
+            true => name.chars().take(39).chain(['…']).collect(),
             false => name.clone(),
         };
         try_plot!(area.draw(&Text::new(short, (10, y + 6), (FAMILY, 13))));
