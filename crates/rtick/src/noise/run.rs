@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::attribute::{Attributor, Gap, GapRecord};
 use super::source::{Source, Tally};
-use super::spin::{spin, Shared, Spun};
+use super::spin::{spin, Shared, Spun, StepsUs};
 use super::{NoiseOptions, Plan};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
@@ -70,6 +70,8 @@ pub struct CpuNoise {
     pub steal: Option<Nanos>,
     /// The largest gaps with their sources.
     pub worst: Vec<GapRecord>,
+    /// Every step of the loop by whole microseconds (oslat's histogram).
+    pub steps_us: StepsUs,
 }
 
 impl CpuNoise {
@@ -111,8 +113,18 @@ struct Spinner {
     carry: Vec<Event>,
 }
 
+/// What sees every gap as it is known: its CPU, and the gap with its
+/// sources, most first (none without attribution).
+pub type Observer<'a> = &'a mut dyn FnMut(usize, &GapRecord);
+
 /// Runs `plan` until `opts.duration` passes or `stop` is set.
 pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
+    run_observed(plan, opts, stop, &mut |_, _| {})
+}
+
+/// [`run`], with every gap handed to `observe` as it is known (ten times a
+/// second; nothing is kept for it).
+pub fn run_observed(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, observe: Observer) -> Result<NoiseRun> {
     let mut notes = Vec::new();
     let main = keep_off(&plan.cpus)?;
     if main.is_none() && opts.attribution {
@@ -137,7 +149,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
     let steal0 = StealSample::sample(&plan.cpus);
     let end = loop {
         std::thread::sleep(ROUND);
-        round(&mut spinners, stream.as_mut())?;
+        round(&mut spinners, stream.as_mut(), observe)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -154,7 +166,7 @@ pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseR
             h.join().ok().flatten().ok_or_else(|| Error::Invalid(format!("the spinner of CPU {} failed", s.cpu)))?,
         );
     }
-    round(&mut spinners, stream.as_mut())?;
+    round(&mut spinners, stream.as_mut(), observe)?;
     let lost: HashMap<usize, u64> = stream
         .as_ref()
         .map(|st| plan.cpus.iter().map(|&c| (c, st.counts(c).map_or(0, |r| r.losses()))).collect())
@@ -208,7 +220,8 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
             }
             Err(_) => 0,
         };
-        let attr = Attributor::new(tid, plan.kernel_prio());
+        let mut attr = Attributor::new(tid, plan.kernel_prio());
+        attr.observed = Some(Vec::new());
         out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new() });
     }
     if failed.is_some() {
@@ -225,7 +238,7 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
 }
 
 /// Reads the trace and the gaps, and attributes every gap both cover.
-fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
+fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>, observe: Observer) -> Result<()> {
     let watermark = ClockId::Monotonic.now();
     for s in spinners.iter_mut() {
         // Nothing counts before the spinner's first read (none yet: nothing at all).
@@ -252,7 +265,7 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
             }
         }
     } else {
-        watermark_only(spinners);
+        watermark_only(spinners, observe);
         return Ok(());
     }
     for s in spinners.iter_mut() {
@@ -261,14 +274,20 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
             s.attr.gap(g);
         }
         s.attr.settle(progress.min(watermark));
+        for g in s.attr.observed.iter_mut().flat_map(|v| v.drain(..)) {
+            observe(s.cpu, &g);
+        }
     }
     Ok(())
 }
 
-/// Without attribution the gaps are only counted by the spinners: the rings are emptied.
-fn watermark_only(spinners: &mut [Spinner]) {
+/// Without attribution the gaps are only counted by the spinners: the
+/// rings are emptied, each gap observed without sources.
+fn watermark_only(spinners: &mut [Spinner], observe: Observer) {
     for s in spinners {
-        while s.ring.pop().is_ok() {}
+        while let Ok(gap) = s.ring.pop() {
+            observe(s.cpu, &GapRecord { gap, sources: Vec::new() });
+        }
     }
 }
 
@@ -295,5 +314,6 @@ fn figures(s: Spinner, sp: Spun, attribution: bool, lost_events: u64, steal: Opt
         lost_events,
         steal,
         worst: s.attr.worst,
+        steps_us: sp.steps_us,
     }
 }
