@@ -6,7 +6,8 @@
 //!   per series;
 //! - `timeline`: latency over time from a trace, overruns marked;
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
-//! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`).
+//! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`);
+//! - `rtick noise --plot`: gaps over time by source, and each source's share (`plot/noise.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -30,7 +31,12 @@ macro_rules! try_plot {
 
 mod breakdown;
 mod glyphs;
+pub mod noise;
 mod percentiles;
+mod picture;
+
+use picture::encode;
+pub(crate) use picture::Picture;
 
 static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
@@ -123,42 +129,37 @@ impl Format {
     }
 }
 
+/// The plots of saved runs.
+struct Runs<'a> {
+    inputs: &'a [Input],
+    series: Vec<(String, &'a Series)>,
+    kind: PlotKind,
+}
+
+impl Picture for Runs<'_> {
+    fn size(&self) -> (u32, u32) {
+        if self.kind == PlotKind::Breakdown {
+            breakdown::size(self.inputs)
+        } else {
+            SIZE
+        }
+    }
+
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        render(root, self.inputs, &self.series, self.kind)
+    }
+}
+
 /// Draws `kind` of `inputs` in memory, as the bytes of a `format` file.
 fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
     check_kind(inputs, kind).map_err(|e| anyhow!(e))?;
-    font();
     let many = inputs.len() > 1;
     let series: Vec<(String, &Series)> =
         inputs.iter().flat_map(|i| i.series.iter().map(move |s| (label(i, s, many), s))).collect();
-    let size = if kind == PlotKind::Breakdown { breakdown::size(inputs) } else { SIZE };
-    match format {
-        Format::Png => {
-            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
-            {
-                let bitmap = BitMapBackend::with_buffer(&mut rgb, size);
-                let root = glyphs::Glyphs::new(bitmap, FONT)?.into_drawing_area();
-                render(&root, inputs, &series, kind)?;
-                root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
-            }
-            let mut png = Vec::new();
-            let mut enc = png::Encoder::new(&mut png, size.0, size.1);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            let mut w = enc.write_header().context("encoding the PNG")?;
-            w.write_image_data(&rgb).context("encoding the PNG")?;
-            w.finish().context("encoding the PNG")?;
-            Ok(png)
-        }
-        Format::Svg => {
-            let mut svg = String::new();
-            {
-                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                render(&root, inputs, &series, kind)?;
-                root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
-            }
-            Ok(svg.into_bytes())
-        }
-    }
+    encode(format, &Runs { inputs, series, kind })
 }
 
 fn render<DB: DrawingBackend>(
@@ -170,7 +171,6 @@ fn render<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     match kind {
         PlotKind::Histogram => histogram(root, series),
         PlotKind::Timeline => timeline(root, series),
@@ -376,7 +376,17 @@ impl PlotFile {
     /// Draws and commits: the picture appears whole or not at all.
     pub fn write(self, inputs: &[Input], kind: PlotKind) -> Result<()> {
         let bytes = draw(self.format, inputs, kind)?;
-        self.file.file().write_all(&bytes).context("writing the plot")?;
+        self.commit(&bytes)
+    }
+
+    /// Draws `picture` and commits.
+    pub(crate) fn write_picture(self, picture: &impl Picture) -> Result<()> {
+        let bytes = encode(self.format, picture)?;
+        self.commit(&bytes)
+    }
+
+    fn commit(self, bytes: &[u8]) -> Result<()> {
+        self.file.file().write_all(bytes).context("writing the plot")?;
         self.file.commit()
     }
 }

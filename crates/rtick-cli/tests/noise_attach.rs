@@ -1,12 +1,14 @@
 //! `rtick noise --attach TID` on this machine: an application's own
 //! polling thread (tests/c/spin.c, SCHED_FIFO pinned to CPU 1), no spinner
 //! of rtick's; a higher-priority FIFO thread busy to order on that CPU
-//! (tests/c/busy.c) is named with the time its own schedstat says it ran.
+//! (tests/c/busy.c) is named with the time its own schedstat says it ran,
+//! in the JSON, --trace's rows, --plot and --fail-if's verdict alike.
 //! Bad input (a dead thread, a kernel thread, rtick's own) is a one-line
 //! usage error. Root, tracefs, two CPUs and a C compiler needed; under CI
 //! a skip is a failure.
 
 mod common;
+use common::gaps::gap_rows;
 use common::*;
 
 use std::io::{BufRead, BufReader};
@@ -80,10 +82,12 @@ fn a_higher_priority_thread_is_named_in_the_attached_thread_s_noise() {
     let Some(spin) = compile(dir.path(), "spin", "noise_app") else { return };
     let Some(busy) = compile(dir.path(), "busy", "noise_busy").filter(|_| ready()) else { return };
     let app = App::start(&spin);
-    let out = dir.path().join("r.json");
+    let [out, csv, png] = ["r.json", "t.csv", "p.png"].map(|f| dir.path().join(f));
     let tid = app.1.to_string();
+    let files = ["--json", path_str(&out), "--trace", path_str(&csv), "--plot", path_str(&png)];
     let rtick = Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .args(["noise", "--attach", &tid, "-D", "5", "--json", path_str(&out)])
+        .args(["noise", "--attach", &tid, "-D", "5", "--fail-if", "source:thread noise_busy>1ms"])
+        .args(files)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -95,7 +99,9 @@ fn a_higher_priority_thread_is_named_in_the_attached_thread_s_noise() {
     let pid = rtick.id();
     let o = rtick.wait_with_output().unwrap();
     assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    ok(&o);
+    let s = stdout(&o);
+    // --fail-if: the helper's 2 ms runs took the thread's CPU for longer than 1 ms.
+    assert_eq!(o.status.code(), Some(3), "{s}\n{}", stderr(&o));
     let text = String::from_utf8_lossy(&b.stdout);
     let (busy_tid, ran) = text.trim().split_once(' ').expect("tid and runtime");
     let ran: i64 = ran.parse().unwrap();
@@ -121,7 +127,21 @@ fn a_higher_priority_thread_is_named_in_the_attached_thread_s_noise() {
     assert!(src.iter().all(|s| s["kind"] != "hardware_or_host"), "{src:#?}");
     let total: i64 = src.iter().map(|s| s["total_ns"].as_i64().unwrap()).sum();
     assert!(total <= cpu["noise_ns"].as_i64().unwrap() + 1, "sources add up to the noise at most");
-    let s = stdout(&o);
+    // --trace: a row per gap of the thread, on the CPUs of the JSON, each
+    // one's sources adding up to it; the helper's time in them is the JSON's.
+    let rows = gap_rows(&csv);
+    let (gaps, unattributed) = (cpu["gaps"].as_u64().unwrap(), cpu["unattributed_gaps"].as_u64().unwrap());
+    assert!((gaps - unattributed..=gaps).contains(&(rows.len() as u64)), "{} rows, {gaps} gaps", rows.len());
+    assert!(rows.iter().all(|r| r.cpu == 1), "{rows:#?}");
+    for r in &rows {
+        assert_eq!(r.sources.iter().map(|(_, d)| d).sum::<i64>(), r.duration, "{r:#?}");
+    }
+    let in_rows: i64 = rows.iter().flat_map(|r| &r.sources).filter(|(s, _)| *s == name).map(|(_, d)| d).sum();
+    assert_eq!(in_rows, net, "the trace's rows and the JSON agree on {name}");
+    let png = std::fs::read(&png).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 1000, "--plot wrote a picture");
+    let fail = format!("FAIL longest {name} of CPU 1: ");
+    assert!(s.lines().any(|l| l.starts_with(&fail)), "{s}");
     assert!(s.contains(&format!("noise --attach {tid}")) && s.contains("not seen") && s.contains(&name), "{s}");
 }
 
@@ -139,6 +159,10 @@ fn a_dead_thread_a_kernel_thread_and_rtick_s_own_are_refused() {
         (vec![rtick, "noise", "--attach", &dead, "--json", json], "no process or thread"),
         (vec![rtick, "noise", "--attach", "2", "--json", json], "is a kernel thread"),
         (vec![rtick, "noise", "--attach", "1", "-a", "1", "--json", json], "cannot be used with"),
+        (
+            vec![rtick, "noise", "--attach", "1", "--histogram", json],
+            "--histogram counts the steps of rtick's spinning loop",
+        ),
         (vec!["sh", "-c", &format!("exec {rtick} noise --attach $$ --json {json}")], "is rtick's own process"),
     ] {
         let o = Command::new(args[0]).args(&args[1..]).output().unwrap();

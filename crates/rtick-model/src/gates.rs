@@ -115,14 +115,14 @@ pub enum Op {
 
 impl Op {
     /// Longest first, so `>=` is not read as `>` and `=…`.
-    const ALL: [(&'static str, Op); 6] =
+    pub(crate) const ALL: [(&'static str, Op); 6] =
         [(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), ("!=", Op::Ne), (">", Op::Gt), ("<", Op::Lt)];
 
     pub fn symbol(self) -> &'static str {
         Op::ALL.iter().find(|(_, o)| *o == self).map_or("?", |(s, _)| s)
     }
 
-    fn holds(self, a: f64, b: f64) -> bool {
+    pub(crate) fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Gt => a > b,
             Op::Ge => a >= b,

@@ -20,6 +20,7 @@ pub mod baseline;
 pub mod breakdown;
 pub mod gates;
 pub mod json;
+pub mod noise_gates;
 pub mod phases;
 pub mod read;
 pub mod trace_csv;

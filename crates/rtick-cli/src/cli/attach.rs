@@ -23,9 +23,21 @@ pub struct AttachArgs {
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
 
-    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits (every trace event is kept in memory until then).
+    /// Trace this long [plain number: s; or 500ms, 2m …]. Default: until Ctrl-C or the target exits (memory stays flat: the trace is read as it runs).
     #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
+
+    /// Explain each thread's N worst timed waits (their culprits, as measure --explain names a spike's); 0: none.
+    #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
+    pub explain_top: usize,
+
+    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns, the four phases (…_ns), woken_ns,waker (kind timed or event).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns, missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
+    #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
+    pub fail_if: Option<rtick_model::gates::Gates>,
 
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
     #[arg(long, value_name = "FILE")]

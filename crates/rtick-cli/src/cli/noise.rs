@@ -42,7 +42,28 @@ pub struct NoiseArgs {
     #[arg(long)]
     pub no_attribution: bool,
 
-    /// Follow this thread of an application (its thread id) instead of spinning: its noise from the trace events of the CPUs it may run on.
+    // Outputs: --trace, --histogram, --plot, --fail-if.
+    /// Write a row per gap as CSV, as the run goes: cpu, start_ns (CLOCK_MONOTONIC), duration_ns, main_source, sources (`name=ns;name=ns`, most first; empty with --no-attribution).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Write every step of the spinning loop as a histogram in oslat's format: per CPU, counts in 1 µs buckets, the last including the longer steps.
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<PathBuf>,
+
+    /// The number of --histogram buckets (oslat's -b) [4-1024].
+    #[arg(long, value_name = "N", default_value = "32", requires = "histogram", value_parser = clap::value_parser!(u16).range(4..=1024))]
+    pub histogram_buckets: u16,
+
+    /// Draw the gaps (.png or .svg): per CPU, each gap over time coloured by the source that took most of it, and each source's share of the noise.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    /// Fail (exit 3) when a condition holds for any CPU, e.g. 'max>20us,noise>0.1%,source:local_timer>50us'. Figures: max p50 p99 (times; plain numbers µs), noise (a time, or % of the runtime), available (%), gaps (a count), source:NAME (every source whose name begins with NAME, case and spaces aside: against a time its longest, against a % its share of the runtime); operators > >= < <= == !=. An interrupted run does not pass.
+    #[arg(long, value_name = "EXPR", value_parser = rtick_model::noise_gates::parse)]
+    pub fail_if: Option<rtick_model::noise_gates::NoiseGates>,
+
+    /// Follow this thread of an application (its thread id) instead of spinning: its noise from the trace events of the CPUs it may run on (--trace, --plot and --fail-if take its gaps; --histogram, of the spinning loop's steps, does not go with it).
     #[arg(long, value_name = "TID", conflicts_with_all = ["affinity", "priority", "no_attribution"])]
     pub attach: Option<i32>,
 }

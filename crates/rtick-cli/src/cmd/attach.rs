@@ -1,15 +1,20 @@
 //! `rtick attach`: the lateness of a running program's timed waits. Glue:
-//! the target resolved, the library's attach run, its figures rendered and
-//! written to --json.
+//! the target resolved, the library's attach run (each wait, as it ends, to
+//! --trace and to the --json file's store), its figures rendered, written
+//! to --json, and --fail-if's verdict.
+
+mod spill;
+mod trace;
 
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary};
+use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::json::AttachFile;
+use rtick_model::gates::Gates;
+use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, UnavailableJson};
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -19,23 +24,60 @@ use crate::Usage;
 pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
+    let trace_out = AtomicFile::create_opt("--trace", a.trace.as_deref())?;
+    let mut trace = trace_out.as_ref().map(|f| f.try_clone().and_then(trace::TraceCsv::new)).transpose()?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration };
-    let attached = attach(&target, &opts, &stop).context("attach")?;
+    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
+    // Every timed wait goes to the JSON file's `wake_ups`, kept on disk until then.
+    let mut spill = json.as_ref().map(|_| spill::Spill::new()).transpose()?;
+    let mut on_wait = |tid: i32, w: &Wake| {
+        if let (Wake::Timed(t), Some(s)) = (w, spill.as_mut()) {
+            s.add(tid, t);
+        }
+        if let Some(t) = trace.as_mut() {
+            t.add(tid, w);
+        }
+    };
+    let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
+    let wake_ups = spill.map(spill::Spill::finish).transpose()?.unwrap_or_default();
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let file = AttachFile::of(&attached, &target, system, started_at);
+    let mut file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
+    file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);
     }
     out += &render(&attached);
     print!("{out}");
+    if let (Some(t), Some(out)) = (trace, trace_out) {
+        t.finish()?;
+        out.commit()?;
+    }
     if let Some(j) = json {
         j.write_json(&file)?;
         j.commit()?;
     }
-    Ok(ExitCode::SUCCESS)
+    // --fail-if's verdict, after everything else: exit 3 unless it passed.
+    let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
+    print!("{}", gates.render(g, file.threads.len(), attached.elapsed, false));
+    Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
+}
+
+/// --fail-if's conditions checked against each thread's lateness; without
+/// a timed wait there is no figure to check, which fails. A run stopped by
+/// Ctrl-C before its `-D` is partial; without `-D`, Ctrl-C is its end.
+fn gates(g: &Gates, a: &Attached, timed: bool) -> GatesJson {
+    let rows = lateness_rows(a);
+    let none = "timed waits".to_string();
+    let (asked, unavailable) = match rows.is_empty() {
+        true => {
+            let why = "no timed wait of the target ended in the run".to_string();
+            (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
+        }
+        false => (Vec::new(), Vec::new()),
+    };
+    g.evaluate(&rows, &asked, &unavailable, timed && a.end == End::Interrupted, Vec::new())
 }
 
 /// The target as given: exactly one of PID, --tid, --comm (clap sees to it).
@@ -64,6 +106,17 @@ fn header(a: &Attached, target: &Target, file: &AttachFile) -> String {
         rtick::text::count(a.threads.len() as u64, "thread"),
         a.elapsed,
         format_cpu_list(&a.cpus)
+    );
+    let event = std::mem::size_of::<rtick::ktrace::Event>();
+    let reader = match &a.reader_cpus {
+        Some(c) => format!("rtick reads it on CPU {}", format_cpu_list(c)),
+        None => "rtick reads it on the target's CPUs (it may run on no other)".into(),
+    };
+    let _ = writeln!(
+        o,
+        "  trace         read 10 times a second, its last {} kept (at most {} MiB); {reader}",
+        rtick::attach::run::KEEP,
+        (a.window_events * event * a.cpus.len()) >> 20
     );
     o += &crate::output::header::system_lines(&file.system, "CLOCK_MONOTONIC");
     for t in a.threads.iter().map(|t| &t.thread) {
@@ -103,6 +156,7 @@ pub fn render(a: &Attached) -> String {
     for s in &a.threads {
         o += &details(s);
     }
+    o += &worst(a);
     if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
         o += &no_waits(&a.threads);
     }
@@ -124,7 +178,7 @@ pub fn render(a: &Attached) -> String {
 }
 
 /// Why no wait ended: the threads still waiting when tracing stopped (a
-/// wait longer than the run), and the timers not followed yet.
+/// wait longer than the run), or that none was armed.
 fn no_waits(threads: &[ThreadSummary]) -> String {
     let mut o = String::from("\nno timed wait of the target ended in the run");
     let waiting: Vec<String> = threads
@@ -136,11 +190,11 @@ fn no_waits(threads: &[ThreadSummary]) -> String {
         })
         .collect();
     if waiting.is_empty() {
-        o += ": it armed no sleep timer of its own while traced\n";
+        o += ": no thread of it armed a timer, or was woken by one it armed, while traced (a timer armed before the attach began is known from its next re-arm)\n";
     } else {
         let _ = writeln!(o, "; still waiting when tracing stopped: {}", waiting.join(", "));
     }
-    o + "note: timerfd, POSIX timers and itimers are not followed yet: a loop waiting on one of them shows no timed wait\n"
+    o
 }
 
 /// A thread's phases and its event-driven wake-ups, a line each.
@@ -156,13 +210,30 @@ fn details(s: &ThreadSummary) -> String {
         let _ = writeln!(o, "  {name}: phases p50 / p99 / max: {}", p.join("; "));
     }
     if let Some([p50, max]) = s.event_scheduling {
-        let by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
+        let mut by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
+        if s.other_wakers > 0 {
+            by.push(format!("others ×{}", s.other_wakers));
+        }
         let _ = writeln!(
             o,
             "  {name}: {} woken before their timer (data, a futex, a signal): scheduling p50 {p50}, max {max}; woken by {}",
             s.event_driven,
             by.join(", ")
         );
+    }
+    o
+}
+
+/// Each thread's worst timed waits, explained: a line each, as
+/// `measure --explain` prints a spike (the time asked for instead of a cycle).
+fn worst(a: &Attached) -> String {
+    let mut o = String::new();
+    for s in &a.threads {
+        let Some(waits) = a.worst.get(&s.thread.tid).filter(|w| !w.is_empty()) else { continue };
+        let _ = writeln!(o, "\n{} {}: its {} worst timed waits explained:", s.thread.tid, s.thread.comm, waits.len());
+        for w in waits {
+            let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
+        }
     }
     o
 }

@@ -104,8 +104,10 @@ impl AtomicFile {
             // Whatever the program printed to stderr comes first.
             let _ = std::io::stdout().flush();
         }
-        serde_json::to_writer_pretty(self.file(), value).context("writing the JSON file")?;
-        writeln!(self.file()).context("writing the JSON file")
+        // Buffered: the serializer writes token by token.
+        let mut w = std::io::BufWriter::new(self.file());
+        serde_json::to_writer_pretty(&mut w, value).context("writing the JSON file")?;
+        writeln!(w).and_then(|()| w.flush()).context("writing the JSON file")
     }
 
     /// The open file (the temporary one, or the special file itself).

@@ -1,10 +1,13 @@
 //! The JSON file of `rtick attach --json`: its own schema (docs/json.md,
 //! "rtick attach"), built from the library's [`Attached`] by [`AttachFile::of`].
 
-use rtick::attach::{Attached, End, Target, ThreadSummary};
+use std::collections::BTreeMap;
+
+use rtick::attach::{Attached, End, Target, ThreadSummary, WorstWait};
+use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
-use super::{KernelPhaseJson, SystemJson, SCHEMA_VERSION};
+use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -22,6 +25,10 @@ pub struct AttachFile {
     pub target: TargetJson,
     /// The CPUs traced: those the target's threads may run on.
     pub cpus: Vec<usize>,
+    /// The CPUs rtick read the trace on; null when the target may run on
+    /// every CPU rtick may (it shared them).
+    #[serde(default)]
+    pub reader_cpus: Option<Vec<usize>>,
     /// Kernel events recorded on them.
     pub events: u64,
     /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
@@ -32,6 +39,13 @@ pub struct AttachFile {
     pub threads: Vec<AttachedThreadJson>,
     /// One line each, with its fix.
     pub findings: Vec<String>,
+    /// What limited the run's view, a sentence each (too many threads for
+    /// the kernel's filter, an unreadable /proc/kallsyms).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<GatesJson>,
 }
 
 /// What was attached to.
@@ -67,8 +81,174 @@ pub struct AttachedThreadJson {
     pub wakers: Vec<(String, u64)>,
     /// Waits that returned without a recorded wake-up.
     pub unmatched: u64,
+    /// Still waiting on its timer when tracing stopped.
+    #[serde(default)]
+    pub in_progress: bool,
+    /// The kernel function it was blocked in when tracing stopped
+    /// (/proc/TID/wchan: hrtimer_nanosleep, do_epoll_wait …); null when running or gone.
+    #[serde(default)]
+    pub blocked_in: Option<String>,
+    /// Its worst timed waits (at most --explain-top), the worst first, explained.
+    #[serde(default)]
+    pub spikes: Vec<AttachSpikeJson>,
     /// Every timed wait, in time order.
-    pub wake_ups: Vec<WakeUpJson>,
+    pub wake_ups: WakeUps,
+}
+
+/// A thread's timed waits: listed (as read from a file), or streamed, one
+/// at a time as the file is written, from where the writer kept them (a
+/// long run's do not fit in memory).
+pub enum WakeUps {
+    /// In memory.
+    Listed(Vec<WakeUpJson>),
+    /// Kept elsewhere, handed over in time order when written.
+    Streamed(Box<dyn StreamWakeUps>),
+}
+
+/// Where a thread's timed waits were kept while the run went on.
+pub trait StreamWakeUps {
+    /// Hands each of the thread's waits to `f`, in time order.
+    fn each(&self, f: &mut dyn FnMut(&WakeUpJson)) -> std::io::Result<()>;
+}
+
+impl Default for WakeUps {
+    fn default() -> Self {
+        WakeUps::Listed(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for WakeUps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WakeUps::Listed(v) => f.debug_tuple("Listed").field(v).finish(),
+            WakeUps::Streamed(_) => f.write_str("Streamed"),
+        }
+    }
+}
+
+impl Serialize for WakeUps {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let src = match self {
+            WakeUps::Listed(v) => return v.serialize(s),
+            WakeUps::Streamed(src) => src,
+        };
+        let mut seq = s.serialize_seq(None)?;
+        let mut failed = None;
+        src.each(&mut |w| {
+            if failed.is_none() {
+                failed = seq.serialize_element(w).err();
+            }
+        })
+        .map_err(|e| S::Error::custom(format!("reading back the timed waits: {e}")))?;
+        match failed {
+            Some(e) => Err(e),
+            None => seq.end(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WakeUps {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::deserialize(d).map(WakeUps::Listed)
+    }
+}
+
+/// One of a thread's worst timed waits, explained as `measure --explain`
+/// explains a spike.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AttachSpikeJson {
+    /// The time asked for (CLOCK_MONOTONIC ns).
+    pub requested_ns: i64,
+    pub lateness_ns: i64,
+    pub slack_ns: i64,
+    /// The CPU it was switched in on.
+    pub cpu: u32,
+    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
+    pub phases_ns: [i64; 4],
+    /// The largest phase (its name in phases_ns's order); null when not explained.
+    pub largest_phase: Option<String>,
+    /// The verdict, one sentence; null when not explained.
+    pub cause: Option<String>,
+    /// The kind of verdict: host, idle_exit, irqs_off, preempted, held_up,
+    /// interrupt, rt_throttled, kernel_path.
+    pub cause_kind: Option<String>,
+    /// The task or interrupt work the verdict blames, when it names one.
+    pub culprit: Option<CulpritJson>,
+    /// Per phase, the top culprits (what ran, ns).
+    pub culprits: Vec<Vec<(String, i64)>>,
+    /// Why it has no explanation (its events left the window, or were lost).
+    pub unexplained: Option<String>,
+    /// The terminal line.
+    pub line: String,
+}
+
+/// What a spike is blamed on: a task, an IRQ handler, a softirq or another hrtimer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CulpritJson {
+    /// "task", "irq", "softirq" or "hrtimer".
+    pub kind: String,
+    /// The task's comm, the IRQ handler's or softirq's name, the hrtimer's callback.
+    pub name: String,
+    /// A task's pid (thread id); an IRQ's number.
+    pub pid: Option<i32>,
+    /// A task's kernel priority (0–99 real-time, lower is more urgent).
+    pub prio: Option<i32>,
+}
+
+impl CulpritJson {
+    fn of(c: &Culprit) -> CulpritJson {
+        let (kind, pid, prio) = match c {
+            Culprit::Task(t) => ("task", Some(t.pid), Some(t.prio)),
+            Culprit::Irq { irq, .. } => ("irq", Some(*irq), None),
+            Culprit::Softirq(_) => ("softirq", None, None),
+            Culprit::Hrtimer { .. } => ("hrtimer", None, None),
+            Culprit::Idle => ("idle", None, None),
+        };
+        let name = match c {
+            Culprit::Task(t) => t.comm.clone(),
+            Culprit::Irq { name, .. } => name.clone(),
+            Culprit::Softirq(n) => n.to_string(),
+            other => other.to_string(),
+        };
+        CulpritJson { kind: kind.into(), name, pid, prio }
+    }
+}
+
+impl AttachSpikeJson {
+    /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
+    pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
+        let t = &w.wait;
+        let label = label(t.requested, started);
+        let (spike, why) = match &w.explained {
+            Ok(s) => (Some(s), None),
+            Err(u) => (None, Some(u.reason().to_string())),
+        };
+        AttachSpikeJson {
+            requested_ns: t.requested.0,
+            lateness_ns: t.lateness.as_ns(),
+            slack_ns: t.slack.as_ns(),
+            cpu: t.matched.cpu,
+            phases_ns: t.phases.named().map(|(_, v)| v.as_ns()),
+            largest_phase: spike.map(|s| s.largest_phase().to_string()),
+            cause: spike.map(|s| s.cause.to_string()),
+            cause_kind: spike.map(|s| s.cause.token().to_string()),
+            culprit: spike.and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
+            culprits: spike.map_or_else(Vec::new, |s| {
+                s.culprits.iter().map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect()).collect()
+            }),
+            line: match (spike, &why) {
+                (Some(s), _) => s.line_as(&label),
+                (None, why) => format!("{label}  {}: not explained: {}", t.lateness, why.as_deref().unwrap_or("")),
+            },
+            unexplained: why,
+        }
+    }
+}
+
+/// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
+fn label(requested: rtick::Time, started: rtick::Time) -> String {
+    format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
 }
 
 /// One timed wait.
@@ -83,8 +263,15 @@ pub struct WakeUpJson {
 }
 
 impl AttachFile {
-    /// The file of the attach `a` to `target`.
-    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
+    /// The file of the attach `a` to `target`, with each thread's timed
+    /// waits `wake_ups` (those the caller kept).
+    pub fn of(
+        a: &Attached,
+        target: &Target,
+        system: SystemJson,
+        started_at: String,
+        mut wake_ups: BTreeMap<i32, WakeUps>,
+    ) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
@@ -100,16 +287,61 @@ impl AttachFile {
             system,
             target: TargetJson { pid: target.pid, comm: target.comm.clone(), whole_process: target.whole_process },
             cpus: a.cpus.clone(),
+            reader_cpus: a.reader_cpus.clone(),
             events: a.events as u64,
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
-            threads: a.threads.iter().map(|t| thread(t, a)).collect(),
+            threads: a
+                .threads
+                .iter()
+                .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
+                .collect(),
             findings: rtick::attach::findings(&a.threads),
+            notes: a.notes.clone(),
+            gates: None,
         }
     }
 }
 
-fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
+/// Each thread's lateness as a result row (`mechanism`: its comm, `thread`
+/// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
+/// figures of a measured loop's own (overruns, missed periods, CPU time)
+/// have no value here.
+pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
+    let comm = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid).map(|t| t.thread.comm.clone());
+    a.lateness
+        .iter()
+        .map(|(&tid, s)| ResultJson {
+            source: None,
+            mechanism: comm(tid).unwrap_or_default(),
+            thread: tid as usize,
+            tid: Some(tid),
+            cpu: None,
+            count: s.count,
+            min_ns: s.min,
+            max_ns: s.max,
+            mean_ns: s.mean,
+            stddev_ns: Some(s.stddev),
+            percentiles_ns: Some(s.into()),
+            overruns: None,
+            missed_periods: None,
+            early_wakeups: Some(s.negative),
+            cpu_percent: None,
+            trace_rows_dropped: 0,
+            hybrid_slack_ns: None,
+            period_min_ns: None,
+            period_max_ns: None,
+            period_percentiles_ns: None,
+            clock_steps: 0,
+            clock_stepped_ns: 0,
+            histogram_ns: Vec::new(),
+            phase: None,
+            warm_up_discarded: 0,
+        })
+        .collect()
+}
+
+fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJson {
     let t = &s.thread;
     let ns = |v: &[rtick::Nanos]| v.iter().map(|n| n.as_ns()).collect::<Vec<_>>();
     let phases = s.phases.iter().flatten();
@@ -127,18 +359,31 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
         phases_ns: phases.map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
         event_driven: s.event_driven,
         event_scheduling_ns: s.event_scheduling.map(|l| [l[0].as_ns(), l[1].as_ns()]),
-        wakers: s.wakers.iter().map(|(w, n)| (w.to_string(), *n)).collect(),
+        wakers: s
+            .wakers
+            .iter()
+            .map(|(w, n)| (w.to_string(), *n))
+            .chain((s.other_wakers > 0).then(|| ("others".to_string(), s.other_wakers)))
+            .collect(),
         unmatched: s.unmatched,
-        wake_ups: a.waits.get(&t.tid).map_or_else(Vec::new, |w| {
-            w.timed
-                .iter()
-                .map(|w| WakeUpJson {
-                    requested_ns: w.requested.0,
-                    lateness_ns: w.lateness.as_ns(),
-                    slack_ns: w.slack.as_ns(),
-                    phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
-                })
-                .collect()
-        }),
+        in_progress: s.in_progress,
+        blocked_in: s.blocked_in.clone(),
+        spikes: a
+            .worst
+            .get(&t.tid)
+            .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
+        wake_ups,
+    }
+}
+
+impl WakeUpJson {
+    /// One timed wait.
+    pub fn of(w: &rtick::attach::TimedWait) -> WakeUpJson {
+        WakeUpJson {
+            requested_ns: w.requested.0,
+            lateness_ns: w.lateness.as_ns(),
+            slack_ns: w.slack.as_ns(),
+            phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
+        }
     }
 }

@@ -11,7 +11,10 @@ mod noise;
 use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
-pub use attach::{AttachFile, AttachedThreadJson, TargetJson, WakeUpJson};
+pub use attach::{
+    lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, StreamWakeUps, TargetJson, WakeUpJson,
+    WakeUps,
+};
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};

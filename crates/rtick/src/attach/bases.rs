@@ -16,6 +16,10 @@ use crate::time::{clock_offset, Nanos, Time};
 /// is (the clock was set while traced).
 const TOLERANCE: Nanos = Nanos(1_000_000);
 
+/// A base's offset this close to CLOCK_MONOTONIC's is read noise, not a
+/// different clock.
+const SAME: Nanos = Nanos(1_000);
+
 /// The offsets of CLOCK_MONOTONIC (0), CLOCK_REALTIME, CLOCK_BOOTTIME and
 /// CLOCK_TAI to CLOCK_MONOTONIC.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,12 +45,21 @@ impl BaseOffsets {
     /// at time stamp `ts` (CLOCK_MONOTONIC): the nearest known base's.
     pub fn at_expiry(&self, now: Time, ts: Time) -> Nanos {
         let seen = now - ts;
-        self.0
+        let nearest = self
+            .0
             .iter()
             .copied()
             .min_by_key(|o| (*o - seen).as_ns().unsigned_abs())
             .filter(|o| (*o - seen).as_ns().abs() <= TOLERANCE.as_ns())
-            .unwrap_or(seen)
+            .unwrap_or(seen);
+        // A clock within the reads' noise of CLOCK_MONOTONIC (CLOCK_BOOTTIME
+        // with no suspend since boot) cannot be told from it: the timer is
+        // taken as CLOCK_MONOTONIC, exact.
+        if nearest.as_ns().abs() <= SAME.as_ns() {
+            Nanos::ZERO
+        } else {
+            nearest
+        }
     }
 }
 
@@ -62,6 +75,10 @@ mod tests {
         assert_eq!(b.at_expiry(Time(1_000_000), Time(1_003_000)), Nanos::ZERO);
         let now = Time(realtime.as_ns() + 1_000_000 - 2_500);
         assert_eq!(b.at_expiry(now, Time(1_000_000)), realtime);
+        // CLOCK_BOOTTIME read 40 ns behind CLOCK_MONOTONIC (no suspend):
+        // a timer seen 30 ns behind is a monotonic one, exactly.
+        let b = BaseOffsets::new(&[Nanos::ZERO, realtime, Nanos(-40)]);
+        assert_eq!(b.at_expiry(Time(1_000_000 - 30), Time(1_000_000)), Nanos::ZERO);
         let stepped = Time(realtime.as_ns() + 5_000_000_000);
         assert_eq!(b.at_expiry(stepped, Time(0)), stepped - Time(0));
     }

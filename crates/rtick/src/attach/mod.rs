@@ -14,23 +14,36 @@
 //! - [`bases`]: the clock a timer runs on, turned into CLOCK_MONOTONIC;
 //! - [`waits`]: the events turned into each thread's timed and
 //!   event-driven wake-ups;
+//! - [`merge`]: the CPUs' events merged in time order as they are read;
+//! - [`stats`]: a thread's waits as bounded statistics;
+//! - [`worst`]: a thread's worst timed waits, explained as they end;
+//! - [`feed`]: each event taken, each wait that ends counted and ranked;
 //! - [`summary`]: the figures per thread and the findings;
-//! - [`run`](mod@run): the tracing session from start to its end (a
-//!   duration, Ctrl-C, or the target's exit).
+//! - [`run`](mod@run): the trace from start to its end (a duration,
+//!   Ctrl-C, or the target's exit), read as it runs.
 //!
-//! The trace is rtick's own tracefs instance ([`ktrace::Session`](crate::ktrace::Session)),
-//! with [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the
-//! CPUs the target may run on, its system calls' exits filtered to its threads.
+//! The trace is rtick's own tracefs instance, read as it runs
+//! ([`explain::Live`](crate::explain::Live)), with
+//! [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the CPUs
+//! the target may run on, its system calls' exits filtered to its threads.
 
 pub mod bases;
 pub mod cycle;
+pub mod feed;
+pub mod merge;
 pub mod run;
+pub mod stats;
 pub mod summary;
 pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod timers;
 pub mod waits;
+pub mod worst;
 
 pub use run::{attach, AttachOptions, Attached, End};
+pub use stats::ThreadStats;
 pub use summary::{findings, ThreadSummary};
 pub use target::{Spec, Target, TargetError, ThreadInfo};
 pub use waits::{EventWake, Follower, ThreadWaits, TimedWait, Wake, Waker};
+pub use worst::WorstWait;

@@ -1,5 +1,9 @@
-//! An attach from start to end: the tracing session on the target's CPUs,
-//! its threads followed as they come and go, and the waits found.
+//! An attach from start to end: the trace of the target's CPUs read ten
+//! times a second as it runs, its threads followed as they come and go, and
+//! each wait taken into its thread's figures as it ends. Memory stays flat
+//! however long it runs: the recent window of events is bounded in time
+//! and count, the figures are histograms, and only each thread's worst
+//! waits are kept, explained.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,17 +11,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::bases::BaseOffsets;
+use super::feed::Feed;
+use super::merge::Merge;
+use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
-use super::waits::{follow, ThreadWaits};
+use super::waits::Wake;
+use super::worst::WorstWait;
+use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::TraceBuffers;
-use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Session, Tracepoint};
-use crate::time::Nanos;
+use crate::explain::{Live, Recent, TraceBuffers};
+use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
+use crate::stats::Summary;
+use crate::time::{Nanos, Time};
 
-/// How often the target's threads are listed (new ones get their system
-/// calls traced from then on) and the end conditions checked.
-const POLL: Duration = Duration::from_millis(50);
+/// How often the trace is read, the target's threads listed (new ones get
+/// their system calls traced from then on) and the end conditions checked.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long the recent window of events lasts: a wait is explained when it
+/// ends, from the events since its thread last ran (a longer wait is
+/// explained from as much of it as is held).
+pub const KEEP: Nanos = Nanos::from_secs(2);
+
+/// The most a read takes of one CPU's buffer, in pages (4 KiB: about 100
+/// events): a reader behind the trace holds a bounded batch (40 000 events
+/// a CPU) and reads again at once, and the kernel drops and counts what its
+/// buffers cannot hold meanwhile.
+const READ_PAGES: u64 = 400;
+
+/// The events the recent window holds at most, all CPUs together: 32 MiB.
+const WINDOW_BYTES: usize = 32 << 20;
 
 /// How to attach.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +50,8 @@ pub struct AttachOptions {
     pub tracefs: Option<PathBuf>,
     /// How long (until stopped or the target exits when `None`).
     pub duration: Option<Nanos>,
+    /// Each thread's worst timed waits explained.
+    pub explain_top: usize,
 }
 
 /// Why the attach ended.
@@ -44,102 +70,241 @@ pub enum End {
 pub struct Attached {
     /// Per thread seen (in tid order), its figures.
     pub threads: Vec<ThreadSummary>,
-    /// Per thread, every wait.
-    pub waits: BTreeMap<i32, ThreadWaits>,
+    /// Per thread, its worst timed waits, the worst first, explained.
+    pub worst: BTreeMap<i32, Vec<WorstWait>>,
+    /// Per thread with a timed wait, its lateness in full (every
+    /// percentile, mean, standard deviation): what --fail-if checks.
+    pub lateness: BTreeMap<i32, Summary>,
     /// Why it ended.
     pub end: End,
+    /// When tracing began (CLOCK_MONOTONIC).
+    pub started: Time,
     /// How long it traced.
     pub elapsed: Nanos,
     /// The CPUs traced (those the target's threads may run on).
     pub cpus: Vec<usize>,
+    /// The CPUs rtick read the trace on (`None`: the target may run on
+    /// every CPU rtick may, so it shares them).
+    pub reader_cpus: Option<Vec<usize>>,
+    /// The events the recent window held at most, per traced CPU.
+    pub window_events: usize,
     /// Events the kernel or the reader lost.
     pub lost: LostEvents,
     /// Trace events this kernel lacks.
     pub missing: Vec<&'static str>,
-    /// Kernel events recorded.
+    /// Kernel events read.
     pub events: usize,
     /// What limited the run's view, a sentence each.
     pub notes: Vec<String>,
 }
 
-/// Traces `target` until `opts.duration` passes, `stop` is set, or it exits.
-pub fn attach(target: &Target, opts: &AttachOptions, stop: &AtomicBool) -> Result<Attached> {
-    let proc = Path::new("/proc");
-    let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
-    let mut live = target.threads(proc);
-    note(proc, &live, &mut seen);
-    if seen.is_empty() {
-        return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
-    }
-    let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let buffers = TraceBuffers::for_cpus(cpus.len());
-    let topts = Options {
-        buffer_kb: buffers.kb,
-        events: &Tracepoint::ATTACH,
-        syscall_pids: live.clone(),
-        ..Options::default()
-    };
-    let bases = BaseOffsets::read();
-    let session = Session::start(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts)?;
-    let began = Instant::now();
-    let (mut most, mut kernel_filtered) = (live.len(), ktrace::kernel_filters_pids(&live));
+/// Traces `target` until `opts.duration` passes, `stop` is set, or it
+/// exits; each wait that ends is handed to `on_wait` with its thread's id.
+pub fn attach(
+    target: &Target,
+    opts: &AttachOptions,
+    stop: &AtomicBool,
+    on_wait: &mut dyn FnMut(i32, &Wake),
+) -> Result<Attached> {
+    let mut run = Run::start(target, opts)?;
+    let began = run.began;
+    let mut emptied = true;
     let end = loop {
-        std::thread::sleep(POLL);
+        // Behind the trace (a read stopped at READ_PAGES): read on at once.
+        if emptied {
+            std::thread::sleep(POLL);
+        }
+        // The threads first: a thread started meanwhile is followed even
+        // when reading the trace takes the rest of the run.
+        if !run.follow_new_threads()? {
+            break End::TargetExited;
+        }
+        emptied = run.pass(false, on_wait)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
         if opts.duration.is_some_and(|d| began.elapsed() >= d.to_std()) {
             break End::Duration;
         }
-        let now = target.threads(proc);
-        if now.is_empty() {
-            break End::TargetExited;
-        }
-        if now != live {
-            let new: Vec<i32> = now.iter().copied().filter(|t| !seen.contains_key(t)).collect();
-            note(proc, &new, &mut seen);
-            // Exited threads are dropped: the filter stays short, and a
-            // reused tid is not followed.
-            session.set_syscall_pids(&now)?;
-            most = most.max(now.len());
-            kernel_filtered &= ktrace::kernel_filters_pids(&now);
-            live = now;
-        }
     };
     let elapsed = Nanos::from_std(began.elapsed());
     let blocked: BTreeMap<i32, String> =
-        live.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(proc, t)?))).collect();
-    let missing = session.missing_events().to_vec();
-    let capture = session.stop()?;
-    let events: usize = capture.per_cpu.iter().map(|c| c.events.len()).sum();
-    let mut all: Vec<(usize, &Event)> =
-        capture.per_cpu.iter().flat_map(|c| c.events.iter().map(|e| (c.cpu, e))).collect();
-    all.sort_by_key(|(_, e)| e.ts);
-    let mut notes = Vec::new();
-    if !kernel_filtered {
-        notes.push(format!(
-            "{most} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's"
-        ));
-    }
-    let sleeper = match Kallsyms::load() {
-        Ok(k) => sleeper_fn(&k),
-        Err(e) => {
-            notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
-            None
+        run.tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(run.proc, t)?))).collect();
+    run.live.stream().stop_recording()?;
+    while !run.pass(true, on_wait)? {}
+    run.finish(end, elapsed, &blocked)
+}
+
+/// An attach in progress: its trace, the events read but not yet taken,
+/// the threads followed.
+struct Run<'a> {
+    target: &'a Target,
+    proc: &'static Path,
+    live: Live,
+    merge: Merge,
+    feed: Feed,
+    /// Every thread seen, as first read.
+    seen: BTreeMap<i32, ThreadInfo>,
+    /// The threads alive at the last look.
+    tids: Vec<i32>,
+    /// The most threads alive at once, and whether the kernel could filter their exits.
+    most: usize,
+    kernel_filtered: bool,
+    /// When tracing began (CLOCK_MONOTONIC, and for the duration).
+    started: Time,
+    began: Instant,
+    cpus: Vec<usize>,
+    reader_cpus: Option<Vec<usize>>,
+    window_events: usize,
+    notes: Vec<String>,
+}
+
+impl<'a> Run<'a> {
+    /// Starts tracing the CPUs `target`'s threads may run on.
+    fn start(target: &'a Target, opts: &AttachOptions) -> Result<Run<'a>> {
+        let proc = Path::new("/proc");
+        let mut seen: BTreeMap<i32, ThreadInfo> = BTreeMap::new();
+        let tids = target.threads(proc);
+        note(proc, &tids, &mut seen);
+        if seen.is_empty() {
+            return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
         }
-    };
-    let tids: Vec<i32> = seen.keys().copied().collect();
-    let waits: BTreeMap<i32, ThreadWaits> = follow(&all, &tids, sleeper, &bases).into_iter().collect();
-    let threads = seen
-        .values()
-        .map(|t| ThreadSummary {
-            blocked_in: blocked.get(&t.tid).cloned(),
-            ..ThreadSummary::of(t.clone(), &waits[&t.tid])
+        let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        // Off the target's CPUs before anything else runs: threads started
+        // from here on inherit it.
+        let reader_cpus = ktrace::keep_off(&cpus);
+        let window_events = Recent::cap(WINDOW_BYTES / std::mem::size_of::<Event>() / cpus.len());
+        let topts = Options {
+            buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
+            events: &Tracepoint::ATTACH,
+            syscall_pids: tids.clone(),
+            ..Options::default()
+        };
+        let bases = BaseOffsets::read();
+        let started = ClockId::Monotonic.now();
+        let live = Live::start_with(&ktrace::root(opts.tracefs.as_deref()), &cpus, &topts, KEEP, window_events)?;
+        let began = Instant::now();
+        // Read while the first events wait in the kernel's buffers: tracing
+        // began without waiting for it.
+        let mut notes = Vec::new();
+        let sleeper = match Kallsyms::load() {
+            Ok(k) => k.address("hrtimer_wakeup"),
+            Err(e) => {
+                notes.push(format!("{e}: every hrtimer a thread armed was taken for a wait's, not only its sleeps'"));
+                None
+            }
+        };
+        let mut feed = Feed::new(sleeper, bases, opts.explain_top);
+        feed.follow_threads(&tids);
+        let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
+        Ok(Run {
+            target,
+            proc,
+            live,
+            merge: Merge::new(),
+            feed,
+            seen,
+            tids,
+            most,
+            kernel_filtered,
+            started,
+            began,
+            cpus,
+            reader_cpus,
+            window_events,
+            notes,
         })
-        .collect();
-    Ok(Attached { threads, waits, end, elapsed, cpus, lost: capture.lost, missing, events, notes })
+    }
+
+    /// Reads the trace and takes, in time order, every event recorded
+    /// before the read began (every one read, when `last` and the buffers
+    /// were emptied). Whether they were: else more waits to be read now.
+    fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<bool> {
+        let Run { live, merge, feed, .. } = self;
+        let (watermark, all) = live.read_each(READ_PAGES, &mut |cpu, e| merge.push(cpu, e))?;
+        let watermark = if last && all { Time(i64::MAX) } else { watermark };
+        // Into the window in the order taken: a wait's events are held when
+        // it ends, however many one read brought.
+        merge.release(watermark, &mut |cpu, e| {
+            live.recent_mut().push(cpu, e.clone());
+            if let Some((tid, w)) = feed.take(cpu, &e, live.recent()) {
+                on_wait(tid, &w);
+            }
+        });
+        // The window keeps the last KEEP of what was taken, however far
+        // behind the trace the reads are.
+        live.recent_mut().advance(watermark);
+        Ok(all)
+    }
+
+    /// Lists the target's threads: new ones are followed, exited ones leave
+    /// the system call filter. `false` once the target has exited.
+    fn follow_new_threads(&mut self) -> Result<bool> {
+        let now = self.target.threads(self.proc);
+        if now.is_empty() {
+            return Ok(false);
+        }
+        if now != self.tids {
+            let new: Vec<i32> = now.iter().copied().filter(|t| !self.seen.contains_key(t)).collect();
+            note(self.proc, &new, &mut self.seen);
+            // Exited threads are dropped: the filter stays short, and a
+            // reused tid is not followed.
+            self.live.stream().set_syscall_pids(&now)?;
+            // The new threads' exits are recorded from now on: their waits
+            // are followed from then (the events taken lag the reads).
+            self.feed.follow_threads_from(&new, ClockId::Monotonic.now());
+            self.most = self.most.max(now.len());
+            self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
+            self.tids = now;
+        }
+        Ok(true)
+    }
+
+    /// What the run found, its trace removed; `blocked`: the kernel
+    /// function each thread was blocked in as it ended.
+    fn finish(mut self, end: End, elapsed: Nanos, blocked: &BTreeMap<i32, String>) -> Result<Attached> {
+        let lost = self.live.stream().lost()?;
+        let missing = self.live.stream().missing_events().to_vec();
+        drop(self.live);
+        if !self.kernel_filtered {
+            self.notes.push(format!(
+                "{} threads at once are too many for the kernel's event filter: every system call exit on the traced CPUs was recorded and rtick kept the target's",
+                self.most
+            ));
+        }
+        let waiting: Vec<i32> = self.feed.in_progress().collect();
+        let events = self.feed.events() as usize;
+        let (stats, worst) = self.feed.finish();
+        let lateness =
+            stats.iter().filter(|(_, s)| s.lateness.count() > 0).map(|(t, s)| (*t, s.lateness.summary())).collect();
+        let none = ThreadStats::new();
+        let threads = self
+            .seen
+            .into_values()
+            .map(|t| ThreadSummary {
+                blocked_in: blocked.get(&t.tid).cloned(),
+                in_progress: waiting.contains(&t.tid),
+                ..ThreadSummary::of(t.clone(), stats.get(&t.tid).unwrap_or(&none))
+            })
+            .collect();
+        Ok(Attached {
+            threads,
+            worst,
+            lateness,
+            end,
+            started: self.started,
+            elapsed,
+            cpus: self.cpus,
+            reader_cpus: self.reader_cpus,
+            window_events: self.window_events,
+            lost,
+            missing,
+            events,
+            notes: self.notes,
+        })
+    }
 }
 
 /// Reads the threads of `tids` not yet seen into `seen` (those already
@@ -150,9 +315,4 @@ fn note(proc: &Path, tids: &[i32], seen: &mut BTreeMap<i32, ThreadInfo>) {
             seen.entry(t).or_insert(i);
         }
     }
-}
-
-/// The address of `hrtimer_wakeup`, the callback of every sleeper's timer.
-fn sleeper_fn(k: &Kallsyms) -> Option<u64> {
-    k.address("hrtimer_wakeup")
 }

@@ -1,11 +1,10 @@
 //! The figures of one attached thread, and what they mean.
 
-use std::collections::HashMap;
-
+use super::stats::ThreadStats;
 use super::target::ThreadInfo;
-use super::waits::{ThreadWaits, Waker};
-use crate::explain::{phase_summary, Phases};
-use crate::stats::percentile::of_sorted;
+use super::waits::Waker;
+use crate::explain::Phases;
+use crate::stats::LatencyStats;
 use crate::time::Nanos;
 
 /// Slack at or above this, on a thread of a normal policy, is a finding.
@@ -28,8 +27,11 @@ pub struct ThreadSummary {
     pub event_driven: u64,
     /// Their scheduling latency (waking → running): p50 and max.
     pub event_scheduling: Option<[Nanos; 2]>,
-    /// Who woke them, most often first.
+    /// Who woke them, most often first (the first
+    /// [`WAKERS`](super::stats::WAKERS) wakers seen).
     pub wakers: Vec<(Waker, u64)>,
+    /// Wake-ups by other wakers, counted together.
+    pub other_wakers: u64,
     /// Waits that ended without a wake-up rtick could follow.
     pub unmatched: u64,
     /// Still in a timed wait when the trace stopped.
@@ -38,34 +40,35 @@ pub struct ThreadSummary {
     pub blocked_in: Option<String>,
 }
 
+/// The values at quantiles `qs` (nearest rank, to the histogram's
+/// precision, held within the exact extremes); `None` when empty.
+fn at<const N: usize>(s: &LatencyStats, qs: [f64; N]) -> Option<[Nanos; N]> {
+    let sum = s.summary();
+    (s.count() > 0).then(|| qs.map(|q| Nanos(s.histogram().value_at_quantile(q).clamp(sum.min, sum.max))))
+}
+
 impl ThreadSummary {
-    /// The figures of `waits`, the waits of `thread`.
-    pub fn of(thread: ThreadInfo, waits: &ThreadWaits) -> ThreadSummary {
-        let mut late: Vec<Nanos> = waits.timed.iter().map(|w| w.lateness).collect();
-        late.sort_unstable();
-        let mut slack: Vec<Nanos> = waits.timed.iter().map(|w| w.slack).collect();
-        slack.sort_unstable();
-        let mut sched: Vec<Nanos> = waits.event_driven.iter().map(|w| w.scheduling).collect();
-        sched.sort_unstable();
-        let q = |v: &[Nanos], q: f64| of_sorted(v, q);
-        let phases: Vec<Phases> = waits.timed.iter().map(|w| w.phases).collect();
-        let mut wakers: HashMap<&Waker, u64> = HashMap::new();
-        for w in &waits.event_driven {
-            *wakers.entry(&w.waker).or_default() += 1;
-        }
-        let mut wakers: Vec<(Waker, u64)> = wakers.into_iter().map(|(w, n)| (w.clone(), n)).collect();
+    /// The figures of `stats`, the waits of `thread` (not in a wait, not blocked).
+    pub fn of(thread: ThreadInfo, stats: &ThreadStats) -> ThreadSummary {
+        let mut wakers: Vec<(Waker, u64)> = stats.wakers.iter().map(|(w, n)| (w.clone(), *n)).collect();
         wakers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.to_string().cmp(&b.0.to_string())));
+        let phases = (stats.lateness.count() > 0).then(|| {
+            std::array::from_fn(|k| {
+                (Phases::NAMES[k], at(&stats.phases[k], [0.5, 0.99, 1.0]).unwrap_or([Nanos::ZERO; 3]))
+            })
+        });
         ThreadSummary {
             thread,
-            timed: late.len() as u64,
-            lateness: (|| Some([q(&late, 0.5)?, q(&late, 0.9)?, q(&late, 0.99)?, q(&late, 1.0)?]))(),
-            slack_p50: q(&slack, 0.5),
-            phases: (!phases.is_empty()).then(|| phase_summary(&phases)),
-            event_driven: sched.len() as u64,
-            event_scheduling: (|| Some([q(&sched, 0.5)?, q(&sched, 1.0)?]))(),
+            timed: stats.lateness.count(),
+            lateness: at(&stats.lateness, [0.5, 0.9, 0.99, 1.0]),
+            slack_p50: at(&stats.slack, [0.5]).map(|[p]| p),
+            phases,
+            event_driven: stats.event_scheduling.count(),
+            event_scheduling: at(&stats.event_scheduling, [0.5, 1.0]),
             wakers,
-            unmatched: waits.unmatched,
-            in_progress: waits.in_progress,
+            other_wakers: stats.other_wakers,
+            unmatched: stats.unmatched,
+            in_progress: false,
             blocked_in: None,
         }
     }
@@ -89,9 +92,8 @@ pub fn findings(threads: &[ThreadSummary]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::waits::{EventWake, TimedWait};
+    use super::super::waits::{EventWake, Wake};
     use super::*;
-    use crate::explain::Matched;
     use crate::rt::Policy;
     use crate::time::Time;
 
@@ -108,34 +110,22 @@ mod tests {
         }
     }
 
-    fn timed(late: i64, slack: i64) -> TimedWait {
-        let p =
-            Phases { irq_delay: Nanos(late), wakeup_path: Nanos(0), scheduling: Nanos(0), return_to_user: Nanos(0) };
-        let m =
-            Matched { cpu: 0, hrtimer: 0, expired: Time(late), waking: Time(late), switched_in: Time(late), prio: 120 };
-        TimedWait {
-            requested: Time(0),
-            slack: Nanos(slack),
-            lateness: Nanos(late),
-            phases: p,
-            matched: m,
-            exit: Time(late),
-            armed: Time(0),
-            callback: 0,
-            blocked: Time(0),
-        }
+    fn timed(late: i64, slack: i64) -> Wake {
+        Wake::Timed(super::super::testing::timed(0, slack, [late, 0, 0, 0]))
+    }
+
+    fn stats(waits: &[Wake]) -> ThreadStats {
+        let mut s = ThreadStats::new();
+        waits.iter().for_each(|w| s.add(w));
+        s
     }
 
     #[test]
     fn figures_use_the_nearest_rank_percentiles_and_wakers_are_counted() {
-        let wake = |by: Waker, s| EventWake { woken: Time(0), scheduling: Nanos(s), waker: by };
-        let w = ThreadWaits {
-            timed: (1..=100).map(|v| timed(v, 50_000)).collect(),
-            event_driven: vec![wake(Waker::Irq, 5), wake(Waker::Task(3, "w".into()), 9), wake(Waker::Irq, 7)],
-            unmatched: 0,
-            in_progress: false,
-        };
-        let s = ThreadSummary::of(info(Policy::Other), &w);
+        let wake = |by: Waker, s| Wake::Event(EventWake { woken: Time(0), scheduling: Nanos(s), waker: by });
+        let mut w: Vec<Wake> = (1..=100).map(|v| timed(v, 50_000)).collect();
+        w.extend([wake(Waker::Irq, 5), wake(Waker::Task(3, "w".into()), 9), wake(Waker::Irq, 7)]);
+        let s = ThreadSummary::of(info(Policy::Other), &stats(&w));
         assert_eq!(s.lateness, Some([Nanos(50), Nanos(90), Nanos(99), Nanos(100)]));
         assert_eq!((s.timed, s.event_driven, s.slack_p50), (100, 3, Some(Nanos(50_000))));
         assert_eq!(s.event_scheduling, Some([Nanos(7), Nanos(9)]));
@@ -146,10 +136,18 @@ mod tests {
     }
 
     #[test]
+    fn large_values_keep_their_precision_and_their_exact_maximum() {
+        let w: Vec<Wake> = (1..=1000).map(|v| timed(v * 1_003, 0)).collect();
+        let [p50, _, p99, max] = ThreadSummary::of(info(Policy::Fifo), &stats(&w)).lateness.unwrap();
+        assert!((p50.as_ns() - 501_500).abs() <= 501, "{p50:?} within 0.1 %");
+        assert!((p99.as_ns() - 992_970).abs() <= 993, "{p99:?}");
+        assert_eq!(max, Nanos(1_003_000));
+    }
+
+    #[test]
     fn no_slack_and_no_waits_make_no_finding() {
-        let w = ThreadWaits { timed: vec![timed(5, 0)], ..Default::default() };
-        assert_eq!(ThreadSummary::of(info(Policy::Fifo), &w).slack_finding(), None);
-        let none = ThreadSummary::of(info(Policy::Other), &ThreadWaits::default());
+        assert_eq!(ThreadSummary::of(info(Policy::Fifo), &stats(&[timed(5, 0)])).slack_finding(), None);
+        let none = ThreadSummary::of(info(Policy::Other), &ThreadStats::new());
         assert_eq!((none.lateness, none.slack_p50, none.phases, none.slack_finding()), (None, None, None, None));
     }
 }

@@ -25,7 +25,7 @@
 //! `hrtimer_cancel` as a timer expires, so the cancel event itself does not
 //! tell them apart; the callback does.)
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::bases::BaseOffsets;
 use super::timers::{Armed, Callback, Timers};
@@ -190,7 +190,9 @@ struct Pending {
 /// followed, the timers armed at once and the CPUs.
 #[derive(Debug)]
 pub struct Follower {
-    threads: HashSet<i32>,
+    /// The followed threads, each from the time its events are all traced
+    /// (its system calls' exits enter the kernel's filter when it is found).
+    threads: HashMap<i32, Time>,
     pending: HashMap<i32, Pending>,
     timers: Timers,
     /// Per CPU, the task running (its last switch-in): a waker's name.
@@ -211,7 +213,7 @@ impl Follower {
     /// into CLOCK_MONOTONIC.
     pub fn new(sleeper_fn: Option<u64>, bases: BaseOffsets) -> Follower {
         Follower {
-            threads: HashSet::new(),
+            threads: HashMap::new(),
             pending: HashMap::new(),
             timers: Timers::default(),
             current: Vec::new(),
@@ -224,7 +226,19 @@ impl Follower {
 
     /// Follows `tids` too, from their next event on.
     pub fn follow_threads(&mut self, tids: &[i32]) {
-        self.threads.extend(tids);
+        self.follow_threads_from(tids, Time(i64::MIN));
+    }
+
+    /// Follows `tids` too, from their first event at or after `from` (when
+    /// the trace began to record their system calls' exits: a wait ending
+    /// before then would end unseen).
+    pub fn follow_threads_from(&mut self, tids: &[i32], from: Time) {
+        self.threads.extend(tids.iter().map(|&t| (t, from)));
+    }
+
+    /// Whether the event at `ts` of thread `tid` is followed.
+    fn follows(&self, tid: i32, ts: Time) -> bool {
+        self.threads.get(&tid).is_some_and(|&from| ts >= from)
     }
 
     /// Stops following `tids` (threads that exited), forgetting their wait
@@ -249,7 +263,7 @@ impl Follower {
         match &e.kind {
             EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. } => {
                 let a = Armed { hrtimer: *hrtimer, function: *function, soft: *softexpires, hard: *expires, at: e.ts };
-                let by_followed = self.threads.contains(&e.pid) && !e.in_hardirq();
+                let by_followed = self.follows(e.pid, e.ts) && !e.in_hardirq();
                 self.timers.start(cpu, a, by_followed);
                 if by_followed {
                     return self.sleep(e.pid, a);
@@ -258,7 +272,7 @@ impl Follower {
             EventKind::HrtimerCancel { hrtimer } => self.timers.cancel(cpu, *hrtimer),
             EventKind::HrtimerExpireEntry { hrtimer, now, .. } => self.timers.entry(cpu, *hrtimer, e.ts, *now),
             EventKind::HrtimerExpireExit { hrtimer } => self.timers.exit(cpu, *hrtimer),
-            EventKind::SchedWaking(w) if self.threads.contains(&w.pid) => {
+            EventKind::SchedWaking(w) if self.follows(w.pid, e.ts) => {
                 self.names.insert(w.pid, w.comm);
                 return self.waking(cpu, e, w.pid, w.prio);
             }
@@ -268,7 +282,7 @@ impl Follower {
                 }
                 self.current[cpu] = (s.next_pid, s.next_comm);
                 self.asleep.remove(&s.next_pid);
-                if s.slept() && self.threads.contains(&s.prev_pid) {
+                if s.slept() && self.follows(s.prev_pid, e.ts) {
                     self.asleep.insert(s.prev_pid, e.ts);
                 }
                 if let Some(p) =
@@ -674,6 +688,26 @@ mod tests {
         let w = run(&events);
         assert!(w.timed.is_empty());
         assert_eq!((w.event_driven[0].waker.clone(), w.event_driven[0].scheduling), (Waker::Irq, Nanos(90)));
+    }
+
+    /// A thread found during the run is followed from when its exits are
+    /// traced: a wait it ended before then (its exit filtered out) is not
+    /// left pending to be taken for unmatched, nor joined to a later exit.
+    #[test]
+    fn a_thread_followed_from_a_time_has_no_wait_before_it() {
+        let mut f = Follower::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]));
+        f.follow_threads_from(&[T], Time(5_000));
+        let mut events = vec![start(1_000, 2_000)];
+        events.extend(fire(2_000, 0xa));
+        // Its exit at 2_200 was not recorded (not yet in the filter).
+        events.extend([waking(2_010, 0, IRQ), done(2_020, 0xa), switch_in(2_100, 0)]);
+        events.push(start(6_000, 8_000));
+        events.extend(fire(8_000, 0xa));
+        events.extend([waking(8_010, 0, IRQ), done(8_020, 0xa), switch_in(8_100, 0), exit(8_200)]);
+        let ends: Vec<(i32, Wake)> = events.iter().filter_map(|e| f.feed(0, e)).collect();
+        assert_eq!(ends.len(), 1, "{ends:?}");
+        let Wake::Timed(t) = &ends[0].1 else { panic!("{ends:?}") };
+        assert_eq!((t.requested, t.lateness), (Time(8_000), Nanos(200)));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use super::input::{CpuTrace, Recorded};
-use super::{Analysis, Spike, StealSample, Unmatched};
+use super::{Analysis, Matched, Spike, StealSample, Timeline, Unmatched};
 use crate::clock::ClockId;
 use crate::ktrace::{self, Event, Options, Stream};
 use crate::time::{Nanos, Time};
@@ -160,11 +160,6 @@ impl Recent {
         w.gaps.push_back((after, upto));
     }
 
-    /// The latest event of `cpu` held.
-    pub fn last(&self, cpu: usize) -> Option<Time> {
-        self.window_of(cpu)?.events.back().map(|e| e.ts)
-    }
-
     /// Adds a steal-time sample (in time order).
     pub fn push_steal(&mut self, s: StealSample) {
         self.steal.push(s);
@@ -245,6 +240,31 @@ impl Recent {
     }
 }
 
+impl Recent {
+    /// Explains a wait already matched to its events (`rtick attach`'s:
+    /// `wake.planned` the time it asked for, `wake.actual` its system
+    /// call's exit, `m` its timer's expiry, waking and switch-in) from the
+    /// window of the CPU it was switched in on, read from `from` (when its
+    /// thread last ran before the wait: the timeline then knows who had the
+    /// CPU at the deadline) or from as far back as the window holds.
+    pub fn explain_matched(&self, wake: Recorded, m: Matched, from: Time) -> Result<Spike, Unexplained> {
+        let w = self.window_of(m.cpu as usize).ok_or(Unexplained::NotHeld)?;
+        let needed = wake.planned.min(m.expired);
+        if w.held_from > needed {
+            return Err(Unexplained::NotHeld);
+        }
+        let from = from.min(needed).max(w.held_from);
+        if w.gaps.iter().any(|&(a, b)| a < wake.actual && b > from) {
+            return Err(Unexplained::EventsLost);
+        }
+        let lo = w.events.partition_point(|e| e.ts < from);
+        let hi = w.events.partition_point(|e| e.ts <= wake.actual).max(lo);
+        let events: Vec<Event> = w.events.range(lo..hi).cloned().collect();
+        let tl = Timeline::build(&events, wake.actual);
+        Ok(Spike::explain(wake, m, &tl, &self.steal))
+    }
+}
+
 /// A trace of the measured CPUs read as the loop runs, and its recent window.
 #[derive(Debug)]
 pub struct Live {
@@ -254,6 +274,8 @@ pub struct Live {
     losses: Vec<(usize, u64)>,
     /// When the last read began.
     last_read: Time,
+    /// Each CPU's latest event read, by CPU number.
+    seen: Vec<Option<Time>>,
 }
 
 impl Live {
@@ -261,12 +283,18 @@ impl Live {
     /// with kernel buffers of `buffer_kb` a CPU), keeping the events of the
     /// last `keep`, at most [`Recent::cap`]`(cap)` per CPU.
     pub fn start(tracefs: &Path, cpus: &[usize], buffer_kb: usize, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
+        Live::start_with(tracefs, cpus, &Options { buffer_kb, ..Options::default() }, keep, cap)
+    }
+
+    /// [`Live::start`] recording what `opts` says (`rtick attach`: its
+    /// events, the system calls' exits of its threads).
+    pub fn start_with(tracefs: &Path, cpus: &[usize], opts: &Options, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
         let began = ClockId::Monotonic.now();
-        let opts = Options { buffer_kb, ..Options::default() };
-        let stream = Stream::start(tracefs, cpus, &opts)?;
+        let stream = Stream::start(tracefs, cpus, opts)?;
         let cpus: Vec<usize> = stream.cpus().collect();
-        let mut live =
-            Live { recent: Recent::new(&cpus, keep, cap, began), losses: Vec::new(), stream, last_read: began };
+        let seen = vec![None; cpus.iter().max().map_or(0, |c| c + 1)];
+        let recent = Recent::new(&cpus, keep, cap, began);
+        let mut live = Live { recent, losses: Vec::new(), stream, last_read: began, seen };
         live.losses = live.loss_counts();
         live.sample_steal();
         Ok(live)
@@ -280,23 +308,66 @@ impl Live {
     /// or so: a kernel buffer of [`ktrace::DEFAULT_BUFFER_KB`] holds about a
     /// second of a 20 kHz loop.
     pub fn read(&mut self) -> ktrace::Result<()> {
+        self.read_with(None, &mut |_, _| {}).map(drop)
+    }
+
+    /// Reads the events recorded so far, at most `max_pages` pages of each
+    /// CPU's buffer, handing each to `sink` with its CPU (each CPU's in
+    /// order) instead of the window: the caller puts them there
+    /// ([`Live::recent_mut`]) in its own order (`rtick attach`: all CPUs'
+    /// merged, so that a wait's events are held when it ends, however much
+    /// one read brings), and advances it ([`Recent::advance`]) as it goes.
+    /// Then as [`Live::read`]: losses noted, steal sampled. Returns the time before which every
+    /// event has been read (when the read began, or earlier when a buffer
+    /// held more than `max_pages`), and whether every buffer was emptied.
+    pub fn read_each(&mut self, max_pages: u64, sink: &mut dyn FnMut(usize, Event)) -> ktrace::Result<(Time, bool)> {
+        self.read_with(Some(max_pages), sink)
+    }
+
+    /// A read, its events into the window, or to `sink` with at most
+    /// `max_pages` a CPU.
+    fn read_with(
+        &mut self,
+        max_pages: Option<u64>,
+        sink: &mut dyn FnMut(usize, Event),
+    ) -> ktrace::Result<(Time, bool)> {
         let began = ClockId::Monotonic.now();
-        let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.recent.last(cpu)).collect();
-        let recent = &mut self.recent;
-        self.stream.read(&mut |cpu, e| recent.push(cpu, e))?;
+        let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.last_seen(cpu)).collect();
+        let (seen, recent) = (&mut self.seen, &mut self.recent);
+        let mut take = |cpu: usize, e: Event| {
+            if let Some(s) = seen.get_mut(cpu) {
+                *s = Some(e.ts);
+            }
+            match max_pages {
+                None => recent.push(cpu, e),
+                Some(_) => sink(cpu, e),
+            }
+        };
+        let cut = match max_pages {
+            None => self.stream.read(&mut take).map(|()| Vec::new())?,
+            Some(n) => self.stream.read_up_to(n, &mut take)?,
+        };
         let now = self.loss_counts();
         for (((cpu, was), (_, is)), after) in self.losses.iter().zip(&now).zip(before) {
             if is > was {
                 // Somewhere in what this read brought (or just before it).
-                let upto = self.recent.last(*cpu).unwrap_or(began).max(began);
+                let upto = self.last_seen(*cpu).unwrap_or(began).max(began);
                 self.recent.lost(*cpu, after.unwrap_or(Time(i64::MIN)), upto);
             }
         }
         self.losses = now;
         self.sample_steal();
-        self.recent.advance(self.last_read);
+        if max_pages.is_none() {
+            self.recent.advance(self.last_read);
+        }
         self.last_read = began;
-        Ok(())
+        let read_to = cut.iter().filter_map(|&c| self.last_seen(c)).fold(began, Time::min);
+        Ok((read_to, cut.is_empty()))
+    }
+
+    /// The latest event of `cpu` read.
+    fn last_seen(&self, cpu: usize) -> Option<Time> {
+        *self.seen.get(cpu)?
     }
 
     /// What the reads of each CPU ever lost ([`ktrace::ReadCounts::losses`]).
@@ -319,6 +390,11 @@ impl Live {
     /// The window, to explain wake-ups with.
     pub fn recent(&self) -> &Recent {
         &self.recent
+    }
+
+    /// The window, to put the events of [`Live::read_each`] in.
+    pub fn recent_mut(&mut self) -> &mut Recent {
+        &mut self.recent
     }
 
     /// The trace's own stream (its instance, the events this kernel lacks).
@@ -378,6 +454,37 @@ mod tests {
         // Another thread's previous wake-up is no bound for this one.
         let other = Recorded { tid: ME + 1, ..wakes[1] };
         assert_eq!(r.explain(wakes[2], Some(other), Nanos(1000), Some(1)).unwrap().phases, late.phases);
+    }
+
+    /// A wait matched elsewhere (`rtick attach`'s follower) gets, from the
+    /// window, the verdict the whole run's analysis gives it; unless its
+    /// events left the window or some were lost.
+    #[test]
+    fn a_matched_wait_is_explained_from_the_window_as_from_the_whole_run() {
+        let (evs, wakes) = four_cycles();
+        let whole = Analysis::new(&[CpuTrace { cpu: 1, events: &evs }], &wakes);
+        let r = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        for i in 1..wakes.len() {
+            let want = whole.spike(&wakes, i, &[]).unwrap();
+            let m = whole.matched()[i].unwrap();
+            let got = r.explain_matched(wakes[i], m, wakes[i - 1].actual).unwrap();
+            assert_eq!((got.phases, got.cause.clone(), got.culprits.clone()), (want.phases, want.cause, want.culprits));
+        }
+        let m = whole.matched()[2].unwrap();
+        let late = r.explain_matched(wakes[2], m, wakes[1].actual).unwrap();
+        assert_eq!((late.largest_phase(), late.cause.token()), ("irq_delay", "interrupt"));
+        assert!(
+            late.line_as("requested +3.000 µs").starts_with("requested +3.000 µs  415 ns = IRQ delay"),
+            "{}",
+            late.line()
+        );
+        let mut old = filled(&evs, Nanos(500), 1 << 10);
+        old.advance(Time(4000));
+        assert_eq!(old.explain_matched(wakes[2], m, wakes[1].actual).unwrap_err(), Unexplained::NotHeld);
+        let mut lost = filled(&evs, Nanos::from_secs(1), 1 << 10);
+        lost.lost(1, Time(3100), Time(3200));
+        assert_eq!(lost.explain_matched(wakes[2], m, wakes[1].actual).unwrap_err(), Unexplained::EventsLost);
+        assert!(lost.explain_matched(wakes[1], whole.matched()[1].unwrap(), wakes[0].actual).is_ok());
     }
 
     #[test]

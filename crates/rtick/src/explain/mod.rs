@@ -110,6 +110,17 @@ impl std::fmt::Display for Cause {
 }
 
 impl Cause {
+    /// The task or the interrupt work it blames, if it names one.
+    pub fn culprit(&self) -> Option<Culprit> {
+        match self {
+            Cause::IrqsOffIn(t) | Cause::PreemptedBy(t) | Cause::WaitedFor(t) | Cause::HostWhile { task: t, .. } => {
+                Some(Culprit::Task(t.clone()))
+            }
+            Cause::InterruptWork(c) => Some(c.clone()),
+            Cause::IdleExit { .. } | Cause::Throttled | Cause::KernelPath(_) => None,
+        }
+    }
+
     /// What kind of cause, as a token without the task or handler it
     /// names: a metric's label (`rtick monitor`), of a handful of values.
     pub fn token(&self) -> &'static str {
@@ -145,11 +156,16 @@ pub struct Spike {
 impl Spike {
     /// One line: `cycle 18  817 µs = IRQ delay 800 µs: CPU idle … | scheduling 12 µs: ksoftirqd/1 10 µs`.
     pub fn line(&self) -> String {
+        self.line_as(&format!("cycle {}", self.wake.cycle))
+    }
+
+    /// [`Spike::line`] with `label` in place of `cycle N` (`rtick attach`
+    /// names a wait by the time it asked for).
+    pub fn line_as(&self, label: &str) -> String {
         let labels = Phases::DISPLAY_NAMES;
         let (big, _) = self.largest();
         let mut s = format!(
-            "cycle {}  {} = {} {}: {}",
-            self.wake.cycle,
+            "{label}  {} = {} {}: {}",
             self.wake.actual - self.wake.planned,
             labels[big],
             self.phases.named()[big].1,
@@ -241,24 +257,41 @@ impl Analysis {
     /// Explains wake-up `i` (of those given to [`Analysis::new`]), if it was matched.
     pub fn spike(&self, wakes: &[Recorded], i: usize, steal: &[StealSample]) -> Option<Spike> {
         let (w, m) = (wakes[i], self.matched[i].ok()?);
+        Some(Spike::explain(w, m, self.timelines.get(&m.cpu)?, steal))
+    }
+}
+
+impl Spike {
+    /// Explains wake-up `w`, matched to the events `m`, from the timeline
+    /// `tl` of the CPU it was switched in on (which must cover `w.planned`
+    /// to `w.actual`): the one place a spike's cause is decided, for
+    /// `measure --explain` ([`Analysis::spike`]), the monitor and `rtick
+    /// attach` ([`Recent`]).
+    pub fn explain(w: Recorded, m: Matched, tl: &Timeline, steal: &[StealSample]) -> Spike {
         let phases = m.phases(&w);
-        let tl = self.timelines.get(&m.cpu)?;
         let bounds = [w.planned, m.expired, m.waking, m.switched_in, w.actual];
         let culprits: [Vec<(Culprit, Nanos)>; 4] =
             std::array::from_fn(|k| tl.in_window(bounds[k], bounds[k + 1].max(bounds[k]), w.tid, m.hrtimer));
         let mut spike = Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath("") };
-        let (big, _) = spike.largest();
-        let top = |k: usize| spike.culprits[k].iter().find(|(c, _)| *c != Culprit::Idle).map(|(c, _)| c.clone());
+        spike.cause = spike.cause_of(tl, steal);
+        spike
+    }
+
+    /// The verdict on the spike, by its largest phase.
+    fn cause_of(&self, tl: &Timeline, steal: &[StealSample]) -> Cause {
+        let (w, m) = (self.wake, self.matched);
+        let (big, _) = self.largest();
+        let top = |k: usize| self.culprits[k].iter().find(|(c, _)| *c != Culprit::Idle).map(|(c, _)| c.clone());
         // Interrupt work is the cause where it took half the phase or more
         // (it runs inside a task's or the idle task's time): 46 µs of an
         // hrtimer callback in 620 µs of idle is an idle CPU whose interrupt
         // came late, not the callback's doing.
-        let named = spike.phases.named();
+        let named = self.phases.named();
         let interrupt = |k: usize| {
-            let (c, t) = spike.culprits[k].iter().find(|(c, _)| !matches!(c, Culprit::Idle | Culprit::Task(_)))?;
+            let (c, t) = self.culprits[k].iter().find(|(c, _)| !matches!(c, Culprit::Idle | Culprit::Task(_)))?;
             (*t * 2 >= named[k].1).then(|| c.clone())
         };
-        spike.cause = match big {
+        match big {
             0 => match (interrupt(0), tl.current(w.planned)) {
                 (Some(c), _) => Cause::InterruptWork(c),
                 (None, Some(Culprit::Task(t))) if t.pid != w.tid => {
@@ -272,7 +305,7 @@ impl Analysis {
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
             2 => match top(2) {
                 Some(c) => ran_instead(c, m.prio),
-                None => match spike.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
+                None => match self.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
                     // Throttling holds a real-time CPU idle for tens of ms; a
                     // short idle stretch is the CPU waking from an idle state.
                     Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < 100 => Cause::Throttled,
@@ -283,8 +316,7 @@ impl Analysis {
             // A task here preempted the thread after it was switched in
             // (the switch back in is not its wake-up).
             _ => top(3).map_or(Cause::KernelPath("the return to user space"), |c| ran_instead(c, m.prio)),
-        };
-        Some(spike)
+        }
     }
 }
 

@@ -55,6 +55,7 @@ mod vectors;
 pub use events::{softirq_name, Comm, Event, EventKind, Ipi, Switch, TickDependency, Tracepoint, Wakeup};
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
+pub(crate) use reader::keep_off;
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 pub use stream::Stream;

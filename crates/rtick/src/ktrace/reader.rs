@@ -130,7 +130,7 @@ struct Cpu {
 }
 
 fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> Result<Vec<CpuRead>> {
-    keep_off(&setup.avoid_cpus);
+    let _ = keep_off(&setup.avoid_cpus);
     let mut cpus: Vec<Cpu> =
         files.into_iter().map(|(cpu, file)| Cpu { pipe: Pipe::new(cpu, file), events: Vec::new() }).collect();
     let mut page = vec![0u8; setup.page.page_size];
@@ -167,16 +167,28 @@ fn run(files: Vec<(usize, File)>, mut setup: ReaderSetup, wake: UnixStream) -> R
 /// Reads `c`'s buffer page by page until it is empty, handing each event
 /// to `sink` in the ring buffer's order.
 pub(super) fn drain(c: &mut Pipe, page: &mut [u8], setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) -> Result<()> {
-    loop {
+    drain_up_to(c, page, setup, u64::MAX, sink).map(drop)
+}
+
+/// [`drain`], stopping after `max_pages` pages: whether the buffer was emptied.
+pub(super) fn drain_up_to(
+    c: &mut Pipe,
+    page: &mut [u8],
+    setup: &mut ReaderSetup,
+    max_pages: u64,
+    sink: &mut dyn FnMut(Event),
+) -> Result<bool> {
+    for _ in 0..max_pages {
         let n = match c.file.read(page) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(true),
             Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(format!("reading per_cpu/cpu{}/trace_pipe_raw", c.cpu), e)),
         };
         decode_page(&page[..n], &mut c.counts, setup, sink);
     }
+    Ok(false)
 }
 
 fn decode_page(bytes: &[u8], counts: &mut ReadCounts, setup: &mut ReaderSetup, sink: &mut dyn FnMut(Event)) {
@@ -204,13 +216,13 @@ fn decode_page(bytes: &[u8], counts: &mut ReadCounts, setup: &mut ReaderSetup, s
     }
 }
 
-/// Moves the calling thread off `avoid` when it may run elsewhere; the
-/// reader then never competes with the measured threads for their CPUs.
-/// Best effort: staying put costs the measurement some noise, not its truth.
-fn keep_off(avoid: &[usize]) {
-    let Ok(allowed) = crate::sys::sched::affinity() else { return };
+/// Moves the calling thread off `avoid` when it may run elsewhere (threads
+/// it starts later inherit that); the reader then never competes with the
+/// measured threads for their CPUs. Returns the CPUs it runs on now, `None`
+/// when it stays put. Best effort: staying put costs the measurement some
+/// noise, not its truth.
+pub(crate) fn keep_off(avoid: &[usize]) -> Option<Vec<usize>> {
+    let allowed = crate::sys::sched::affinity().ok()?;
     let elsewhere: Vec<usize> = allowed.into_iter().filter(|c| !avoid.contains(c)).collect();
-    if !elsewhere.is_empty() {
-        let _ = crate::sys::sched::set_affinity(&elsewhere);
-    }
+    (!elsewhere.is_empty() && crate::sys::sched::set_affinity(&elsewhere).is_ok()).then_some(elsewhere)
 }

@@ -99,6 +99,19 @@ pub struct LostEvents {
 }
 
 impl LostEvents {
+    /// Adds one CPU's losses: its buffer's counters after the run and what
+    /// its reads counted.
+    pub fn add(&mut self, buffer: &BufferStats, read: &ReadCounts) {
+        self.overrun += buffer.overrun;
+        self.commit_overrun += buffer.commit_overrun;
+        self.dropped += buffer.dropped;
+        self.unread += buffer.entries;
+        self.missed_in_pages += read.missed;
+        self.uncounted_gaps += read.missed_uncounted_pages;
+        self.corrupt_pages += read.corrupt_pages;
+        self.malformed += read.malformed;
+    }
+
     /// Whether anything at all was lost.
     pub fn any(&self) -> bool {
         *self != LostEvents::default()
@@ -215,12 +228,7 @@ impl Session {
     /// them when the list is past the kernel's limit
     /// ([`kernel_filters_pids`](super::kernel_filters_pids)).
     pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
-        let tp = Tracepoint::SysExit;
-        if !self.events.contains(&tp) || self.missing.contains(&tp.full_name()) {
-            return Ok(());
-        }
-        let f = filter(tp, &self.cpus, pids).unwrap_or_default();
-        self.instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &f)
+        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids)
     }
 
     /// Stops recording, collects every event and removes the instance.
@@ -231,14 +239,7 @@ impl Session {
         let mut lost = LostEvents::default();
         for r in read {
             let buffer = self.instance.buffer_stats(r.cpu)?;
-            lost.overrun += buffer.overrun;
-            lost.commit_overrun += buffer.commit_overrun;
-            lost.dropped += buffer.dropped;
-            lost.unread += buffer.entries;
-            lost.missed_in_pages += r.counts.missed;
-            lost.uncounted_gaps += r.counts.missed_uncounted_pages;
-            lost.corrupt_pages += r.counts.corrupt_pages;
-            lost.malformed += r.counts.malformed;
+            lost.add(&buffer, &r.counts);
             per_cpu.push(CpuEvents { cpu: r.cpu, events: r.events, buffer, read: r.counts });
         }
         self.instance.remove()?;
@@ -259,6 +260,24 @@ impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.remove();
     }
+}
+
+/// Records the system calls' exits of `pids` from now on in `instance`
+/// (recording `events`, of which this kernel lacks `missing`, on `cpus`):
+/// [`Session::set_syscall_pids`], [`Stream::set_syscall_pids`](super::Stream::set_syscall_pids).
+pub(super) fn set_syscall_pids(
+    instance: &Instance,
+    events: &[Tracepoint],
+    missing: &[&'static str],
+    cpus: &[usize],
+    pids: &[i32],
+) -> Result<()> {
+    let tp = Tracepoint::SysExit;
+    if !events.contains(&tp) || missing.contains(&tp.full_name()) {
+        return Ok(());
+    }
+    let f = filter(tp, cpus, pids).unwrap_or_default();
+    instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &f)
 }
 
 /// An instance set up for `cpus`, not yet recording, with its pipes open

@@ -9,10 +9,10 @@
 
 use std::path::Path;
 
-use super::events::Event;
+use super::events::{Event, Tracepoint};
 use super::instance::Instance;
-use super::reader::{drain, Pipe, ReadCounts, ReaderSetup};
-use super::session::{Options, Prepared};
+use super::reader::{drain, drain_up_to, Pipe, ReadCounts, ReaderSetup};
+use super::session::{set_syscall_pids, LostEvents, Options, Prepared};
 use super::Result;
 
 /// A running trace of some CPUs, read on demand by [`Stream::read`].
@@ -23,11 +23,13 @@ pub struct Stream {
     setup: ReaderSetup,
     page: Vec<u8>,
     missing: Vec<&'static str>,
+    events: &'static [Tracepoint],
+    cpus: Vec<usize>,
 }
 
 impl Stream {
     /// Creates `instances/rtick-<pid>` under `tracefs` and starts recording
-    /// [`Tracepoint::ALL`](super::Tracepoint::ALL) on `cpus`. Nothing reads
+    /// the events of `opts` on `cpus`. Nothing reads
     /// the buffers but [`Stream::read`]: call it often enough that a buffer
     /// of `opts.buffer_kb` does not fill in between (its `drain_interval` is
     /// not used).
@@ -35,7 +37,15 @@ impl Stream {
         let p = Prepared::new(tracefs, cpus, opts)?;
         let page = vec![0u8; p.setup.page.page_size];
         let pipes = p.files.into_iter().map(|(cpu, file)| Pipe::new(cpu, file)).collect();
-        let stream = Stream { instance: p.instance, pipes, setup: p.setup, page, missing: p.missing };
+        let stream = Stream {
+            instance: p.instance,
+            pipes,
+            setup: p.setup,
+            page,
+            missing: p.missing,
+            events: opts.events,
+            cpus: p.cpus,
+        };
         stream.instance.write("tracing_on", "1")?;
         Ok(stream)
     }
@@ -65,6 +75,45 @@ impl Stream {
             drain(pipe, page, setup, &mut |e| sink(cpu, e))?;
         }
         Ok(())
+    }
+
+    /// Records the system calls' exits of `pids` from now on, replacing
+    /// the list, as [`Session::set_syscall_pids`](super::Session::set_syscall_pids) does.
+    pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
+        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids)
+    }
+
+    /// The events lost so far, all CPUs together: the buffers' counters
+    /// now and what the reads counted (events still in a buffer count as
+    /// unread: call it after a last [`Stream::read`] with recording off).
+    pub fn lost(&self) -> Result<LostEvents> {
+        let mut lost = LostEvents::default();
+        for p in &self.pipes {
+            lost.add(&self.instance.buffer_stats(p.cpu)?, &p.counts);
+        }
+        Ok(lost)
+    }
+
+    /// Stops recording (the buffers keep what they hold, for a last read).
+    pub fn stop_recording(&self) -> Result<()> {
+        self.instance.write("tracing_on", "0")
+    }
+
+    /// [`Stream::read`], reading at most `max_pages` pages of each CPU's
+    /// buffer: a reader slower than the trace then holds a bounded batch
+    /// (the kernel drops what its buffer cannot hold, and counts it).
+    /// Returns the CPUs whose buffer was not emptied: for them, only the
+    /// events up to the last one handed over were read.
+    pub fn read_up_to(&mut self, max_pages: u64, sink: &mut dyn FnMut(usize, Event)) -> Result<Vec<usize>> {
+        let Stream { pipes, setup, page, .. } = self;
+        let mut cut = Vec::new();
+        for pipe in pipes {
+            let cpu = pipe.cpu;
+            if !drain_up_to(pipe, page, setup, max_pages, &mut |e| sink(cpu, e))? {
+                cut.push(cpu);
+            }
+        }
+        Ok(cut)
     }
 
     /// What the reads of `cpu` counted so far.

@@ -209,6 +209,39 @@ fn a_20_khz_loop_on_one_cpu_loses_nothing_with_the_default_buffer() {
     );
 }
 
+/// A stream read a page at a time leaves the rest for the next read, in
+/// order, and counts nothing lost; its system call exits follow the pids
+/// given (`rtick attach`'s threads as they come and go).
+#[test]
+fn a_stream_read_up_to_a_page_leaves_the_rest_for_the_next_read() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let opts = Options { events: &Tracepoint::ATTACH, syscall_pids: vec![1], ..Options::default() };
+    let mut stream = Stream::start(&root, &[cpu], &opts).unwrap();
+    let filter = stream.instance_dir().join("events/raw_syscalls/sys_exit/filter");
+    // One read of a page: the kernel answers a filter file's second read
+    // with nothing, so read_to_string's 32-byte probe would cut it.
+    let read = |f: &Path| {
+        use std::io::Read;
+        let mut buf = vec![0u8; 4096];
+        let n = std::fs::File::open(f).and_then(|mut file| file.read(&mut buf)).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).trim().to_string()
+    };
+    assert_eq!(read(&filter), "common_pid == 1");
+    stream.set_syscall_pids(&[2, 3]).unwrap();
+    assert_eq!(read(&filter), "common_pid == 2 || common_pid == 3");
+    sleep_loop(cpu, Nanos::from_us(200), 1000);
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    let cut = stream.read_up_to(1, &mut |_, e| first.push(e.ts)).unwrap();
+    assert_eq!(cut, [cpu], "a thousand sleeps' events take more than a page");
+    assert!(!first.is_empty() && first.len() < 1000, "{} events in one page", first.len());
+    while !stream.read_up_to(64, &mut |_, e| rest.push(e.ts)).unwrap().is_empty() {}
+    assert!(rest.len() > 4 * first.len(), "{} then {}", first.len(), rest.len());
+    assert!(first.iter().chain(&rest).collect::<Vec<_>>().windows(2).all(|w| w[0] <= w[1]), "in order");
+    stream.stop_recording().unwrap();
+    assert!(!stream.lost().unwrap().any(), "{:?}", stream.lost().unwrap());
+}
+
 #[test]
 fn remove_and_drop_take_the_instance_away_and_a_second_session_is_refused() {
     let Some((root, _lock)) = kernel() else { return };

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::follow::Follower;
+use super::observe::{Live, Observer};
 use super::run::{keep_off, steal_of, tick_note, CpuNoise, End, NoiseRun, BUFFER_KB, ROUND};
+use super::spin::StepsUs;
 use super::tick::nohz_full_cpus;
 use super::{NoiseOptions, Plan};
 use crate::attach::{Spec, Target, ThreadInfo};
@@ -50,8 +52,15 @@ impl NoiseOptions {
     }
 }
 
-/// Follows `p.thread` until `opts.duration` passes, `stop` is set or it exits.
-pub fn run_attached(p: &AttachPlan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
+/// Follows `p.thread` until `opts.duration` passes, `stop` is set or it
+/// exits, `observe` handed its gaps as they are known and each CPU after
+/// every round, as [`run_observed`](super::run_observed) does a spinner's.
+pub fn run_attached(
+    p: &AttachPlan,
+    opts: &NoiseOptions,
+    stop: &AtomicBool,
+    observe: &mut dyn Observer,
+) -> Result<NoiseRun> {
     let cpus = &p.plan.cpus;
     let mut notes = Vec::new();
     let main = keep_off(cpus)?;
@@ -78,6 +87,7 @@ pub fn run_attached(p: &AttachPlan, opts: &NoiseOptions, stop: &AtomicBool) -> R
         std::thread::sleep(ROUND);
         let watermark = ClockId::Monotonic.now();
         round(&mut stream, cpus, &mut f, &mut carry, watermark, tid)?;
+        show(cpus, &mut f, watermark, observe);
         if stop.load(Ordering::Relaxed) {
             break (End::Interrupted, watermark);
         }
@@ -93,8 +103,9 @@ pub fn run_attached(p: &AttachPlan, opts: &NoiseOptions, stop: &AtomicBool) -> R
     let missing = stream.missing_events().to_vec();
     stream.remove()?;
     drop(main);
-    let figures = cpus.iter().zip(f).zip(lost).map(|((&cpu, mut f), lost_events)| {
-        f.finish(t1);
+    f.iter_mut().for_each(|o| o.finish(t1));
+    show(cpus, &mut f, t1, observe);
+    let figures = cpus.iter().zip(f).zip(lost).map(|((&cpu, f), lost_events)| {
         figures(cpu, tid, f, lost_events, steal_of(&steal0, &steal1, cpu), nohz_full.contains(&cpu))
     });
     // The CPUs it was never on say nothing (unless it was on none).
@@ -148,6 +159,16 @@ fn round(
     Ok(())
 }
 
+/// Each CPU's gaps attributed since the last look, then its state, to `observe`.
+fn show(cpus: &[usize], f: &mut [Follower], now: Time, observe: &mut dyn Observer) {
+    for (&cpu, o) in cpus.iter().zip(f) {
+        for g in o.attr.observed.iter_mut().flat_map(|v| v.drain(..)) {
+            observe.gap(cpu, &g);
+        }
+        observe.round(&Live { cpu, runtime: o.present_at(now), sources: &o.attr.sources });
+    }
+}
+
 fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Nanos>, nohz_full: bool) -> CpuNoise {
     let unattributed = f.attr.dropped + f.attr.pending_gaps() as u64;
     let sources = f.attr.ranked();
@@ -169,5 +190,6 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         worst: f.attr.worst,
         nohz_full,
         tick: f.attr.tick,
+        steps_us: StepsUs::default(),
     }
 }

@@ -104,6 +104,8 @@ pub struct Attributor {
     away_since: Option<Time>,
     /// The start of a gap still open, not handed over yet (`--attach`).
     holding: Option<Time>,
+    /// When set, every gap attributed, in order, until taken (a run's observer drains it each round).
+    pub observed: Option<Vec<GapRecord>>,
 }
 
 impl Attributor {
@@ -313,6 +315,11 @@ impl Attributor {
             let source = if parts.is_empty() { Source::HardwareOrHost } else { Source::AroundEvents };
             self.sources.entry(source.clone()).or_default().add(rest);
             parts.push((source, rest));
+        }
+        if let Some(out) = self.observed.as_mut() {
+            let mut sources = parts.clone();
+            sources.sort_by_key(|s| std::cmp::Reverse(s.1));
+            out.push(GapRecord { gap: g, sources });
         }
         self.keep_worst(g, parts);
     }

@@ -53,6 +53,7 @@ impl Follower {
     /// is one longer than `threshold`.
     pub fn new(tid: i32, prio: i32, threshold: Nanos, begin: Time) -> Follower {
         let mut attr = Attributor::new(tid, prio);
+        attr.observed = Some(Vec::new());
         attr.begin(begin);
         attr.away(Some(begin));
         Follower {
@@ -73,6 +74,11 @@ impl Follower {
     /// The thread is known to run here at `t` (read from /proc at the start).
     pub fn running_at(&mut self, t: Time) {
         self.arrive(t);
+    }
+
+    /// Its time on this CPU, running or waiting, up to `now`.
+    pub fn present_at(&self, now: Time) -> Nanos {
+        self.present + self.at_since.map_or(Nanos::ZERO, |s| (now - s).max(Nanos::ZERO))
     }
 
     fn arrive(&mut self, t: Time) {

@@ -8,8 +8,10 @@
 //! instance ([`Tracepoint::NOISE`](crate::ktrace::Tracepoint::NOISE)): IRQ
 //! handlers, vectors, softirqs, NMIs, other threads, RT throttling — or, with
 //! no event at all, the hardware or the host ([`source`]). [`run`](mod@run)
-//! holds it all together; [`tick`] tells, on `nohz_full` CPUs, whether the
-//! tick stopped and what kept it.
+//! holds it all together; [`attach`] follows an application's own thread
+//! instead of spinning, its gaps found by [`follow`]; either run hands its
+//! gaps, as they are known, to one [`Observer`] ([`observe`]); [`tick`]
+//! tells, on `nohz_full` CPUs, whether the tick stopped and what kept it.
 //!
 //! ```no_run
 //! use rtick::noise::{run, NoiseOptions};
@@ -27,6 +29,7 @@
 pub mod attach;
 pub mod attribute;
 pub mod follow;
+pub mod observe;
 pub mod run;
 pub mod source;
 pub mod spin;
@@ -41,8 +44,10 @@ use crate::time::Nanos;
 
 pub use attach::{run_attached, AttachPlan};
 pub use attribute::{Attributor, Gap, GapRecord, Instance};
-pub use run::{run, run_with, CpuNoise, End, Live, NoiseRun};
+pub use observe::{Live, Observer, Unobserved};
+pub use run::{run, run_observed, CpuNoise, End, NoiseRun};
 pub use source::{Source, Tally, Vector};
+pub use spin::{StepsUs, STEP_US_BUCKETS};
 pub use tick::{nohz_full_cpus, TickTally};
 
 /// The default threshold: a step of the loop longer than this is a gap.

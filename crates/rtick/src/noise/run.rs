@@ -9,8 +9,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::attribute::{Attributor, Gap, GapRecord};
+use super::observe::{Live, Observer, Unobserved};
 use super::source::{Source, Tally};
-use super::spin::{spin, Shared, Spun};
+use super::spin::{spin, Shared, Spun, StepsUs};
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::attach::ThreadInfo;
@@ -79,6 +80,9 @@ pub struct CpuNoise {
     pub nohz_full: bool,
     /// Its `timer:tick_stop` events: told on `nohz_full` CPUs.
     pub tick: TickTally,
+    /// Every step of the loop by whole microseconds (oslat's histogram;
+    /// empty with `--attach`, which runs no loop).
+    pub steps_us: StepsUs,
 }
 
 impl CpuNoise {
@@ -120,31 +124,21 @@ struct Spinner {
     handle: JoinHandle<Option<Spun>>,
     attr: Attributor,
     carry: Vec<Event>,
-    /// The gaps handed over since the last look ([`Live`]).
-    fresh: Vec<Nanos>,
-}
-
-/// One CPU's state after a round (ten times a second), for who watches a
-/// run as it goes (`rtick monitor --noise`).
-#[derive(Debug)]
-pub struct Live<'a> {
-    /// The CPU.
-    pub cpu: usize,
-    /// How long its spinner has spun so far.
-    pub spun: Nanos,
-    /// The lengths of the gaps its spinner handed over in this round.
-    pub gaps: &'a [Nanos],
-    /// Its sources so far (empty without attribution).
-    pub sources: &'a HashMap<Source, Tally>,
 }
 
 /// Runs `plan` until `opts.duration` passes or `stop` is set.
 pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
-    run_with(plan, opts, stop, &mut |_| {})
+    run_observed(plan, opts, stop, &mut Unobserved)
 }
 
-/// [`run`], with `watch` shown each CPU after every round.
-pub fn run_with(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, watch: &mut dyn FnMut(&Live)) -> Result<NoiseRun> {
+/// [`run`], with `observe` handed every gap as it is known and each CPU
+/// after every round (ten times a second).
+pub fn run_observed(
+    plan: &Plan,
+    opts: &NoiseOptions,
+    stop: &AtomicBool,
+    observe: &mut dyn Observer,
+) -> Result<NoiseRun> {
     let mut notes = Vec::new();
     let main = keep_off(&plan.cpus)?;
     if main.is_none() && opts.attribution {
@@ -171,8 +165,8 @@ pub fn run_with(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, watch: &mut
     let steal0 = StealSample::sample(&plan.cpus);
     let end = loop {
         std::thread::sleep(ROUND);
-        round(&mut spinners, stream.as_mut())?;
-        show(&mut spinners, watch);
+        round(&mut spinners, stream.as_mut(), observe)?;
+        show(&spinners, observe);
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -182,14 +176,9 @@ pub fn run_with(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, watch: &mut
     };
     spinners.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
     let steal1 = StealSample::sample(&plan.cpus);
-    let mut spun = Vec::with_capacity(spinners.len());
-    for s in &mut spinners {
-        let h = std::mem::replace(&mut s.handle, std::thread::spawn(|| None));
-        spun.push(
-            h.join().ok().flatten().ok_or_else(|| Error::Invalid(format!("the spinner of CPU {} failed", s.cpu)))?,
-        );
-    }
-    round(&mut spinners, stream.as_mut())?;
+    let spun = join(&mut spinners)?;
+    round(&mut spinners, stream.as_mut(), observe)?;
+    show(&spinners, observe);
     let lost: HashMap<usize, u64> = stream
         .as_ref()
         .map(|st| plan.cpus.iter().map(|&c| (c, st.counts(c).map_or(0, |r| r.losses()))).collect())
@@ -218,6 +207,18 @@ pub fn run_with(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool, watch: &mut
         notes,
         attached: None,
     })
+}
+
+/// Each spinner's figures, once it has stopped.
+fn join(spinners: &mut [Spinner]) -> Result<Vec<Spun>> {
+    let mut spun = Vec::with_capacity(spinners.len());
+    for s in spinners {
+        let h = std::mem::replace(&mut s.handle, std::thread::spawn(|| None));
+        spun.push(
+            h.join().ok().flatten().ok_or_else(|| Error::Invalid(format!("the spinner of CPU {} failed", s.cpu)))?,
+        );
+    }
+    Ok(spun)
 }
 
 /// Pins the calling thread (which reads the trace) off the measured CPUs
@@ -253,8 +254,9 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
             }
             Err(_) => 0,
         };
-        let attr = Attributor::new(tid, plan.kernel_prio());
-        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new(), fresh: Vec::new() });
+        let mut attr = Attributor::new(tid, plan.kernel_prio());
+        attr.observed = Some(Vec::new());
+        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new() });
     }
     if failed.is_some() {
         out.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
@@ -270,7 +272,7 @@ fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Resu
 }
 
 /// Reads the trace and the gaps, and attributes every gap both cover.
-fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
+fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>, observe: &mut dyn Observer) -> Result<()> {
     let watermark = ClockId::Monotonic.now();
     for s in spinners.iter_mut() {
         // Nothing counts before the spinner's first read (none yet: nothing at all).
@@ -297,36 +299,38 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>) -> Result<()> {
             }
         }
     } else {
-        watermark_only(spinners);
+        watermark_only(spinners, observe);
         return Ok(());
     }
     for s in spinners.iter_mut() {
         let progress = Time(s.shared.progress.load(Ordering::Acquire));
         while let Ok(g) = s.ring.pop() {
-            s.fresh.push(g.len());
             s.attr.gap(g);
         }
         s.attr.settle(progress.min(watermark));
+        for g in s.attr.observed.iter_mut().flat_map(|v| v.drain(..)) {
+            observe.gap(s.cpu, &g);
+        }
     }
     Ok(())
 }
 
-/// Without attribution the gaps are only counted by the spinners: the rings are emptied.
-fn watermark_only(spinners: &mut [Spinner]) {
+/// Without attribution the gaps are only counted by the spinners: the
+/// rings are emptied, each gap observed without sources.
+fn watermark_only(spinners: &mut [Spinner], observe: &mut dyn Observer) {
     for s in spinners {
-        while let Ok(g) = s.ring.pop() {
-            s.fresh.push(g.len());
+        while let Ok(gap) = s.ring.pop() {
+            observe.gap(s.cpu, &GapRecord { gap, sources: Vec::new() });
         }
     }
 }
 
-/// Each CPU to `watch`, its fresh gaps then forgotten.
-fn show(spinners: &mut [Spinner], watch: &mut dyn FnMut(&Live)) {
+/// Each CPU to `observe`, after a round.
+fn show(spinners: &[Spinner], observe: &mut dyn Observer) {
     for s in spinners {
         let (start, progress) = (s.shared.start.load(Ordering::Acquire), s.shared.progress.load(Ordering::Acquire));
-        let spun = if start == i64::MIN || progress < start { Nanos::ZERO } else { Nanos(progress - start) };
-        watch(&Live { cpu: s.cpu, spun, gaps: &s.fresh, sources: &s.attr.sources });
-        s.fresh.clear();
+        let runtime = if start == i64::MIN || progress < start { Nanos::ZERO } else { Nanos(progress - start) };
+        observe.round(&Live { cpu: s.cpu, runtime, sources: &s.attr.sources });
     }
 }
 
@@ -375,6 +379,7 @@ fn figures(
         worst: s.attr.worst,
         nohz_full,
         tick: s.attr.tick,
+        steps_us: sp.steps_us,
     }
 }
 

@@ -21,6 +21,22 @@ use crate::time::{Nanos, Time};
 const STEP_SLOTS: usize = 1 << 14;
 /// Iterations between looks at the stop flag, the end and the progress.
 const CHECK_EVERY: u64 = 1024;
+/// Buckets of [`StepsUs`], 1 µs each (oslat's largest bucket count); the
+/// last one also counts every longer step.
+pub const STEP_US_BUCKETS: usize = 1024;
+
+/// Every step of the loop by whole microseconds, as oslat counts them:
+/// bucket `i` holds the steps of `i` µs to just under `i + 1` µs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepsUs {
+    /// [`STEP_US_BUCKETS`] counts; the last includes the longer steps.
+    pub buckets: Vec<u64>,
+    /// The sum over every step of its bucket's upper bound, µs (oslat's
+    /// average is this over the count).
+    pub sum_upper_us: u64,
+    /// The longest step's bucket upper bound, µs (oslat's maximum).
+    pub max_upper_us: u64,
+}
 
 /// What the main thread and a spinner share.
 #[derive(Debug)]
@@ -60,6 +76,8 @@ pub struct Spun {
     pub unqueued: u64,
     /// The loop's resolution: its shortest step and its median step.
     pub resolution: (Nanos, Nanos),
+    /// Every step by whole microseconds.
+    pub steps_us: StepsUs,
 }
 
 /// The spinning loop with everything it writes preallocated: the steps
@@ -69,6 +87,9 @@ pub struct Loop {
     threshold: i64,
     steps: Vec<u64>,
     over: u64,
+    /// Steps past the per-ns counts (gaps, longer steps) by µs, and their sum of upper bounds.
+    long_us: Vec<u64>,
+    long_upper_us: u64,
     gaps: SignedHistogram,
     noise: i64,
     max_gap: i64,
@@ -85,6 +106,8 @@ impl Loop {
             threshold: threshold.as_ns(),
             steps: vec![0u64; slots],
             over: 0,
+            long_us: vec![0u64; STEP_US_BUCKETS],
+            long_upper_us: 0,
             gaps: SignedHistogram::new(),
             noise: 0,
             max_gap: 0,
@@ -113,10 +136,12 @@ impl Loop {
                 if self.ring.push(Gap { start: prev, end: now }).is_err() {
                     self.unqueued += 1;
                 }
+                self.count_long(d);
             } else if let Some(s) = self.steps.get_mut(d.max(0) as usize) {
                 *s += 1;
             } else {
                 self.over += 1;
+                self.count_long(d);
             }
             prev = now;
             self.iterations += 1;
@@ -131,8 +156,31 @@ impl Loop {
         (start, prev)
     }
 
+    /// A step the per-ns counts do not hold, by µs.
+    #[inline]
+    fn count_long(&mut self, d: i64) {
+        let us = (d / 1000) as usize;
+        self.long_us[us.min(STEP_US_BUCKETS - 1)] += 1;
+        self.long_upper_us += us as u64 + 1;
+    }
+
+    /// Every step by µs: the per-ns counts folded in with the longer ones.
+    fn steps_us(&self) -> StepsUs {
+        let mut buckets = self.long_us.clone();
+        let mut sum_upper_us = self.long_upper_us;
+        for (ns, &n) in self.steps.iter().enumerate().filter(|(_, &n)| n > 0) {
+            buckets[(ns / 1000).min(STEP_US_BUCKETS - 1)] += n;
+            sum_upper_us += n * (ns as u64 / 1000 + 1);
+        }
+        // The last bucket holds longer steps too: the longest gap says how long.
+        let top = buckets.iter().rposition(|&n| n > 0).map_or(0, |i| i as u64 + 1);
+        let longest_gap = if !self.gaps.is_empty() { self.max_gap as u64 / 1000 + 1 } else { 0 };
+        StepsUs { buckets, sum_upper_us, max_upper_us: top.max(longest_gap) }
+    }
+
     /// The figures of a loop that ran from `start` to `end` on thread `tid`.
     pub fn finish(self, tid: i32, (start, end): (Time, Time)) -> Spun {
+        let steps_us = self.steps_us();
         let resolution = resolution(&self.steps, self.over + self.gaps.len());
         Spun {
             tid,
@@ -144,6 +192,7 @@ impl Loop {
             max_gap: Nanos(self.max_gap),
             unqueued: self.unqueued,
             resolution,
+            steps_us,
         }
     }
 }
@@ -185,6 +234,28 @@ fn resolution(steps: &[u64], longer: u64) -> (Nanos, Nanos) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_by_us_fold_the_short_steps_with_the_gaps() {
+        let (producer, _ring) = rtrb::RingBuffer::new(4);
+        let mut l = Loop::new(Nanos(1500), producer);
+        l.steps[20] = 7;
+        l.steps[999] = 1;
+        l.steps[1000] = 2;
+        l.steps[1500] = 1;
+        for d in [1501, 2999, 3000, 5_000_000] {
+            l.gaps.record(d);
+            l.max_gap = l.max_gap.max(d);
+            l.count_long(d);
+        }
+        let s = l.steps_us();
+        assert_eq!(s.buckets.len(), STEP_US_BUCKETS);
+        assert_eq!(&s.buckets[..4], &[8, 4, 1, 1]);
+        assert_eq!(s.buckets[STEP_US_BUCKETS - 1], 1, "5 ms counts in the last bucket");
+        assert_eq!(s.buckets.iter().sum::<u64>(), 15);
+        assert_eq!(s.sum_upper_us, 8 + 4 * 2 + 3 + 4 + 5001);
+        assert_eq!(s.max_upper_us, 5001);
+    }
 
     #[test]
     fn resolution_is_the_shortest_and_the_median_step() {

@@ -42,13 +42,23 @@ impl SignedHistogram {
         SignedHistogram { pos: h.clone(), neg: h }
     }
 
-    /// Records one value. Never allocates.
+    /// An empty histogram that takes memory as larger values come, to
+    /// `sigfig` significant digits: for a reader that keeps many series and
+    /// may allocate (`rtick attach`, a histogram per thread and phase). Its
+    /// magnitudes are held to [`HIGHEST_NS`] like [`SignedHistogram::new`]'s.
+    pub fn growing(sigfig: u8) -> Self {
+        let h = Histogram::new(sigfig.min(SIGFIG)).expect("valid precision");
+        SignedHistogram { pos: h.clone(), neg: h }
+    }
+
+    /// Records one value. Never allocates (unless [`SignedHistogram::growing`]).
     #[inline]
     pub fn record(&mut self, v: i64) {
-        if v >= 0 {
-            self.pos.saturating_record(v as u64);
-        } else {
-            self.neg.saturating_record(v.unsigned_abs());
+        let (h, m) = if v >= 0 { (&mut self.pos, v as u64) } else { (&mut self.neg, v.unsigned_abs()) };
+        let m = m.min(HIGHEST_NS);
+        // A growing histogram grows to `m`; a fixed one holds it already.
+        if h.record(m).is_err() {
+            h.saturating_record(m);
         }
     }
 
@@ -167,6 +177,20 @@ mod tests {
         assert_eq!((h.value_at_quantile(0.25), h.value_at_quantile(0.5)), (-200, 100));
         let top = h.value_at_quantile(1.0);
         assert!((1_000_000..=1_010_000).contains(&top), "{top}");
+    }
+
+    #[test]
+    fn a_growing_histogram_starts_small_and_answers_alike() {
+        let (mut fixed, mut grown) = (SignedHistogram::new(), SignedHistogram::growing(SIGFIG));
+        let small = grown.positive().distinct_values();
+        for v in [-3, 5, 1_000, 250_000, 7_000_000, HIGHEST_NS as i64 * 2] {
+            fixed.record(v);
+            grown.record(v);
+        }
+        for q in [0.0, 0.2, 0.5, 0.9, 1.0] {
+            assert_eq!(fixed.value_at_quantile(q), grown.value_at_quantile(q), "q {q}");
+        }
+        assert!(small * 10 < SignedHistogram::new().positive().distinct_values(), "{small}");
     }
 
     #[test]

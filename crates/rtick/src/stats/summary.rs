@@ -32,6 +32,19 @@ impl LatencyStats {
         LatencyStats { hist: SignedHistogram::new(), count: 0, min: i64::MAX, max: i64::MIN, sum: 0, sum_sq: 0 }
     }
 
+    /// Empty statistics whose histogram takes memory as larger values come
+    /// ([`SignedHistogram::growing`], `sigfig` significant digits).
+    pub fn growing(sigfig: u8) -> Self {
+        LatencyStats {
+            hist: SignedHistogram::growing(sigfig),
+            count: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+            sum: 0,
+            sum_sq: 0,
+        }
+    }
+
     /// Records one value. Never allocates.
     #[inline]
     pub fn record(&mut self, v: i64) {

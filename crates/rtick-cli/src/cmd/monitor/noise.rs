@@ -2,9 +2,10 @@
 //! stopped, their figures served to Prometheus at `/metrics` instead of the
 //! measuring loop's.
 //!
-//! The run's watcher ([`rtick::noise::run_with`]) hands each CPU's fresh
-//! gaps and its sources so far to the [`NoiseCollector`] ten times a second;
-//! it fills the histogram and adds to the counters what the sources grew by.
+//! The [`NoiseCollector`] is the run's [`Observer`], as `rtick noise`'s
+//! --trace and --plot are: each gap fills the histogram as it is
+//! attributed, and ten times a second each CPU's sources so far add to the
+//! counters what they grew by.
 //! Labels are bounded: `cpu` by the CPUs measured; `source` by the kinds of
 //! source — IRQ lines (as many as the machine has), the fixed vectors and
 //! softirqs, NMI, RT throttling, hardware or host, around events — with every
@@ -22,7 +23,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use rtick::noise::{Live, NoiseOptions, Source, DEFAULT_THRESHOLD};
+use rtick::noise::{GapRecord, Live, NoiseOptions, Observer, Source, DEFAULT_THRESHOLD};
 
 use super::metrics::Exporter;
 use super::{http, serving};
@@ -125,14 +126,19 @@ impl NoiseCollector {
     pub fn exporter(&self) -> Arc<Exporter> {
         Arc::clone(&self.exporter)
     }
+}
 
-    /// One CPU after a round.
-    pub fn observe(&mut self, l: &Live) {
+impl Observer for NoiseCollector {
+    /// A gap, into its CPU's histogram.
+    fn gap(&mut self, cpu: usize, g: &GapRecord) {
+        self.gap.get_or_create(&CpuLabels { cpu: cpu.to_string() }).observe(g.gap.len().as_secs_f64());
+    }
+
+    /// One CPU after a round: what its spinner spun and its sources grew by.
+    fn round(&mut self, l: &Live) {
         let cpu = l.cpu.to_string();
-        let h = self.gap.get_or_create(&CpuLabels { cpu: cpu.clone() });
-        l.gaps.iter().for_each(|g| h.observe(g.as_secs_f64()));
-        let was = self.spun_copied.insert(l.cpu, l.spun.as_ns()).unwrap_or(0);
-        self.spun.get_or_create(&CpuLabels { cpu: cpu.clone() }).inc_by(ns_to_s(l.spun.as_ns() - was));
+        let was = self.spun_copied.insert(l.cpu, l.runtime.as_ns()).unwrap_or(0);
+        self.spun.get_or_create(&CpuLabels { cpu: cpu.clone() }).inc_by(ns_to_s(l.runtime.as_ns() - was));
         let mut now: HashMap<SourceLabels, (i64, u64)> = HashMap::new();
         for (s, t) in l.sources {
             let labels = SourceLabels { cpu: cpu.clone(), kind: s.kind().into(), source: source_label(s) };
@@ -188,7 +194,7 @@ pub fn run(a: &MonitorArgs, set: &str) -> Result<()> {
         let bound = a.duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d}"));
         println!("  running       {bound}");
     }
-    rtick::noise::run_with(&plan, &opts, &stop, &mut |l| collector.observe(l)).context("monitor --noise")?;
+    rtick::noise::run_observed(&plan, &opts, &stop, &mut collector).context("monitor --noise")?;
     Ok(())
 }
 
@@ -196,8 +202,8 @@ pub fn run(a: &MonitorArgs, set: &str) -> Result<()> {
 mod tests {
     use super::*;
     use prometheus_client::encoding::text::encode;
-    use rtick::noise::Tally;
-    use rtick::Nanos;
+    use rtick::noise::{Gap, Tally};
+    use rtick::{Nanos, Time};
 
     fn text(c: &NoiseCollector) -> String {
         let mut s = String::new();
@@ -213,10 +219,13 @@ mod tests {
             |count, us| Tally { count, total: Nanos::from_us(us), max: Nanos::from_us(us), nested: Nanos::ZERO };
         let mut sources =
             HashMap::from([(thread(10), tally(1, 100)), (thread(11), tally(2, 300)), (Source::Nmi, tally(1, 5))]);
-        let gaps = [Nanos::from_us(3), Nanos::from_us(150)];
-        c.observe(&Live { cpu: 1, spun: Nanos::from_ms(100), gaps: &gaps, sources: &sources });
+        for us in [3, 150] {
+            let gap = Gap { start: Time(1_000_000), end: Time(1_000_000) + Nanos::from_us(us) };
+            c.gap(1, &GapRecord { gap, sources: Vec::new() });
+        }
+        c.round(&Live { cpu: 1, runtime: Nanos::from_ms(100), sources: &sources });
         sources.insert(thread(12), tally(1, 600));
-        c.observe(&Live { cpu: 1, spun: Nanos::from_ms(200), gaps: &[], sources: &sources });
+        c.round(&Live { cpu: 1, runtime: Nanos::from_ms(200), sources: &sources });
         let t = text(&c);
         let threads = "cpu=\"1\",kind=\"thread\",source=\"threads\"";
         assert!(t.contains(&format!("rtick_noise_seconds_total{{{threads}}} 0.001")), "{t}");

@@ -1,0 +1,269 @@
+//! `rtick attach` on real programs, as it reads its trace while they run:
+//! its memory stays flat through a long run of a 10 kHz loop, and a
+//! SCHED_FIFO thread that preempts the attached loop at known times is
+//! named as the cause of its worst wake-ups. Root, tracefs, a C compiler
+//! and python3 needed; under CI a skip is a failure.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "../../rtick/tests/support/tracefs.rs"]
+mod support;
+use support::TRACEFS;
+
+fn ready() -> bool {
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+}
+
+/// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
+/// without a C compiler.
+fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    let exe = dir.join(name);
+    match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
+        Ok(s) if s.success() => Some(exe),
+        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
+        Err(e) => {
+            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
+            None
+        }
+    }
+}
+
+/// The CPU the explained spikes' test pins its programs to: the last one
+/// (rtick then reads its trace on the others). The memory test's 10 kHz
+/// loop runs on the first: its trace, on a CPU the other does not trace,
+/// does not crowd the other's.
+fn test_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+}
+
+/// The loop pinned to `cpu`: `cycles` of `period_us`, SCHED_FIFO 50.
+fn start_loop(cpu: usize, exe: &Path, out: &Path, cycles: u32, period_us: u32) -> Child {
+    let (cycles, period) = (cycles.to_string(), period_us.to_string());
+    let args = ["-c", &cpu.to_string(), path_str(exe), path_str(out), &cycles, &period, "fifo"];
+    Command::new("taskset").args(args).spawn().expect("taskset starts the loop")
+}
+
+fn attach(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rtick"))
+        .arg("attach")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rtick starts")
+}
+
+fn finish(c: Child) -> std::process::Output {
+    let pid = c.id();
+    let o = c.wait_with_output().unwrap();
+    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
+    o
+}
+
+/// Resident memory of `pid`, KiB (`None` once it has exited).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()
+}
+
+/// A 10 kHz loop attached for 9 s: each wake-up brings about ten events,
+/// 100 000 a second. rtick kept every one until the run ended (80 bytes
+/// each: 8 MB a second); it reads them as they come and keeps a window
+/// bounded in time and count, so its memory stops growing once the window
+/// is full (2 s), JSON file and all.
+#[test]
+fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-fast") else { return };
+    let mut prog = start_loop(0, &exe, &dir.path().join("fast.txt"), 130_000, 100);
+    std::thread::sleep(Duration::from_millis(400));
+    let j = dir.path().join("fast.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "9", "-q", "--json", path_str(&j), "--fail-if", "max>1h"]);
+    let (pid, started) = (a.id(), Instant::now());
+    let mut rss: Vec<(f64, u64)> = Vec::new();
+    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
+        rss.push((started.elapsed().as_secs_f64(), kib));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = finish(a);
+    ok(&o);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    let run = json(&j);
+    assert_eq!(run["gates"]["passed"], true, "no wait was an hour late");
+    assert!(stdout(&o).contains("PASS no result row (1) meets a --fail-if condition (max>1h)"), "{}", stdout(&o));
+    let waits = run["threads"][0]["timed_waits"].as_u64().unwrap();
+    // A busy trace (this VM may be loaded: the loop does not always keep 10 kHz).
+    assert!(waits >= 20_000, "a 10 kHz loop: {waits} timed waits in 9 s");
+    let most = |from: f64, to: f64| rss.iter().filter(|(t, _)| (from..to).contains(t)).map(|&(_, k)| k).max();
+    let (early, late) = (most(3.0, 4.5).unwrap(), most(7.5, 9.0).unwrap());
+    eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 7.5–9 s; {waits} waits; {rss:?}");
+    assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 4.5 s: {rss:?}", late.saturating_sub(early));
+}
+
+/// The real python3 (not a shim that would run at SCHED_FIFO 80 first), or
+/// `None` (skipped) without one.
+fn python() -> Option<String> {
+    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output();
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8(o.stdout).unwrap().trim().to_string()),
+        _ => {
+            skip("no python3: scripts/setup installs it", false);
+            None
+        }
+    }
+}
+
+/// Once started: pins itself to CPU `cpu`, takes SCHED_FIFO 80, then from
+/// 1.5 s on (rtick traces by then) runs busy for 3 ms every 350 ms, four times.
+const HOG: &str = "import os, sys, time\n\
+os.sched_setaffinity(0, {int(sys.argv[1])})\n\
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(80))\n\
+time.sleep(1.5)\n\
+for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0.003: pass\n    time.sleep(0.35)\n";
+
+/// The C loop at SCHED_FIFO 50, pinned to a CPU at 1 kHz, and a SCHED_FIFO
+/// 80 thread pinned to the same CPU, busy for 3 ms four times: each burst
+/// holds the woken loop off the CPU, and the explained worst waits name
+/// the burst's thread (its pid, its kernel priority 19) as preempting it.
+#[test]
+fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-victim") else { return };
+    let Some(py) = python() else { return };
+    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 4500, 1000);
+    std::thread::sleep(Duration::from_millis(100));
+    let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
+    let args =
+        ["-D", "3.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv), "--fail-if", "max>1ms"];
+    let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
+    let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
+    let o = finish(a);
+    assert!(hog.wait().unwrap().success(), "the busy thread ran");
+    let _ = prog.kill();
+    let _ = prog.wait();
+    // Its spikes of ms fail --fail-if max>1ms: exit 3, the thread named, the outputs written.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let run = json(&j);
+    let tid = run["threads"][0]["tid"].as_i64().unwrap();
+    assert!(stdout(&o).contains(&format!("FAIL max of rtick-victim T{tid}: ")), "{}", stdout(&o));
+    assert_eq!(run["gates"]["passed"], false);
+    let spikes = run["threads"][0]["spikes"].as_array().unwrap();
+    let pid = hog.id() as i64;
+    let named: Vec<&serde_json::Value> = spikes
+        .iter()
+        .filter(|s| s["cause_kind"] == "preempted" && s["culprit"]["kind"] == "task" && s["culprit"]["pid"] == pid)
+        .collect();
+    let lines: Vec<&str> = spikes.iter().map(|s| s["line"].as_str().unwrap()).collect();
+    for s in &named {
+        assert_eq!(s["culprit"]["prio"], 19, "SCHED_FIFO 80 is the kernel's priority 19: {s}");
+        assert_eq!(s["largest_phase"], "scheduling", "woken, then held off the CPU: {s}");
+        let phases: i64 = s["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
+        assert_eq!(phases, s["lateness_ns"].as_i64().unwrap(), "the phases add up to the lateness: {s}");
+        assert!(s["lateness_ns"].as_i64().unwrap() >= 1_000_000, "a burst of 3 ms makes it late by ms: {s}");
+        let line = s["line"].as_str().unwrap();
+        assert!(line.contains("preempted by ") && line.contains(&format!(":{pid} (prio 19)")), "{line}");
+    }
+    // Each burst once: a catch-up wait after it is not explained again.
+    let mut at: Vec<i64> = named.iter().map(|s| s["requested_ns"].as_i64().unwrap()).collect();
+    at.sort_unstable();
+    let bursts = 1 + at.windows(2).filter(|w| w[1] - w[0] > 200_000_000).count();
+    assert!(
+        named.len() >= 3 && bursts >= 3,
+        "{} spikes name the busy thread, in {bursts} bursts: {lines:#?}",
+        named.len()
+    );
+    let out = stdout(&o);
+    assert!(out.contains("worst timed waits explained:") && out.contains(&format!(":{pid} (prio 19)")), "{out}");
+    check_trace(&csv, &run);
+}
+
+/// The --trace file: a row per timed wait of the JSON file's, in the order
+/// they ended, each with phases that add up to its lateness.
+fn check_trace(csv: &Path, run: &serde_json::Value) {
+    let text = std::fs::read_to_string(csv).expect("the --trace file");
+    let mut lines = text.lines();
+    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker";
+    assert_eq!(lines.next(), Some(header));
+    let timed: Vec<Vec<i64>> = lines
+        .map(|l| l.split(',').collect::<Vec<&str>>())
+        .filter(|f| f[1] == "timed")
+        .map(|f| f[..10].iter().filter(|v| **v != "timed").map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let thread = &run["threads"][0];
+    assert_eq!(timed.len() as u64, thread["timed_waits"].as_u64().unwrap(), "a row per timed wait");
+    let tid = thread["tid"].as_i64().unwrap();
+    for r in &timed {
+        // tid, requested, exit, lateness, slack, the four phases.
+        assert_eq!((r[0], r[2] - r[1]), (tid, r[3]), "lateness = exit − requested: {r:?}");
+        assert_eq!(r[5..9].iter().sum::<i64>(), r[3], "the phases add up: {r:?}");
+    }
+    let json: Vec<i64> =
+        thread["wake_ups"].as_array().unwrap().iter().map(|w| w["requested_ns"].as_i64().unwrap()).collect();
+    assert_eq!(timed.iter().map(|r| r[1]).collect::<Vec<_>>(), json, "the same waits as the JSON file's, in order");
+}
+
+/// A bad --explain-top, --fail-if or --trace is a usage error: one line,
+/// exit 2, nothing traced or written.
+#[test]
+fn a_bad_explain_top_fail_if_or_trace_is_one_line_and_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    for n in ["-1", "five", ""] {
+        let o = rtick(&["attach", "1", "--explain-top", n, "--json", path_str(&j)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--explain-top {n:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "--explain-top {n:?}: {err}");
+        assert!(err.contains("--explain-top"), "--explain-top {n:?}: {err}");
+        assert!(!j.exists(), "--explain-top {n:?} wrote its file");
+    }
+    let o = rtick(&["attach", "1", "--fail-if", "p99>>5us", "--json", path_str(&j)]);
+    let err = stderr(&o);
+    assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("--fail-if") && err.contains("'p99>>5us'"), "{err}");
+    assert!(!j.exists(), "a bad --fail-if wrote its file");
+    // An unwritable --trace: named, before anything is traced, and the JSON file not begun.
+    let o = rtick(&["attach", "1", "--trace", "/nonexistent/t.csv", "--json", path_str(&j)]);
+    let err = stderr(&o);
+    assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("--trace: cannot create /nonexistent/t.csv"), "{err}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "no file, not even a temporary one");
+}
+
+/// The JSON file says what the text says: a thread still in its timed wait
+/// when tracing stopped, and the kernel function it was blocked in; the
+/// notes (none here) and where rtick read the trace.
+#[test]
+fn the_json_file_names_a_wait_in_progress_and_where_it_is_blocked() {
+    if !ready() {
+        return;
+    }
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = "import time\nfor _ in range(30): time.sleep(0.05)\ntime.sleep(100)\n";
+    let mut target = Command::new(&py).args(["-c", prog]).spawn().expect("python3 starts");
+    let j = dir.path().join("w.json");
+    let o = finish(attach(&[&target.id().to_string(), "-D", "3", "-q", "--json", path_str(&j)]));
+    let _ = target.kill();
+    let _ = target.wait();
+    ok(&o);
+    let run = json(&j);
+    let t = &run["threads"][0];
+    assert!(t["timed_waits"].as_u64().unwrap() >= 5, "its short sleeps: {t}");
+    assert_eq!(t["in_progress"], true, "the long sleep began while traced: {t}");
+    assert_eq!(t["blocked_in"], "hrtimer_nanosleep", "{t}");
+    assert_eq!(run["notes"], serde_json::json!([]));
+    assert!(run["reader_cpus"].is_array() || run["reader_cpus"].is_null(), "{run}");
+}

@@ -1,0 +1,197 @@
+//! The merged events of a run taken one at a time: each wait that ends
+//! goes into its thread's figures ([`ThreadStats`]) and, when it ranks
+//! among the thread's worst, is explained from the recent window
+//! ([`Worst`]). Nothing here grows with the run's length.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::bases::BaseOffsets;
+use super::stats::ThreadStats;
+use super::waits::{Follower, TimedWait, Wake};
+use super::worst::{Worst, WorstWait};
+use crate::explain::{Recent, Recorded};
+use crate::ktrace::{Event, EventKind};
+use crate::time::{Nanos, Time};
+
+/// How far before a wait's requested time its explanation reads when its
+/// thread's previous system call exit is not known (the CPU's current task
+/// at the deadline is told by a switch before it).
+const LOOKBACK: Nanos = Nanos::from_ms(10);
+
+/// The followed threads' waits, figures and worst waits so far.
+#[derive(Debug)]
+pub struct Feed {
+    follower: Follower,
+    threads: HashSet<i32>,
+    stats: BTreeMap<i32, ThreadStats>,
+    worst: BTreeMap<i32, Worst>,
+    /// Each thread's latest system call exit: it ran then.
+    last_exit: HashMap<i32, Time>,
+    top: usize,
+    events: u64,
+}
+
+impl Feed {
+    /// Follows no thread yet (see [`Follower::new`]); explains each
+    /// thread's `top` worst timed waits.
+    pub fn new(sleeper_fn: Option<u64>, bases: BaseOffsets, top: usize) -> Feed {
+        Feed {
+            follower: Follower::new(sleeper_fn, bases),
+            threads: HashSet::new(),
+            stats: BTreeMap::new(),
+            worst: BTreeMap::new(),
+            last_exit: HashMap::new(),
+            top,
+            events: 0,
+        }
+    }
+
+    /// Follows `tids` too, from their next event on.
+    pub fn follow_threads(&mut self, tids: &[i32]) {
+        self.follow_threads_from(tids, Time(i64::MIN));
+    }
+
+    /// Follows `tids` too, from their first event at or after `from`
+    /// ([`Follower::follow_threads_from`]).
+    pub fn follow_threads_from(&mut self, tids: &[i32], from: Time) {
+        self.follower.follow_threads_from(tids, from);
+        self.threads.extend(tids);
+    }
+
+    /// Takes event `e` of `cpu`, the next in time order of all CPUs';
+    /// `recent` holds every traced CPU's events up to it at least. Returns
+    /// the wait that ended with it, if one did.
+    pub fn take(&mut self, cpu: usize, e: &Event, recent: &Recent) -> Option<(i32, Wake)> {
+        self.events += 1;
+        let ended = self.follower.feed(cpu, e);
+        if let Some((tid, w)) = &ended {
+            self.stats.entry(*tid).or_default().add(w);
+            if let Wake::Timed(t) = w {
+                self.rank(*tid, t, recent);
+            }
+        }
+        if matches!(e.kind, EventKind::SysExit { .. }) && self.threads.contains(&e.pid) {
+            self.last_exit.insert(e.pid, e.ts);
+        }
+        ended
+    }
+
+    /// Explains `t`, a timed wait of `tid` that just ended, if it ranks among its worst.
+    fn rank(&mut self, tid: i32, t: &TimedWait, recent: &Recent) {
+        // A wait armed after the time it asked for (the thread was back in
+        // user space after it) was late before it began: a catch-up after
+        // a stall, whose cause is the stalled wait's, explained with it.
+        if self.last_exit.get(&tid).is_some_and(|&x| x > t.requested) {
+            return;
+        }
+        let top = self.top;
+        let worst = self.worst.entry(tid).or_insert_with(|| Worst::new(top));
+        if !worst.ranks(t) {
+            return;
+        }
+        let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
+        let wake = Recorded { tid, cycle, planned: t.requested, actual: t.exit };
+        // From the exit before this wait (the thread ran then), or a little
+        // before the deadline.
+        let from = self.last_exit.get(&tid).copied().unwrap_or(t.requested).min(t.requested - LOOKBACK);
+        worst.add(WorstWait { wait: *t, explained: recent.explain_matched(wake, t.matched, from) });
+    }
+
+    /// The threads in a wait now.
+    pub fn in_progress(&self) -> impl Iterator<Item = i32> + '_ {
+        self.follower.in_progress()
+    }
+
+    /// Events taken.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Each thread's figures and its worst waits (threads with a wait).
+    pub fn finish(self) -> (BTreeMap<i32, ThreadStats>, BTreeMap<i32, Vec<WorstWait>>) {
+        (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::{Cause, Task};
+    use crate::ktrace::{Comm, Switch, Wakeup};
+
+    const SLEEPER: u64 = 0xffff_0001;
+    const T: i32 = 42;
+    const HOG: i32 = 9;
+
+    fn ev(ts: i64, pid: i32, flags: u8, kind: EventKind) -> Event {
+        Event { ts: Time(ts), pid, flags, preempt_count: 0, kind }
+    }
+    fn start(ts: i64, soft: i64) -> Event {
+        let k = EventKind::HrtimerStart {
+            hrtimer: 0xa,
+            function: SLEEPER,
+            expires: Time(soft),
+            softexpires: Time(soft),
+            mode: 0,
+        };
+        ev(ts, T, 0, k)
+    }
+    fn switch(ts: i64, (from, fprio): (i32, i32), (to, tprio): (i32, i32)) -> Event {
+        let name = |p: i32| Comm::new(if p == T { b"app" } else { b"hog" });
+        let s = Switch {
+            prev_comm: name(from),
+            prev_pid: from,
+            prev_prio: fprio,
+            prev_state: i64::from(from == T),
+            next_comm: name(to),
+            next_pid: to,
+            next_prio: tprio,
+        };
+        ev(ts, from, 0, EventKind::SchedSwitch(s))
+    }
+    fn exit(ts: i64) -> Event {
+        ev(ts, T, 0, EventKind::SysExit { id: 230, ret: 0 })
+    }
+
+    /// A wait whose thread a task of higher priority held off the CPU is
+    /// explained, culprit named; the catch-up wait after it (armed after the
+    /// time it asked for) is counted but not ranked.
+    #[test]
+    fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
+        let waking = |ts, by| {
+            let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 49, target_cpu: 0 };
+            ev(ts, by, 0x09, EventKind::SchedWaking(w))
+        };
+        let expire =
+            |ts| ev(ts, HOG, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER });
+        let events = [
+            exit(0),
+            start(100, 10_000),
+            switch(200, (T, 49), (HOG, 19)),
+            expire(10_050),
+            waking(10_100, HOG),
+            switch(13_000, (HOG, 19), (T, 49)),
+            exit(13_200),
+            start(13_300, 11_000),
+            expire(13_310),
+            waking(13_320, T),
+            exit(13_400),
+        ];
+        let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+        let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
+        feed.follow_threads(&[T]);
+        let mut ended = 0;
+        for e in events {
+            recent.push(0, e.clone());
+            ended += usize::from(feed.take(0, &e, &recent).is_some());
+        }
+        assert_eq!((ended, feed.events()), (2, 11));
+        let (stats, worst) = feed.finish();
+        assert_eq!(stats[&T].lateness.count(), 2);
+        let [w] = &worst[&T][..] else { panic!("one wait ranked: {worst:?}") };
+        assert_eq!((w.wait.requested, w.wait.lateness), (Time(10_000), Nanos(3_200)));
+        let spike = w.explained.as_ref().unwrap();
+        assert_eq!(spike.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
+        assert_eq!(spike.phases.total(), w.wait.lateness);
+    }
+}
