@@ -45,7 +45,7 @@ impl<F: FnMut(usize, &GapRecord)> Observer for F {
     }
 }
 
-/// An observer that watches nothing ([`run`](super::run)).
+/// An observer that watches nothing ([`run`](fn@super::run)).
 #[derive(Debug, Default)]
 pub struct Unobserved;
 
