@@ -193,7 +193,7 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
         (start(&exe, &d.join("fifo.txt"), 3000, "fifo"), start(&exe, &d.join("other.txt"), 3000, "other"));
     std::thread::sleep(Duration::from_millis(100));
     let (jf, jo) = (d.join("fifo.json"), d.join("other.json"));
-    let a = attach(&[&fifo.id().to_string(), "-D", "1.5", "--json", path_str(&jf)]);
+    let a = attach(&[&fifo.id().to_string(), "-D", "1.5", "--fail-if", "overruns>1000000", "--json", path_str(&jf)]);
     let b = attach(&["--tid", &other.id().to_string(), "-D", "1.5", "--json", path_str(&jo)]);
     let (a, b) = (finish(a), finish(b));
     let (fifo_pid, other_pid) = (i64::from(fifo.id()), i64::from(other.id()));
@@ -206,11 +206,16 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 0), "a SCHED_FIFO thread has no slack");
     check_against_truth(&timed_truth(&ground_truth(&d.join("fifo.txt")), fifo_pid), &w, 1000, 0.95);
+    check_cycle(only_thread(&run));
+    // --fail-if's overruns are the cycle's: a count, checked.
+    assert_eq!(run["gates"]["passed"], true, "{}", run["gates"]);
     let out = stdout(&a);
     assert!(out.contains("SCHED_FIFO 50") && out.contains("lateness of timed waits"), "{out}");
-    assert!(!out.contains("finding:"), "{out}");
+    assert!(out.contains("cycle: period 1.00 ms"), "{out}");
+    assert!(!out.contains("of timer slack"), "no slack finding: {out}");
 
     let run = json(&jo);
+    check_cycle(only_thread(&run));
     let w = wake_ups(only_thread(&run));
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
@@ -218,7 +223,23 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
     assert!(out.contains("finding: thread") && out.contains("PR_SET_TIMERSLACK"), "{out}");
-    assert_eq!(run["findings"].as_array().unwrap().len(), 1);
+    // One slack finding (a margin finding too when the loaded VM made it overrun).
+    let slack = run["findings"].as_array().unwrap().iter().filter(|f| f.as_str().unwrap().contains("timer slack"));
+    assert_eq!(slack.count(), 1, "{}", run["findings"]);
+}
+
+/// A 1 kHz loop's cycle: its period found from its requests, 1 ms; its
+/// margin (the time left when it went to sleep) ordered and below the
+/// period; its overruns at most its waits, each listed with a cause.
+fn check_cycle(t: &serde_json::Value) {
+    let c = &t["cycle"];
+    assert_eq!(c["period_ns"], 1_000_000, "{c}");
+    assert_eq!(c["waits"], t["timed_waits"], "{c}");
+    let m: Vec<i64> = c["margin_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    assert!(m[0] <= m[1] && m[1] <= m[2] && m[2] <= 1_000_000, "margin min ≤ p1 ≤ p50 ≤ period: {c}");
+    let kept = c["worst_overruns"].as_array().unwrap();
+    assert!(kept.len() as u64 <= c["overruns"].as_u64().unwrap().min(5), "{c}");
+    assert!(kept.iter().all(|o| o["overrun_ns"].as_i64().unwrap() > 0 && !o["cause"].as_str().unwrap().is_empty()));
 }
 
 /// A loop on CLOCK_REALTIME: its timer's requested time is in that clock,

@@ -155,6 +155,7 @@ pub fn render(a: &Attached) -> String {
     o += &crate::output::columns::layout(&rows, true);
     for s in &a.threads {
         o += &details(s);
+        o += &cycle(s, a);
     }
     o += &worst(a);
     if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
@@ -220,6 +221,30 @@ fn details(s: &ThreadSummary) -> String {
             s.event_driven,
             by.join(", ")
         );
+    }
+    o
+}
+
+/// A thread's cycle, a line, and its largest overruns with their cause, a line each.
+fn cycle(s: &ThreadSummary, a: &Attached) -> String {
+    let c = &s.cycle;
+    let (Some([j50, j99, jmax]), Some([c50, c99, cmax]), Some([mmin, m1, m50])) = (c.jitter, c.compute, c.margin)
+    else {
+        return String::new();
+    };
+    let period = match c.period {
+        Some(p) => format!("period {p} ({} skipped)", c.skipped),
+        None => "no fixed period".into(),
+    };
+    let mut o = format!(
+        "  {} {}: cycle: {period}; jitter p50 / p99 / max {j50} / {j99} / {jmax}; compute p50 / p99 / max {c50} / {c99} / {cmax}; margin min / p1 / p50 {mmin} / {m1} / {m50}; {}\n",
+        s.thread.tid,
+        s.thread.comm,
+        rtick::text::count(c.overruns, "overrun")
+    );
+    for ov in a.overruns.get(&s.thread.tid).into_iter().flatten() {
+        let at = AttachSpikeJson::label(ov.wait.requested, a.started);
+        let _ = writeln!(o, "    overran by {} ({at}): {}", ov.wait.overrun(), ov.cause.text());
     }
     o
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rtick::attach::{Attached, End, Target, ThreadSummary, WorstWait};
+use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, ThreadSummary, WorstWait};
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +91,8 @@ pub struct AttachedThreadJson {
     /// Its worst timed waits (at most --explain-top), the worst first, explained.
     #[serde(default)]
     pub spikes: Vec<AttachSpikeJson>,
+    /// Its cycle, found from its timed waits.
+    pub cycle: CycleJson,
     /// Every timed wait, in time order.
     pub wake_ups: WakeUps,
 }
@@ -151,6 +153,83 @@ impl Serialize for WakeUps {
 impl<'de> Deserialize<'de> for WakeUps {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Vec::deserialize(d).map(WakeUps::Listed)
+    }
+}
+
+/// A thread's cycle (docs/attach.md, "The cycle").
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CycleJson {
+    /// Timed waits it was found from.
+    pub waits: u64,
+    /// The interval nearly all its requests are apart (or multiples of);
+    /// null: no fixed period.
+    pub period_ns: Option<i64>,
+    /// Periods skipped (requests k periods apart count k − 1).
+    pub skipped: u64,
+    /// p50, p99, max of |Δexit − Δrequested| of successive waits.
+    pub jitter_ns: Option<[i64; 3]>,
+    /// p50, p99, max of back in user space → asleep in the next wait.
+    pub compute_ns: Option<[i64; 3]>,
+    /// min, p1, p50 of the next wait's request − the time it went to sleep for it.
+    pub margin_ns: Option<[i64; 3]>,
+    /// Waits armed after their own request.
+    pub overruns: u64,
+    /// The largest of them (at most 5), the largest first, with their cause.
+    pub worst_overruns: Vec<OverrunJson>,
+}
+
+/// One overrun and its cause.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverrunJson {
+    /// The time asked for (CLOCK_MONOTONIC ns), and when it was asked.
+    pub requested_ns: i64,
+    pub armed_ns: i64,
+    /// armed − requested.
+    pub overrun_ns: i64,
+    /// "compute" (the work alone outlasted the interval), "late_wake" (the
+    /// wait before was late), "unknown" (no wait before it traced).
+    pub cause_kind: String,
+    /// The cause, one line (a late wake's explanation as a spike's line).
+    pub cause: String,
+    /// What the late wait before is blamed on, when its explanation names one.
+    pub culprit: Option<CulpritJson>,
+}
+
+impl CycleJson {
+    fn of(c: &CycleSummary, overruns: &[Overrun]) -> CycleJson {
+        let ns = |v: Option<[rtick::Nanos; 3]>| v.map(|v| v.map(|n| n.as_ns()));
+        CycleJson {
+            waits: c.waits,
+            period_ns: c.period.map(|p| p.as_ns()),
+            skipped: c.skipped,
+            jitter_ns: ns(c.jitter),
+            compute_ns: ns(c.compute),
+            margin_ns: ns(c.margin),
+            overruns: c.overruns,
+            worst_overruns: overruns.iter().map(OverrunJson::of).collect(),
+        }
+    }
+}
+
+impl OverrunJson {
+    /// Overrun `o`.
+    pub fn of(o: &Overrun) -> OverrunJson {
+        let (kind, culprit) = match &o.cause {
+            OverrunCause::Compute { .. } => ("compute", None),
+            OverrunCause::LateWake { explained, .. } => (
+                "late_wake",
+                explained.as_ref().as_ref().ok().and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
+            ),
+            OverrunCause::Unknown => ("unknown", None),
+        };
+        OverrunJson {
+            requested_ns: o.wait.requested.0,
+            armed_ns: o.wait.armed.0,
+            overrun_ns: o.wait.overrun().as_ns(),
+            cause_kind: kind.into(),
+            cause: o.cause.text(),
+            culprit,
+        }
     }
 }
 
@@ -219,7 +298,7 @@ impl AttachSpikeJson {
     /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
     pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
         let t = &w.wait;
-        let label = label(t.requested, started);
+        let label = AttachSpikeJson::label(t.requested, started);
         let (spike, why) = match &w.explained {
             Ok(s) => (Some(s), None),
             Err(u) => (None, Some(u.reason().to_string())),
@@ -246,9 +325,11 @@ impl AttachSpikeJson {
     }
 }
 
-/// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
-fn label(requested: rtick::Time, started: rtick::Time) -> String {
-    format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
+impl AttachSpikeJson {
+    /// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
+    pub fn label(requested: rtick::Time, started: rtick::Time) -> String {
+        format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
+    }
 }
 
 /// One timed wait.
@@ -305,15 +386,15 @@ impl AttachFile {
 
 /// Each thread's lateness as a result row (`mechanism`: its comm, `thread`
 /// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
-/// figures of a measured loop's own (overruns, missed periods, CPU time)
-/// have no value here.
+/// figures of a measured loop's own (missed periods, CPU time) have no
+/// value here; its overruns are its cycle's.
 pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
-    let comm = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid).map(|t| t.thread.comm.clone());
+    let thread = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid);
     a.lateness
         .iter()
         .map(|(&tid, s)| ResultJson {
             source: None,
-            mechanism: comm(tid).unwrap_or_default(),
+            mechanism: thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default(),
             thread: tid as usize,
             tid: Some(tid),
             cpu: None,
@@ -323,7 +404,8 @@ pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
             mean_ns: s.mean,
             stddev_ns: Some(s.stddev),
             percentiles_ns: Some(s.into()),
-            overruns: None,
+            // Its waits armed after their own request (the cycle's).
+            overruns: thread(tid).map(|t| t.cycle.overruns),
             missed_periods: None,
             early_wakeups: Some(s.negative),
             cpu_percent: None,
@@ -372,6 +454,7 @@ fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJ
             .worst
             .get(&t.tid)
             .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
+        cycle: CycleJson::of(&s.cycle, a.overruns.get(&t.tid).map_or(&[], Vec::as_slice)),
         wake_ups,
     }
 }
