@@ -188,14 +188,24 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let out = stdout(&o);
     assert!(out.contains("worst timed waits explained:") && out.contains(&format!(":{pid} (prio 19)")), "{out}");
     check_trace(&csv, &run);
+    // The catch-ups after a burst asked for deadlines already past: their
+    // overruns are the burst's, named through the late wait before them.
+    let cycle = &run["threads"][0]["cycle"];
+    let overruns = cycle["worst_overruns"].as_array().unwrap();
+    assert!(!overruns.is_empty(), "{cycle}");
+    for o in overruns {
+        assert_eq!((&o["cause_kind"], &o["culprit"]["pid"]), (&"late_wake".into(), &pid.into()), "{o}");
+    }
+    assert!(out.contains("overran by ") && out.contains("the wait before was late: "), "{out}");
 }
 
-/// The --trace file: a row per timed wait of the JSON file's, in the order
-/// they ended, each with phases that add up to its lateness.
+/// The --trace file: a row per timed wait the JSON file counts, in the
+/// order they ended, each with phases that add up to its lateness; its
+/// worst waits among them.
 fn check_trace(csv: &Path, run: &serde_json::Value) {
     let text = std::fs::read_to_string(csv).expect("the --trace file");
     let mut lines = text.lines();
-    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker";
+    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker,armed_ns,blocked_ns,overrun_ns";
     assert_eq!(lines.next(), Some(header));
     let timed: Vec<Vec<i64>> = lines
         .map(|l| l.split(',').collect::<Vec<&str>>())
@@ -204,15 +214,18 @@ fn check_trace(csv: &Path, run: &serde_json::Value) {
         .collect();
     let thread = &run["threads"][0];
     assert_eq!(timed.len() as u64, thread["timed_waits"].as_u64().unwrap(), "a row per timed wait");
+    assert!(thread.get("wake_ups").is_none(), "the JSON file holds no row per wait");
     let tid = thread["tid"].as_i64().unwrap();
     for r in &timed {
         // tid, requested, exit, lateness, slack, the four phases.
         assert_eq!((r[0], r[2] - r[1]), (tid, r[3]), "lateness = exit − requested: {r:?}");
         assert_eq!(r[5..9].iter().sum::<i64>(), r[3], "the phases add up: {r:?}");
     }
-    let json: Vec<i64> =
-        thread["wake_ups"].as_array().unwrap().iter().map(|w| w["requested_ns"].as_i64().unwrap()).collect();
-    assert_eq!(timed.iter().map(|r| r[1]).collect::<Vec<_>>(), json, "the same waits as the JSON file's, in order");
+    assert!(timed.windows(2).all(|w| w[0][2] <= w[1][2]), "in the order they ended");
+    for s in thread["spikes"].as_array().unwrap() {
+        let (at, late) = (s["requested_ns"].as_i64().unwrap(), s["lateness_ns"].as_i64().unwrap());
+        assert!(timed.iter().any(|r| (r[1], r[3]) == (at, late)), "a worst wait is a row: {s}");
+    }
 }
 
 /// A bad --explain-top, --fail-if or --trace is a usage error: one line,

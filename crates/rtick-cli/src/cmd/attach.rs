@@ -1,9 +1,8 @@
 //! `rtick attach`: the lateness of a running program's timed waits. Glue:
 //! the target resolved, the library's attach run (each wait, as it ends, to
-//! --trace and to the --json file's store), its figures rendered, written
-//! to --json, and --fail-if's verdict.
+//! --trace), its figures rendered, written to --json, and --fail-if's
+//! verdict.
 
-mod spill;
 mod trace;
 
 use std::fmt::Write;
@@ -29,20 +28,15 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
-    // Every timed wait goes to the JSON file's `wake_ups`, kept on disk until then.
-    let mut spill = json.as_ref().map(|_| spill::Spill::new()).transpose()?;
+    // Each wait, as it ends, a --trace row: the JSON file holds figures only.
     let mut on_wait = |tid: i32, w: &Wake| {
-        if let (Wake::Timed(t), Some(s)) = (w, spill.as_mut()) {
-            s.add(tid, t);
-        }
         if let Some(t) = trace.as_mut() {
             t.add(tid, w);
         }
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
-    let wake_ups = spill.map(spill::Spill::finish).transpose()?.unwrap_or_default();
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let mut file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
+    let mut file = AttachFile::of(&attached, &target, system, started_at);
     file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
     let mut out = String::new();
     if !a.quiet {

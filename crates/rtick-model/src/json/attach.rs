@@ -1,8 +1,6 @@
 //! The JSON file of `rtick attach --json`: its own schema (docs/json.md,
 //! "rtick attach"), built from the library's [`Attached`] by [`AttachFile::of`].
 
-use std::collections::BTreeMap;
-
 use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, ThreadSummary, WorstWait};
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
@@ -93,67 +91,6 @@ pub struct AttachedThreadJson {
     pub spikes: Vec<AttachSpikeJson>,
     /// Its cycle, found from its timed waits.
     pub cycle: CycleJson,
-    /// Every timed wait, in time order.
-    pub wake_ups: WakeUps,
-}
-
-/// A thread's timed waits: listed (as read from a file), or streamed, one
-/// at a time as the file is written, from where the writer kept them (a
-/// long run's do not fit in memory).
-pub enum WakeUps {
-    /// In memory.
-    Listed(Vec<WakeUpJson>),
-    /// Kept elsewhere, handed over in time order when written.
-    Streamed(Box<dyn StreamWakeUps>),
-}
-
-/// Where a thread's timed waits were kept while the run went on.
-pub trait StreamWakeUps {
-    /// Hands each of the thread's waits to `f`, in time order.
-    fn each(&self, f: &mut dyn FnMut(&WakeUpJson)) -> std::io::Result<()>;
-}
-
-impl Default for WakeUps {
-    fn default() -> Self {
-        WakeUps::Listed(Vec::new())
-    }
-}
-
-impl std::fmt::Debug for WakeUps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WakeUps::Listed(v) => f.debug_tuple("Listed").field(v).finish(),
-            WakeUps::Streamed(_) => f.write_str("Streamed"),
-        }
-    }
-}
-
-impl Serialize for WakeUps {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let src = match self {
-            WakeUps::Listed(v) => return v.serialize(s),
-            WakeUps::Streamed(src) => src,
-        };
-        let mut seq = s.serialize_seq(None)?;
-        let mut failed = None;
-        src.each(&mut |w| {
-            if failed.is_none() {
-                failed = seq.serialize_element(w).err();
-            }
-        })
-        .map_err(|e| S::Error::custom(format!("reading back the timed waits: {e}")))?;
-        match failed {
-            Some(e) => Err(e),
-            None => seq.end(),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for WakeUps {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::deserialize(d).map(WakeUps::Listed)
-    }
 }
 
 /// A thread's cycle (docs/attach.md, "The cycle").
@@ -332,27 +269,10 @@ impl AttachSpikeJson {
     }
 }
 
-/// One timed wait.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WakeUpJson {
-    /// The time asked for (CLOCK_MONOTONIC ns).
-    pub requested_ns: i64,
-    pub lateness_ns: i64,
-    pub slack_ns: i64,
-    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
-    pub phases_ns: [i64; 4],
-}
-
 impl AttachFile {
-    /// The file of the attach `a` to `target`, with each thread's timed
-    /// waits `wake_ups` (those the caller kept).
-    pub fn of(
-        a: &Attached,
-        target: &Target,
-        system: SystemJson,
-        started_at: String,
-        mut wake_ups: BTreeMap<i32, WakeUps>,
-    ) -> AttachFile {
+    /// The file of the attach `a` to `target`: figures, not a row per
+    /// wait (those are --trace's).
+    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
@@ -372,11 +292,7 @@ impl AttachFile {
             events: a.events as u64,
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
-            threads: a
-                .threads
-                .iter()
-                .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
-                .collect(),
+            threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
             gates: None,
@@ -423,7 +339,7 @@ pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
         .collect()
 }
 
-fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJson {
+fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
     let t = &s.thread;
     let ns = |v: &[rtick::Nanos]| v.iter().map(|n| n.as_ns()).collect::<Vec<_>>();
     let phases = s.phases.iter().flatten();
@@ -455,18 +371,5 @@ fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJ
             .get(&t.tid)
             .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
         cycle: CycleJson::of(&s.cycle, a.overruns.get(&t.tid).map_or(&[], Vec::as_slice)),
-        wake_ups,
-    }
-}
-
-impl WakeUpJson {
-    /// One timed wait.
-    pub fn of(w: &rtick::attach::TimedWait) -> WakeUpJson {
-        WakeUpJson {
-            requested_ns: w.requested.0,
-            lateness_ns: w.lateness.as_ns(),
-            slack_ns: w.slack.as_ns(),
-            phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
-        }
     }
 }
