@@ -6,7 +6,8 @@
 //!   per series;
 //! - `timeline`: latency over time from a trace, overruns marked;
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
-//! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`).
+//! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`);
+//! - `rtick attach --plot`: each thread's lateness over time and its phases (`plot/attach.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -28,6 +29,7 @@ macro_rules! try_plot {
     };
 }
 
+pub mod attach;
 mod breakdown;
 mod glyphs;
 mod percentiles;
@@ -123,21 +125,63 @@ impl Format {
     }
 }
 
+/// A picture that draws itself on any backend (PNG through the embedded
+/// font's glyphs, or SVG).
+pub(crate) trait Picture {
+    /// Its size in pixels.
+    fn size(&self) -> (u32, u32);
+
+    /// Draws it on `root`, filled white.
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// `kind` of some saved runs.
+struct Report<'a> {
+    inputs: &'a [Input],
+    series: Vec<(String, &'a Series)>,
+    kind: PlotKind,
+}
+
+impl Picture for Report<'_> {
+    fn size(&self) -> (u32, u32) {
+        if self.kind == PlotKind::Breakdown {
+            breakdown::size(self.inputs)
+        } else {
+            SIZE
+        }
+    }
+
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        render(root, self.inputs, &self.series, self.kind)
+    }
+}
+
 /// Draws `kind` of `inputs` in memory, as the bytes of a `format` file.
 fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
     check_kind(inputs, kind).map_err(|e| anyhow!(e))?;
-    font();
     let many = inputs.len() > 1;
     let series: Vec<(String, &Series)> =
         inputs.iter().flat_map(|i| i.series.iter().map(move |s| (label(i, s, many), s))).collect();
-    let size = if kind == PlotKind::Breakdown { breakdown::size(inputs) } else { SIZE };
+    encode(format, &Report { inputs, series, kind })
+}
+
+/// Draws `picture` in memory, as the bytes of a `format` file.
+fn encode<P: Picture>(format: Format, picture: &P) -> Result<Vec<u8>> {
+    font();
+    let size = picture.size();
     match format {
         Format::Png => {
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
             {
                 let bitmap = BitMapBackend::with_buffer(&mut rgb, size);
                 let root = glyphs::Glyphs::new(bitmap, FONT)?.into_drawing_area();
-                render(&root, inputs, &series, kind)?;
+                root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+                picture.render(&root)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
             let mut png = Vec::new();
@@ -153,7 +197,8 @@ fn draw(format: Format, inputs: &[Input], kind: PlotKind) -> Result<Vec<u8>> {
             let mut svg = String::new();
             {
                 let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                render(&root, inputs, &series, kind)?;
+                root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+                picture.render(&root)?;
                 root.present().map_err(|e| anyhow!("drawing the plot: {e}"))?;
             }
             Ok(svg.into_bytes())
@@ -170,7 +215,6 @@ fn render<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     match kind {
         PlotKind::Histogram => histogram(root, series),
         PlotKind::Timeline => timeline(root, series),
@@ -376,7 +420,17 @@ impl PlotFile {
     /// Draws and commits: the picture appears whole or not at all.
     pub fn write(self, inputs: &[Input], kind: PlotKind) -> Result<()> {
         let bytes = draw(self.format, inputs, kind)?;
-        self.file.file().write_all(&bytes).context("writing the plot")?;
+        self.commit(&bytes)
+    }
+
+    /// Draws `picture` and commits.
+    pub(crate) fn write_picture<P: Picture>(self, picture: &P) -> Result<()> {
+        let bytes = encode(self.format, picture)?;
+        self.commit(&bytes)
+    }
+
+    fn commit(self, bytes: &[u8]) -> Result<()> {
+        self.file.file().write_all(bytes).context("writing the plot")?;
         self.file.commit()
     }
 }

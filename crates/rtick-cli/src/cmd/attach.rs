@@ -1,8 +1,9 @@
 //! `rtick attach`: the lateness of a running program's timed waits. Glue:
 //! the target resolved, the library's attach run (each wait, as it ends, to
-//! --trace), its figures rendered, written to --json, and --fail-if's
-//! verdict.
+//! --trace and to --plot's series), its figures rendered, written to
+//! --json and --plot, and --fail-if's verdict.
 
+mod series;
 mod trace;
 
 use std::fmt::Write;
@@ -17,6 +18,7 @@ use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, U
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
+use crate::plot::PlotFile;
 use crate::Usage;
 
 /// Runs `rtick attach`.
@@ -24,14 +26,20 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let trace_out = AtomicFile::create_opt("--trace", a.trace.as_deref())?;
+    let plot = PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let mut trace = trace_out.as_ref().map(|f| f.try_clone().and_then(trace::TraceCsv::new)).transpose()?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
-    // Each wait, as it ends, a --trace row: the JSON file holds figures only.
+    // Each wait, as it ends, a --trace row and into --plot's bounded
+    // series: the JSON file holds figures only.
+    let mut series = plot.as_ref().map(|_| series::Plotted::new(rtick::ClockId::Monotonic.now()));
     let mut on_wait = |tid: i32, w: &Wake| {
         if let Some(t) = trace.as_mut() {
             t.add(tid, w);
+        }
+        if let Some(s) = series.as_mut() {
+            s.add(tid, w);
         }
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
@@ -51,6 +59,9 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     if let Some(j) = json {
         j.write_json(&file)?;
         j.commit()?;
+    }
+    if let (Some(p), Some(s)) = (plot, series) {
+        p.write_picture(&s.picture(&attached, &target))?;
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };

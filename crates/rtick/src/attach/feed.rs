@@ -123,7 +123,7 @@ impl Feed {
     }
 
     /// The cause of `t`'s overrun, a timed wait of `tid` that just ended,
-    /// if it overran, kept if it is among the thread's largest: the work
+    /// if it overran, kept if it is among the thread's largest stalls: the work
     /// since the wait before, or that wait's lateness, explained from the
     /// window (it ended a cycle ago: its events are held), or when that
     /// wait was itself a catch-up that overran, its cause, further back.
@@ -144,8 +144,11 @@ impl Feed {
                 }
             },
         };
+        // A stall's catch-ups overrun one after the other: the first is
+        // kept (its overrun is the largest), the others only counted.
+        let first = before.is_none_or(|b| b.2.is_none());
         let kept = self.overruns.entry(tid).or_insert_with(|| Overruns::new(OVERRUNS_KEPT));
-        if kept.ranks(t) {
+        if first && kept.ranks(t) {
             kept.add(Overrun { wait: *t, cause: cause.clone() });
         }
         Some(cause)

@@ -4,7 +4,9 @@
 //! than that interval by itself, or it began late: the wait before it was
 //! late, and that wait's explanation (a spike, as `measure --explain`
 //! gives) is the overrun's cause. A thread keeps at most `n`, the largest
-//! first; the rest are only counted ([`Cycle`](super::cycle::Cycle)).
+//! first, one a stall (the catch-ups that follow overrun too, less each
+//! time, for the same cause); the rest are only counted
+//! ([`Cycle`](super::cycle::Cycle)).
 
 use super::waits::TimedWait;
 use crate::explain::{Spike, Unexplained};
