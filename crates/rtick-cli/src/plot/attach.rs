@@ -129,7 +129,7 @@ where
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..4.0, (FLOOR..ymax).log_scale()));
+        .build_cartesian_2d(-0.6f64..3.6, (FLOOR..ymax).log_scale()));
     try_plot!(chart
         .configure_mesh()
         .disable_x_mesh()
@@ -140,7 +140,7 @@ where
         .axis_desc_style((FAMILY, 15))
         .draw());
     // Each group named above it, in its colour (the timeline's legend).
-    let names = ["IRQ delay", "wake-up", "scheduling", "to user"];
+    let names = ["IRQ", "wake-up", "scheduling", "to user"];
     let top = ymax / 2.5;
     try_plot!(chart.draw_series(names.iter().enumerate().map(|(k, n)| Text::new(
         *n,
