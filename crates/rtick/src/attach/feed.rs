@@ -213,8 +213,9 @@ mod tests {
     }
 
     /// A wait whose thread a task of higher priority held off the CPU is
-    /// explained, culprit named; the catch-up wait after it (armed after the
-    /// time it asked for) is counted but not ranked.
+    /// explained, culprit named; the catch-up waits after it (armed after the
+    /// time they asked for) are counted but not ranked, and the first keeps
+    /// the stall's overrun, its cause the preempted wait.
     #[test]
     fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
         let waking = |ts, by| {
@@ -235,6 +236,11 @@ mod tests {
             expire(13_310),
             waking(13_320, T),
             exit(13_400),
+            // A second catch-up, for 12 µs at 13.5 µs: the same stall's.
+            start(13_500, 12_000),
+            expire(13_510),
+            waking(13_520, T),
+            exit(13_600),
         ];
         let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
         let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
@@ -244,10 +250,11 @@ mod tests {
             recent.push(0, e.clone());
             ended += usize::from(feed.take(0, &e, &recent).is_some());
         }
-        assert_eq!((ended, feed.events()), (2, 11));
+        assert_eq!((ended, feed.events()), (3, 15));
         let (stats, worst, overruns) = feed.finish();
-        assert_eq!(stats[&T].lateness.count(), 2);
-        assert_eq!(stats[&T].cycle.summary().overruns, 1);
+        assert_eq!(stats[&T].lateness.count(), 3);
+        // Both catch-ups overran; the stall keeps one, its first.
+        assert_eq!(stats[&T].cycle.summary().overruns, 2);
         // The catch-up overran by 2.3 µs (armed at 13.3 µs for 11 µs): not
         // its own work (100 ns since the exit before) but the preempted
         // wait before it, explained.
