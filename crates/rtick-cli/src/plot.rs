@@ -8,6 +8,7 @@
 //! - `percentiles`: latency against p50 … p99.999 on a "nines" axis;
 //! - `breakdown`: the kernel phases of `measure --explain` (`plot/breakdown.rs`);
 //! - `rtick noise --plot`: gaps over time by source, and each source's share (`plot/noise.rs`).
+//! - `rtick attach --plot`: each thread's lateness over time and its phases (`plot/attach.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -29,6 +30,7 @@ macro_rules! try_plot {
     };
 }
 
+pub mod attach;
 mod breakdown;
 mod glyphs;
 pub mod noise;

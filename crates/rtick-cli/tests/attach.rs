@@ -116,15 +116,29 @@ fn thread(run: &serde_json::Value, tid: i64) -> &serde_json::Value {
     })
 }
 
-/// rtick's wake-ups of a thread: requested → (lateness, slack).
-fn wake_ups(thread: &serde_json::Value) -> HashMap<i64, (i64, i64)> {
-    let w = thread["wake_ups"].as_array().unwrap();
-    w.iter()
-        .map(|w| {
-            let phases: i64 = w["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
-            let late = w["lateness_ns"].as_i64().unwrap();
-            assert_eq!(phases, late, "the phases add up to the lateness: {w}");
-            (w["requested_ns"].as_i64().unwrap(), (late, w["slack_ns"].as_i64().unwrap()))
+/// rtick's timed wake-ups of thread `tid`, from the --trace file `csv`
+/// (the JSON file holds figures only): requested → (lateness, slack).
+/// Each row's phases add up to its lateness, its overrun is how long after
+/// the time asked for its timer was armed, and it slept before it returned.
+fn wake_ups(csv: &Path, tid: i64) -> HashMap<i64, (i64, i64)> {
+    let text = std::fs::read_to_string(csv).expect("the --trace file");
+    let mut lines = text.lines();
+    let header = lines.next().expect("its header");
+    assert!(header.ends_with(",armed_ns,blocked_ns,overrun_ns"), "{header}");
+    lines
+        .filter(|l| l.split(',').nth(1) == Some("timed"))
+        .map(|l| {
+            // A timed row has no waker: its fields hold no comma.
+            let f: Vec<&str> = l.split(',').collect();
+            let n = |k: usize| -> i64 { f[k].parse().unwrap_or_else(|_| panic!("column {k}: {l}")) };
+            (n(0), n(2), n(3), n(4), n(5), [6, 7, 8, 9].map(n), [12, 13, 14].map(n))
+        })
+        .filter(|r| r.0 == tid)
+        .map(|(_, requested, exit, late, slack, phases, [armed, blocked, overrun])| {
+            assert_eq!((exit - requested, phases.iter().sum::<i64>()), (late, late), "the phases add up: {phases:?}");
+            assert_eq!(overrun, (armed - requested).max(0), "overrun = armed − requested");
+            assert!(blocked <= exit, "asleep before it returned: {blocked} {exit}");
+            (requested, (late, slack))
         })
         .collect()
 }
@@ -193,8 +207,19 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
         (start(&exe, &d.join("fifo.txt"), 3000, "fifo"), start(&exe, &d.join("other.txt"), 3000, "other"));
     std::thread::sleep(Duration::from_millis(100));
     let (jf, jo) = (d.join("fifo.json"), d.join("other.json"));
-    let a = attach(&[&fifo.id().to_string(), "-D", "1.5", "--json", path_str(&jf)]);
-    let b = attach(&["--tid", &other.id().to_string(), "-D", "1.5", "--json", path_str(&jo)]);
+    let (tf, to) = (d.join("fifo.csv"), d.join("other.csv"));
+    let a = attach(&[
+        &fifo.id().to_string(),
+        "-D",
+        "1.5",
+        "--fail-if",
+        "overruns>1000000",
+        "--json",
+        path_str(&jf),
+        "--trace",
+        path_str(&tf),
+    ]);
+    let b = attach(&["--tid", &other.id().to_string(), "-D", "1.5", "--json", path_str(&jo), "--trace", path_str(&to)]);
     let (a, b) = (finish(a), finish(b));
     let (fifo_pid, other_pid) = (i64::from(fifo.id()), i64::from(other.id()));
     for (mut c, o) in [(fifo, &a), (other, &b)] {
@@ -203,22 +228,43 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     }
     let run = json(&jf);
     assert_eq!(run["ended_by"], "duration");
-    let w = wake_ups(only_thread(&run));
+    let w = wake_ups(&tf, fifo_pid);
     assert!(w.values().all(|&(_, slack)| slack == 0), "a SCHED_FIFO thread has no slack");
     check_against_truth(&timed_truth(&ground_truth(&d.join("fifo.txt")), fifo_pid), &w, 1000, 0.95);
+    check_cycle(only_thread(&run));
+    // --fail-if's overruns are the cycle's: a count, checked.
+    assert_eq!(run["gates"]["passed"], true, "{}", run["gates"]);
     let out = stdout(&a);
     assert!(out.contains("SCHED_FIFO 50") && out.contains("lateness of timed waits"), "{out}");
-    assert!(!out.contains("finding:"), "{out}");
+    assert!(out.contains("cycle: period 1.00 ms"), "{out}");
+    assert!(!out.contains("of timer slack"), "no slack finding: {out}");
 
     let run = json(&jo);
-    let w = wake_ups(only_thread(&run));
+    check_cycle(only_thread(&run));
+    let w = wake_ups(&to, other_pid);
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
     check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000, 0.9);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
     assert!(out.contains("finding: thread") && out.contains("PR_SET_TIMERSLACK"), "{out}");
-    assert_eq!(run["findings"].as_array().unwrap().len(), 1);
+    // One slack finding (a margin finding too when the loaded VM made it overrun).
+    let slack = run["findings"].as_array().unwrap().iter().filter(|f| f.as_str().unwrap().contains("timer slack"));
+    assert_eq!(slack.count(), 1, "{}", run["findings"]);
+}
+
+/// A 1 kHz loop's cycle: its period found from its requests, 1 ms; its
+/// margin (the time left when it went to sleep) ordered and below the
+/// period; its overruns at most its waits, each listed with a cause.
+fn check_cycle(t: &serde_json::Value) {
+    let c = &t["cycle"];
+    assert_eq!(c["period_ns"], 1_000_000, "{c}");
+    assert_eq!(c["waits"], t["timed_waits"], "{c}");
+    let m: Vec<i64> = c["margin_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    assert!(m[0] <= m[1] && m[1] <= m[2] && m[2] <= 1_000_000, "margin min ≤ p1 ≤ p50 ≤ period: {c}");
+    let kept = c["worst_overruns"].as_array().unwrap();
+    assert!(kept.len() as u64 <= c["overruns"].as_u64().unwrap().min(5), "{c}");
+    assert!(kept.iter().all(|o| o["overrun_ns"].as_i64().unwrap() > 0 && !o["cause"].as_str().unwrap().is_empty()));
 }
 
 /// A loop on CLOCK_REALTIME: its timer's requested time is in that clock,
@@ -231,13 +277,13 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-rtloop") else { return };
-    let (out, j) = (dir.path().join("rt.txt"), dir.path().join("rt.json"));
+    let (out, csv) = (dir.path().join("rt.txt"), dir.path().join("rt.csv"));
     let mut prog = start_on(&exe, &out, 2000, &["fifo", "realtime"]);
     std::thread::sleep(Duration::from_millis(100));
-    let a = finish(attach(&[&prog.id().to_string(), "-D", "1.5", "--json", path_str(&j)]));
+    let a = finish(attach(&[&prog.id().to_string(), "-D", "1.5", "--trace", path_str(&csv)]));
     assert!(prog.wait().unwrap().success());
     ok(&a);
-    let w = wake_ups(only_thread(&json(&j)));
+    let w = wake_ups(&csv, i64::from(prog.id()));
     check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000, 0.95);
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
 }
@@ -270,13 +316,17 @@ fn every_kind_of_timed_wait_agrees_with_the_programs_own_clock() {
     std::thread::sleep(Duration::from_millis(100));
     let runs: Vec<Child> = progs
         .iter()
-        .map(|(p, c)| attach(&[&c.id().to_string(), "-D", "1.5", "--json", path_str(&d.join(format!("{p}.json")))]))
+        .map(|(p, c)| {
+            let (j, t) = (d.join(format!("{p}.json")), d.join(format!("{p}.csv")));
+            attach(&[&c.id().to_string(), "-D", "1.5", "--json", path_str(&j), "--trace", path_str(&t)])
+        })
         .collect();
     let outs: Vec<_> = runs.into_iter().map(finish).collect();
     for ((policy, mut c), o) in progs.into_iter().zip(&outs) {
         assert!(c.wait().unwrap().success());
         ok(o);
         let run = json(&d.join(format!("{policy}.json")));
+        let csv = d.join(format!("{policy}.csv"));
         assert_eq!(run["lost_events"], 0, "{policy}: events lost");
         let truth = ground_truth(&d.join(format!("{policy}.txt")));
         let mut tids: Vec<(i64, &str)> =
@@ -287,7 +337,7 @@ fn every_kind_of_timed_wait_agrees_with_the_programs_own_clock() {
             eprintln!("{policy} {mech} (thread {tid}):");
             let t = thread(&run, tid);
             assert_eq!(t["comm"], mech, "{policy}: {t}");
-            let w = wake_ups(t);
+            let w = wake_ups(&csv, tid);
             let slack = if policy == "other" && sleeps(mech) { 50_000 } else { 0 };
             assert!(w.values().all(|&(_, s)| s == slack), "{policy} {mech}: slack {slack} ns on every wait");
             // The thread started late (the second of its kind) waits from
@@ -300,20 +350,20 @@ fn every_kind_of_timed_wait_agrees_with_the_programs_own_clock() {
             };
             check_against_truth(&timed_truth(&truth, tid), &w, least, if policy == "fifo" { 0.95 } else { 0.9 });
         }
-        check_event_driven(&run, &truth);
+        check_event_driven(&run, &csv, &truth);
     }
 }
 
 /// The epoll thread's wake-ups by data: rtick counts them apart, woken by
 /// the writer thread, as many as the program saw in the window rtick
 /// traced (less those that found data already there and never slept).
-fn check_event_driven(run: &serde_json::Value, truth: &[Truth]) {
+fn check_event_driven(run: &serde_json::Value, csv: &Path, truth: &[Truth]) {
     let events: Vec<&Truth> = truth.iter().filter(|t| t.mech == "event").collect();
     let (tid, writer) = (events[0].tid, events[0].planned);
     let t = thread(run, tid);
     let n = t["event_driven"].as_u64().unwrap();
     assert_eq!(t["wakers"], serde_json::json!([[format!("writer/{writer}"), n]]), "{t}");
-    let keys: Vec<i64> = wake_ups(t).keys().copied().collect();
+    let keys: Vec<i64> = wake_ups(csv, tid).keys().copied().collect();
     let (lo, hi) = (*keys.iter().min().unwrap(), *keys.iter().max().unwrap());
     let seen = events.iter().filter(|e| (lo..=hi).contains(&e.actual)).count() as u64;
     eprintln!("event-driven: rtick {n}, the program {seen} in the window");
@@ -356,8 +406,8 @@ fn the_targets_exit_ends_the_run_with_its_summary() {
     let Some(exe) = periodic(dir.path(), "rtick-exiting") else { return };
     let prog = start(&exe, &dir.path().join("t.txt"), 800, "fifo");
     std::thread::sleep(Duration::from_millis(100));
-    let j = dir.path().join("r.json");
-    let o = finish(attach(&["--comm", "rtick-exiting", "-q", "--json", path_str(&j)]));
+    let (j, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    let o = finish(attach(&["--comm", "rtick-exiting", "-q", "--json", path_str(&j), "--trace", path_str(&csv)]));
     let mut prog = prog;
     assert!(prog.wait().unwrap().success());
     ok(&o);
@@ -369,7 +419,7 @@ fn the_targets_exit_ends_the_run_with_its_summary() {
     // Every wait from rtick's first to the program's last was counted
     // (the attach may begin after some of them, on a loaded machine).
     let n = run["threads"][0]["timed_waits"].as_u64().unwrap();
-    let first = wake_ups(only_thread(&run)).into_keys().min().unwrap();
+    let first = wake_ups(&csv, only_thread(&run)["tid"].as_i64().unwrap()).into_keys().min().unwrap();
     let truth = ground_truth(&dir.path().join("t.txt"));
     let after = truth.iter().filter(|t| t.planned >= first).count() as u64;
     assert!(after >= 100 && n * 100 >= after * 99, "{n} of the program's {after} waits after the attach");

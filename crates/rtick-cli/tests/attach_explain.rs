@@ -146,8 +146,21 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 4500, 1000);
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
-    let args =
-        ["-D", "3.5", "--explain-top", "10", "--json", path_str(&j), "--trace", path_str(&csv), "--fail-if", "max>1ms"];
+    let png = dir.path().join("victim.png");
+    let args = [
+        "-D",
+        "3.5",
+        "--explain-top",
+        "10",
+        "--json",
+        path_str(&j),
+        "--trace",
+        path_str(&csv),
+        "--fail-if",
+        "max>1ms",
+        "--plot",
+        path_str(&png),
+    ];
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
     let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
     let o = finish(a);
@@ -188,14 +201,28 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let out = stdout(&o);
     assert!(out.contains("worst timed waits explained:") && out.contains(&format!(":{pid} (prio 19)")), "{out}");
     check_trace(&csv, &run);
+    let picture = std::fs::read(&png).expect("the --plot file, written though --fail-if failed");
+    assert!(picture.starts_with(b"\x89PNG") && picture.len() > 10_000, "{} bytes", picture.len());
+    // The catch-ups after a burst asked for deadlines already past: their
+    // overruns are the burst's, named through the late wait before them.
+    let cycle = &run["threads"][0]["cycle"];
+    let overruns = cycle["worst_overruns"].as_array().unwrap();
+    let by_hog = |o: &&serde_json::Value| o["cause_kind"] == "late_wake" && o["culprit"]["pid"] == pid;
+    assert!(overruns.iter().any(|o| by_hog(&o)), "{cycle}");
+    // One a stall: a burst's later catch-ups (a period apart) are only counted.
+    let mut at: Vec<i64> = overruns.iter().map(|o| o["requested_ns"].as_i64().unwrap()).collect();
+    at.sort_unstable();
+    assert!(at.windows(2).all(|w| w[1] - w[0] > 1_500_000), "{cycle}");
+    assert!(out.contains("overran by ") && out.contains("the wait before was late: "), "{out}");
 }
 
-/// The --trace file: a row per timed wait of the JSON file's, in the order
-/// they ended, each with phases that add up to its lateness.
+/// The --trace file: a row per timed wait the JSON file counts, in the
+/// order they ended, each with phases that add up to its lateness; its
+/// worst waits among them.
 fn check_trace(csv: &Path, run: &serde_json::Value) {
     let text = std::fs::read_to_string(csv).expect("the --trace file");
     let mut lines = text.lines();
-    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker";
+    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker,armed_ns,blocked_ns,overrun_ns";
     assert_eq!(lines.next(), Some(header));
     let timed: Vec<Vec<i64>> = lines
         .map(|l| l.split(',').collect::<Vec<&str>>())
@@ -204,15 +231,18 @@ fn check_trace(csv: &Path, run: &serde_json::Value) {
         .collect();
     let thread = &run["threads"][0];
     assert_eq!(timed.len() as u64, thread["timed_waits"].as_u64().unwrap(), "a row per timed wait");
+    assert!(thread.get("wake_ups").is_none(), "the JSON file holds no row per wait");
     let tid = thread["tid"].as_i64().unwrap();
     for r in &timed {
         // tid, requested, exit, lateness, slack, the four phases.
         assert_eq!((r[0], r[2] - r[1]), (tid, r[3]), "lateness = exit − requested: {r:?}");
         assert_eq!(r[5..9].iter().sum::<i64>(), r[3], "the phases add up: {r:?}");
     }
-    let json: Vec<i64> =
-        thread["wake_ups"].as_array().unwrap().iter().map(|w| w["requested_ns"].as_i64().unwrap()).collect();
-    assert_eq!(timed.iter().map(|r| r[1]).collect::<Vec<_>>(), json, "the same waits as the JSON file's, in order");
+    assert!(timed.windows(2).all(|w| w[0][2] <= w[1][2]), "in the order they ended");
+    for s in thread["spikes"].as_array().unwrap() {
+        let (at, late) = (s["requested_ns"].as_i64().unwrap(), s["lateness_ns"].as_i64().unwrap());
+        assert!(timed.iter().any(|r| (r[1], r[3]) == (at, late)), "a worst wait is a row: {s}");
+    }
 }
 
 /// A bad --explain-top, --fail-if or --trace is a usage error: one line,
@@ -234,6 +264,15 @@ fn a_bad_explain_top_fail_if_or_trace_is_one_line_and_no_file() {
     assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
     assert!(err.contains("--fail-if") && err.contains("'p99>>5us'"), "{err}");
     assert!(!j.exists(), "a bad --fail-if wrote its file");
+    // A --plot that is no picture, or cannot be written: named, nothing written.
+    for (plot, want) in [("p.txt", "must end in .png or .svg"), ("/nonexistent/p.png", "--plot: cannot create")] {
+        let p = if plot.starts_with('/') { plot.into() } else { dir.path().join(plot) };
+        let o = rtick(&["attach", "1", "--plot", path_str(&p), "--json", path_str(&j)]);
+        let err = stderr(&o);
+        assert_eq!((o.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+        assert!(err.contains("--plot") && err.contains(want), "{err}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "--plot {plot}: no file");
+    }
     // An unwritable --trace: named, before anything is traced, and the JSON file not begun.
     let o = rtick(&["attach", "1", "--trace", "/nonexistent/t.csv", "--json", path_str(&j)]);
     let err = stderr(&o);

@@ -31,17 +31,21 @@ pub struct AttachArgs {
     #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
     pub explain_top: usize,
 
-    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns, the four phases (…_ns), woken_ns,waker (kind timed or event).
+    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns, the four phases (…_ns), woken_ns,waker, armed_ns,blocked_ns,overrun_ns (kind timed or event).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
-    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns, missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
+    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns: its cycle's waits armed after their own request; missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
     #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
     pub fail_if: Option<rtick_model::gates::Gates>,
 
     /// Write the results as JSON (schema: docs/json.md, "rtick attach"); `-` for standard output.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Draw each thread's lateness over time (phases stacked, worst waits marked) and its phases' p50/p99/max (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 
     /// The tracefs directory to trace in [default: where tracefs is mounted, else /sys/kernel/tracing].
     #[arg(long, value_name = "DIR", env = "RTICK_TRACEFS")]

@@ -1,9 +1,9 @@
 //! `rtick attach`: the lateness of a running program's timed waits. Glue:
 //! the target resolved, the library's attach run (each wait, as it ends, to
-//! --trace and to the --json file's store), its figures rendered, written
-//! to --json, and --fail-if's verdict.
+//! --trace and to --plot's series), its figures rendered, written to
+//! --json and --plot, and --fail-if's verdict.
 
-mod spill;
+mod series;
 mod trace;
 
 use std::fmt::Write;
@@ -18,6 +18,7 @@ use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, U
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
+use crate::plot::PlotFile;
 use crate::Usage;
 
 /// Runs `rtick attach`.
@@ -25,24 +26,25 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let trace_out = AtomicFile::create_opt("--trace", a.trace.as_deref())?;
+    let plot = PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let mut trace = trace_out.as_ref().map(|f| f.try_clone().and_then(trace::TraceCsv::new)).transpose()?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
-    // Every timed wait goes to the JSON file's `wake_ups`, kept on disk until then.
-    let mut spill = json.as_ref().map(|_| spill::Spill::new()).transpose()?;
+    // Each wait, as it ends, a --trace row and into --plot's bounded
+    // series: the JSON file holds figures only.
+    let mut series = plot.as_ref().map(|_| series::Plotted::new(rtick::ClockId::Monotonic.now()));
     let mut on_wait = |tid: i32, w: &Wake| {
-        if let (Wake::Timed(t), Some(s)) = (w, spill.as_mut()) {
-            s.add(tid, t);
-        }
         if let Some(t) = trace.as_mut() {
             t.add(tid, w);
         }
+        if let Some(s) = series.as_mut() {
+            s.add(tid, w);
+        }
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
-    let wake_ups = spill.map(spill::Spill::finish).transpose()?.unwrap_or_default();
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let mut file = AttachFile::of(&attached, &target, system, started_at, wake_ups);
+    let mut file = AttachFile::of(&attached, &target, system, started_at);
     file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
     let mut out = String::new();
     if !a.quiet {
@@ -57,6 +59,9 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     if let Some(j) = json {
         j.write_json(&file)?;
         j.commit()?;
+    }
+    if let (Some(p), Some(s)) = (plot, series) {
+        p.write_picture(&s.picture(&attached, &target))?;
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
@@ -155,6 +160,7 @@ pub fn render(a: &Attached) -> String {
     o += &crate::output::columns::layout(&rows, true);
     for s in &a.threads {
         o += &details(s);
+        o += &cycle(s, a);
     }
     o += &worst(a);
     if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
@@ -220,6 +226,30 @@ fn details(s: &ThreadSummary) -> String {
             s.event_driven,
             by.join(", ")
         );
+    }
+    o
+}
+
+/// A thread's cycle, a line, and its largest overruns with their cause, a line each.
+fn cycle(s: &ThreadSummary, a: &Attached) -> String {
+    let c = &s.cycle;
+    let (Some([j50, j99, jmax]), Some([c50, c99, cmax]), Some([mmin, m1, m50])) = (c.jitter, c.compute, c.margin)
+    else {
+        return String::new();
+    };
+    let period = match c.period {
+        Some(p) => format!("period {p} ({} skipped)", c.skipped),
+        None => "no fixed period".into(),
+    };
+    let mut o = format!(
+        "  {} {}: cycle: {period}; jitter p50 / p99 / max {j50} / {j99} / {jmax}; compute p50 / p99 / max {c50} / {c99} / {cmax}; margin min / p1 / p50 {mmin} / {m1} / {m50}; {}\n",
+        s.thread.tid,
+        s.thread.comm,
+        rtick::text::count(c.overruns, "overrun")
+    );
+    for ov in a.overruns.get(&s.thread.tid).into_iter().flatten() {
+        let at = AttachSpikeJson::label(ov.wait.requested, a.started);
+        let _ = writeln!(o, "    overran by {} ({at}): {}", ov.wait.overrun(), ov.cause.text());
     }
     o
 }

@@ -36,7 +36,7 @@ const SPIKES_EXTRA_H: u32 = 110;
 const MECH_ROW_H: u32 = 360;
 
 const HINTS: [&str; 4] = ["deadline → timer IRQ", "IRQ → wakeup", "wakeup → on CPU", "on CPU → clock read"];
-const COLORS: [RGBColor; 4] =
+pub(super) const COLORS: [RGBColor; 4] =
     [RGBColor(214, 39, 40), RGBColor(255, 158, 40), RGBColor(31, 119, 180), RGBColor(44, 160, 44)];
 
 /// One mechanism and thread to draw, with where its numbers come from.

@@ -1,9 +1,7 @@
 //! The JSON file of `rtick attach --json`: its own schema (docs/json.md,
 //! "rtick attach"), built from the library's [`Attached`] by [`AttachFile::of`].
 
-use std::collections::BTreeMap;
-
-use rtick::attach::{Attached, End, Target, ThreadSummary, WorstWait};
+use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, ThreadSummary, WorstWait};
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
@@ -91,66 +89,84 @@ pub struct AttachedThreadJson {
     /// Its worst timed waits (at most --explain-top), the worst first, explained.
     #[serde(default)]
     pub spikes: Vec<AttachSpikeJson>,
-    /// Every timed wait, in time order.
-    pub wake_ups: WakeUps,
+    /// Its cycle, found from its timed waits.
+    pub cycle: CycleJson,
 }
 
-/// A thread's timed waits: listed (as read from a file), or streamed, one
-/// at a time as the file is written, from where the writer kept them (a
-/// long run's do not fit in memory).
-pub enum WakeUps {
-    /// In memory.
-    Listed(Vec<WakeUpJson>),
-    /// Kept elsewhere, handed over in time order when written.
-    Streamed(Box<dyn StreamWakeUps>),
+/// A thread's cycle (docs/attach.md, "The cycle").
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CycleJson {
+    /// Timed waits it was found from.
+    pub waits: u64,
+    /// The interval nearly all its requests are apart (or multiples of);
+    /// null: no fixed period.
+    pub period_ns: Option<i64>,
+    /// Periods skipped (requests k periods apart count k − 1).
+    pub skipped: u64,
+    /// p50, p99, max of |Δexit − Δrequested| of successive waits.
+    pub jitter_ns: Option<[i64; 3]>,
+    /// p50, p99, max of back in user space → asleep in the next wait.
+    pub compute_ns: Option<[i64; 3]>,
+    /// min, p1, p50 of the next wait's request − the time it went to sleep for it.
+    pub margin_ns: Option<[i64; 3]>,
+    /// Waits armed after their own request.
+    pub overruns: u64,
+    /// The largest of them (at most 5), the largest first, with their cause.
+    pub worst_overruns: Vec<OverrunJson>,
 }
 
-/// Where a thread's timed waits were kept while the run went on.
-pub trait StreamWakeUps {
-    /// Hands each of the thread's waits to `f`, in time order.
-    fn each(&self, f: &mut dyn FnMut(&WakeUpJson)) -> std::io::Result<()>;
+/// One overrun and its cause.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverrunJson {
+    /// The time asked for (CLOCK_MONOTONIC ns), and when it was asked.
+    pub requested_ns: i64,
+    pub armed_ns: i64,
+    /// armed − requested.
+    pub overrun_ns: i64,
+    /// "compute" (the work alone outlasted the interval), "late_wake" (the
+    /// wait before was late), "unknown" (no wait before it traced).
+    pub cause_kind: String,
+    /// The cause, one line (a late wake's explanation as a spike's line).
+    pub cause: String,
+    /// What the late wait before is blamed on, when its explanation names one.
+    pub culprit: Option<CulpritJson>,
 }
 
-impl Default for WakeUps {
-    fn default() -> Self {
-        WakeUps::Listed(Vec::new())
-    }
-}
-
-impl std::fmt::Debug for WakeUps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WakeUps::Listed(v) => f.debug_tuple("Listed").field(v).finish(),
-            WakeUps::Streamed(_) => f.write_str("Streamed"),
+impl CycleJson {
+    fn of(c: &CycleSummary, overruns: &[Overrun]) -> CycleJson {
+        let ns = |v: Option<[rtick::Nanos; 3]>| v.map(|v| v.map(|n| n.as_ns()));
+        CycleJson {
+            waits: c.waits,
+            period_ns: c.period.map(|p| p.as_ns()),
+            skipped: c.skipped,
+            jitter_ns: ns(c.jitter),
+            compute_ns: ns(c.compute),
+            margin_ns: ns(c.margin),
+            overruns: c.overruns,
+            worst_overruns: overruns.iter().map(OverrunJson::of).collect(),
         }
     }
 }
 
-impl Serialize for WakeUps {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let src = match self {
-            WakeUps::Listed(v) => return v.serialize(s),
-            WakeUps::Streamed(src) => src,
+impl OverrunJson {
+    /// Overrun `o`.
+    pub fn of(o: &Overrun) -> OverrunJson {
+        let (kind, culprit) = match &o.cause {
+            OverrunCause::Compute { .. } => ("compute", None),
+            OverrunCause::LateWake { explained, .. } => (
+                "late_wake",
+                explained.as_ref().as_ref().ok().and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
+            ),
+            OverrunCause::Unknown => ("unknown", None),
         };
-        let mut seq = s.serialize_seq(None)?;
-        let mut failed = None;
-        src.each(&mut |w| {
-            if failed.is_none() {
-                failed = seq.serialize_element(w).err();
-            }
-        })
-        .map_err(|e| S::Error::custom(format!("reading back the timed waits: {e}")))?;
-        match failed {
-            Some(e) => Err(e),
-            None => seq.end(),
+        OverrunJson {
+            requested_ns: o.wait.requested.0,
+            armed_ns: o.wait.armed.0,
+            overrun_ns: o.wait.overrun().as_ns(),
+            cause_kind: kind.into(),
+            cause: o.cause.text(),
+            culprit,
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for WakeUps {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::deserialize(d).map(WakeUps::Listed)
     }
 }
 
@@ -219,7 +235,7 @@ impl AttachSpikeJson {
     /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
     pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
         let t = &w.wait;
-        let label = label(t.requested, started);
+        let label = AttachSpikeJson::label(t.requested, started);
         let (spike, why) = match &w.explained {
             Ok(s) => (Some(s), None),
             Err(u) => (None, Some(u.reason().to_string())),
@@ -246,32 +262,17 @@ impl AttachSpikeJson {
     }
 }
 
-/// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
-fn label(requested: rtick::Time, started: rtick::Time) -> String {
-    format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
-}
-
-/// One timed wait.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WakeUpJson {
-    /// The time asked for (CLOCK_MONOTONIC ns).
-    pub requested_ns: i64,
-    pub lateness_ns: i64,
-    pub slack_ns: i64,
-    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
-    pub phases_ns: [i64; 4],
+impl AttachSpikeJson {
+    /// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
+    pub fn label(requested: rtick::Time, started: rtick::Time) -> String {
+        format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
+    }
 }
 
 impl AttachFile {
-    /// The file of the attach `a` to `target`, with each thread's timed
-    /// waits `wake_ups` (those the caller kept).
-    pub fn of(
-        a: &Attached,
-        target: &Target,
-        system: SystemJson,
-        started_at: String,
-        mut wake_ups: BTreeMap<i32, WakeUps>,
-    ) -> AttachFile {
+    /// The file of the attach `a` to `target`: figures, not a row per
+    /// wait (those are --trace's).
+    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
@@ -291,11 +292,7 @@ impl AttachFile {
             events: a.events as u64,
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
-            threads: a
-                .threads
-                .iter()
-                .map(|t| thread(t, a, wake_ups.remove(&t.thread.tid).unwrap_or_default()))
-                .collect(),
+            threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
             gates: None,
@@ -305,15 +302,15 @@ impl AttachFile {
 
 /// Each thread's lateness as a result row (`mechanism`: its comm, `thread`
 /// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
-/// figures of a measured loop's own (overruns, missed periods, CPU time)
-/// have no value here.
+/// figures of a measured loop's own (missed periods, CPU time) have no
+/// value here; its overruns are its cycle's.
 pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
-    let comm = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid).map(|t| t.thread.comm.clone());
+    let thread = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid);
     a.lateness
         .iter()
         .map(|(&tid, s)| ResultJson {
             source: None,
-            mechanism: comm(tid).unwrap_or_default(),
+            mechanism: thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default(),
             thread: tid as usize,
             tid: Some(tid),
             cpu: None,
@@ -323,7 +320,8 @@ pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
             mean_ns: s.mean,
             stddev_ns: Some(s.stddev),
             percentiles_ns: Some(s.into()),
-            overruns: None,
+            // Its waits armed after their own request (the cycle's).
+            overruns: thread(tid).map(|t| t.cycle.overruns),
             missed_periods: None,
             early_wakeups: Some(s.negative),
             cpu_percent: None,
@@ -341,7 +339,7 @@ pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
         .collect()
 }
 
-fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJson {
+fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
     let t = &s.thread;
     let ns = |v: &[rtick::Nanos]| v.iter().map(|n| n.as_ns()).collect::<Vec<_>>();
     let phases = s.phases.iter().flatten();
@@ -372,18 +370,6 @@ fn thread(s: &ThreadSummary, a: &Attached, wake_ups: WakeUps) -> AttachedThreadJ
             .worst
             .get(&t.tid)
             .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
-        wake_ups,
-    }
-}
-
-impl WakeUpJson {
-    /// One timed wait.
-    pub fn of(w: &rtick::attach::TimedWait) -> WakeUpJson {
-        WakeUpJson {
-            requested_ns: w.requested.0,
-            lateness_ns: w.lateness.as_ns(),
-            slack_ns: w.slack.as_ns(),
-            phases_ns: w.phases.named().map(|(_, v)| v.as_ns()),
-        }
+        cycle: CycleJson::of(&s.cycle, a.overruns.get(&t.tid).map_or(&[], Vec::as_slice)),
     }
 }

@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
 pub use attach::{
-    lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, StreamWakeUps, TargetJson, WakeUpJson,
-    WakeUps,
+    lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, CycleJson, OverrunJson, TargetJson,
 };
 pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};

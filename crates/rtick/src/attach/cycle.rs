@@ -29,8 +29,10 @@
 //! `epoll_wait`); for a sleep the two are the same call.
 //!
 //! Memory is bounded: a few histograms of two significant digits (1 %,
-//! exact up to 255 ns; minima and maxima exact) and at most [`SLOTS`]
-//! candidate periods: some 170 KB a thread.
+//! exact up to 255 ns; minima and maxima exact) that grow with the values
+//! they hold, as [`ThreadStats`](super::stats::ThreadStats)'s do (a thread
+//! that never waits takes next to nothing), and at most [`SLOTS`]
+//! candidate periods.
 
 use super::waits::TimedWait;
 use crate::stats::SignedHistogram;
@@ -46,9 +48,6 @@ const SAME: i64 = 1_000;
 /// A period is fixed when at least this share of the intervals are it or
 /// its multiples.
 const FIXED_SHARE: f64 = 0.9;
-
-/// The largest value the histograms tell apart: 10 s.
-const HIGHEST: u64 = 10_000_000_000;
 
 /// One thread's cycle, fed its timed waits in time order.
 #[derive(Clone, Debug)]
@@ -75,7 +74,7 @@ struct Extremes {
 
 impl Extremes {
     fn new() -> Extremes {
-        Extremes { h: SignedHistogram::with_bounds(HIGHEST, 2), min: i64::MAX, max: i64::MIN }
+        Extremes { h: SignedHistogram::growing(2), min: i64::MAX, max: i64::MIN }
     }
 
     fn record(&mut self, v: Nanos) {

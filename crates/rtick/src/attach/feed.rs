@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::bases::BaseOffsets;
+use super::overruns::{Overrun, OverrunCause, Overruns};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
@@ -18,6 +19,12 @@ use crate::time::{Nanos, Time};
 /// at the deadline is told by a switch before it).
 const LOOKBACK: Nanos = Nanos::from_ms(10);
 
+/// Overruns kept with their cause per thread (the largest).
+pub const OVERRUNS_KEPT: usize = 5;
+
+/// Each thread's figures, worst waits and largest overruns, in tid order.
+pub type Finished = (BTreeMap<i32, ThreadStats>, BTreeMap<i32, Vec<WorstWait>>, BTreeMap<i32, Vec<Overrun>>);
+
 /// The followed threads' waits, figures and worst waits so far.
 #[derive(Debug)]
 pub struct Feed {
@@ -25,6 +32,10 @@ pub struct Feed {
     threads: HashSet<i32>,
     stats: BTreeMap<i32, ThreadStats>,
     worst: BTreeMap<i32, Worst>,
+    overruns: BTreeMap<i32, Overruns>,
+    /// Each thread's latest timed wait, where its explanation reads from,
+    /// and its overrun's cause when it overran.
+    before: HashMap<i32, (TimedWait, Time, Option<OverrunCause>)>,
     /// Each thread's latest system call exit: it ran then.
     last_exit: HashMap<i32, Time>,
     top: usize,
@@ -40,6 +51,8 @@ impl Feed {
             threads: HashSet::new(),
             stats: BTreeMap::new(),
             worst: BTreeMap::new(),
+            overruns: BTreeMap::new(),
+            before: HashMap::new(),
             last_exit: HashMap::new(),
             top,
             events: 0,
@@ -67,7 +80,10 @@ impl Feed {
         if let Some((tid, w)) = &ended {
             self.stats.entry(*tid).or_default().add(w);
             if let Wake::Timed(t) = w {
-                self.rank(*tid, t, recent);
+                let from = self.from(*tid, t);
+                self.rank(*tid, t, from, recent);
+                let cause = self.overran(*tid, t, recent);
+                self.before.insert(*tid, (*t, from, cause));
             }
         }
         if matches!(e.kind, EventKind::SysExit { .. }) && self.threads.contains(&e.pid) {
@@ -76,12 +92,24 @@ impl Feed {
         ended
     }
 
+    /// Where the explanation of `t`, a timed wait of `tid`, reads from: the
+    /// exit before it (the thread ran then), or a little before its deadline.
+    fn from(&self, tid: i32, t: &TimedWait) -> Time {
+        self.last_exit.get(&tid).copied().unwrap_or(t.requested).min(t.requested - LOOKBACK)
+    }
+
     /// Explains `t`, a timed wait of `tid` that just ended, if it ranks among its worst.
-    fn rank(&mut self, tid: i32, t: &TimedWait, recent: &Recent) {
-        // A wait armed after the time it asked for (the thread was back in
-        // user space after it) was late before it began: a catch-up after
-        // a stall, whose cause is the stalled wait's, explained with it.
-        if self.last_exit.get(&tid).is_some_and(|&x| x > t.requested) {
+    fn rank(&mut self, tid: i32, t: &TimedWait, from: Time, recent: &Recent) {
+        // One rule: a wait is ranked when the kernel held all of its
+        // lateness, i.e. the thread ran none of its own code after the
+        // time it asked for. Not so for a catch-up after a stall: armed
+        // after its request (`overrun()`: the program asked for a time
+        // already past), or back in user space after it (a timer re-armed
+        // in time whose expiry the busy thread only read later). Its cause
+        // is the stalled cycle's: the wait before it, explained with it,
+        // or its overrun's (`overran`).
+        let ran_after = self.last_exit.get(&tid).is_some_and(|&x| x > t.requested);
+        if t.overrun() > Nanos::ZERO || ran_after {
             return;
         }
         let top = self.top;
@@ -91,10 +119,39 @@ impl Feed {
         }
         let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
         let wake = Recorded { tid, cycle, planned: t.requested, actual: t.exit };
-        // From the exit before this wait (the thread ran then), or a little
-        // before the deadline.
-        let from = self.last_exit.get(&tid).copied().unwrap_or(t.requested).min(t.requested - LOOKBACK);
         worst.add(WorstWait { wait: *t, explained: recent.explain_matched(wake, t.matched, from) });
+    }
+
+    /// The cause of `t`'s overrun, a timed wait of `tid` that just ended,
+    /// if it overran, kept if it is among the thread's largest stalls: the work
+    /// since the wait before, or that wait's lateness, explained from the
+    /// window (it ended a cycle ago: its events are held), or when that
+    /// wait was itself a catch-up that overran, its cause, further back.
+    fn overran(&mut self, tid: i32, t: &TimedWait, recent: &Recent) -> Option<OverrunCause> {
+        if t.overrun() <= Nanos::ZERO {
+            return None;
+        }
+        let before = self.before.get(&tid);
+        let cause = match OverrunCause::of(t, before.map(|b| &b.0)) {
+            Some(c) => c,
+            None => match before.expect("a cause is found without the wait before") {
+                (_, _, Some(chain)) => chain.further(),
+                &(b, from, None) => {
+                    let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count()).saturating_sub(1);
+                    let wake = Recorded { tid, cycle, planned: b.requested, actual: b.exit };
+                    let explained = Box::new(recent.explain_matched(wake, b.matched, from));
+                    OverrunCause::LateWake { late: b.lateness, back: 1, explained }
+                }
+            },
+        };
+        // A stall's catch-ups overrun one after the other: the first is
+        // kept (its overrun is the largest), the others only counted.
+        let first = before.is_none_or(|b| b.2.is_none());
+        let kept = self.overruns.entry(tid).or_insert_with(|| Overruns::new(OVERRUNS_KEPT));
+        if first && kept.ranks(t) {
+            kept.add(Overrun { wait: *t, cause: cause.clone() });
+        }
+        Some(cause)
     }
 
     /// The threads in a wait now.
@@ -107,9 +164,11 @@ impl Feed {
         self.events
     }
 
-    /// Each thread's figures and its worst waits (threads with a wait).
-    pub fn finish(self) -> (BTreeMap<i32, ThreadStats>, BTreeMap<i32, Vec<WorstWait>>) {
-        (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect())
+    /// Each thread's figures, its worst waits and its largest overruns
+    /// (threads with a wait).
+    pub fn finish(self) -> Finished {
+        let overruns = self.overruns.into_iter().map(|(t, o)| (t, o.into_list())).filter(|o| !o.1.is_empty());
+        (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect(), overruns.collect())
     }
 }
 
@@ -154,8 +213,9 @@ mod tests {
     }
 
     /// A wait whose thread a task of higher priority held off the CPU is
-    /// explained, culprit named; the catch-up wait after it (armed after the
-    /// time it asked for) is counted but not ranked.
+    /// explained, culprit named; the catch-up waits after it (armed after the
+    /// time they asked for) are counted but not ranked, and the first keeps
+    /// the stall's overrun, its cause the preempted wait.
     #[test]
     fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
         let waking = |ts, by| {
@@ -176,6 +236,11 @@ mod tests {
             expire(13_310),
             waking(13_320, T),
             exit(13_400),
+            // A second catch-up, for 12 µs at 13.5 µs: the same stall's.
+            start(13_500, 12_000),
+            expire(13_510),
+            waking(13_520, T),
+            exit(13_600),
         ];
         let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
         let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
@@ -185,9 +250,23 @@ mod tests {
             recent.push(0, e.clone());
             ended += usize::from(feed.take(0, &e, &recent).is_some());
         }
-        assert_eq!((ended, feed.events()), (2, 11));
-        let (stats, worst) = feed.finish();
-        assert_eq!(stats[&T].lateness.count(), 2);
+        assert_eq!((ended, feed.events()), (3, 15));
+        let (stats, worst, overruns) = feed.finish();
+        assert_eq!(stats[&T].lateness.count(), 3);
+        // Both catch-ups overran; the stall keeps one, its first.
+        assert_eq!(stats[&T].cycle.summary().overruns, 2);
+        // The catch-up overran by 2.3 µs (armed at 13.3 µs for 11 µs): not
+        // its own work (100 ns since the exit before) but the preempted
+        // wait before it, explained.
+        let [o] = &overruns[&T][..] else { panic!("one overrun: {overruns:?}") };
+        assert_eq!(o.wait.overrun(), Nanos(2_300));
+        let OverrunCause::LateWake { late, back: 1, explained } = &o.cause else { panic!("{:?}", o.cause) };
+        let s = explained.as_ref().as_ref().expect("explained");
+        assert_eq!(
+            (*late, &s.cause),
+            (Nanos(3_200), &Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }))
+        );
+        assert!(o.cause.text().starts_with("the wait before was late: 3.2 µs = scheduling"), "{}", o.cause.text());
         let [w] = &worst[&T][..] else { panic!("one wait ranked: {worst:?}") };
         assert_eq!((w.wait.requested, w.wait.lateness), (Time(10_000), Nanos(3_200)));
         let spike = w.explained.as_ref().unwrap();

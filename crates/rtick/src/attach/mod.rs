@@ -17,6 +17,8 @@
 //! - [`merge`]: the CPUs' events merged in time order as they are read;
 //! - [`stats`]: a thread's waits as bounded statistics;
 //! - [`worst`]: a thread's worst timed waits, explained as they end;
+//! - [`cycle`]: a thread's cycle: period, jitter, compute, margin;
+//! - [`overruns`]: a thread's largest overruns, each with its cause;
 //! - [`feed`]: each event taken, each wait that ends counted and ranked;
 //! - [`summary`]: the figures per thread and the findings;
 //! - [`run`](mod@run): the trace from start to its end (a duration,
@@ -31,6 +33,7 @@ pub mod bases;
 pub mod cycle;
 pub mod feed;
 pub mod merge;
+pub mod overruns;
 pub mod run;
 pub mod stats;
 pub mod summary;
@@ -41,6 +44,8 @@ pub mod timers;
 pub mod waits;
 pub mod worst;
 
+pub use cycle::CycleSummary;
+pub use overruns::{Overrun, OverrunCause};
 pub use run::{attach, AttachOptions, Attached, End};
 pub use stats::ThreadStats;
 pub use summary::{findings, ThreadSummary};

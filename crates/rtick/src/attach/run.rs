@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::bases::BaseOffsets;
 use super::feed::Feed;
 use super::merge::Merge;
+use super::overruns::Overrun;
 use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
@@ -72,6 +73,8 @@ pub struct Attached {
     pub threads: Vec<ThreadSummary>,
     /// Per thread, its worst timed waits, the worst first, explained.
     pub worst: BTreeMap<i32, Vec<WorstWait>>,
+    /// Per thread, its largest overruns, the largest first, with their cause.
+    pub overruns: BTreeMap<i32, Vec<Overrun>>,
     /// Per thread with a timed wait, its lateness in full (every
     /// percentile, mean, standard deviation): what --fail-if checks.
     pub lateness: BTreeMap<i32, Summary>,
@@ -276,7 +279,7 @@ impl<'a> Run<'a> {
         }
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
-        let (stats, worst) = self.feed.finish();
+        let (stats, worst, overruns) = self.feed.finish();
         let lateness =
             stats.iter().filter(|(_, s)| s.lateness.count() > 0).map(|(t, s)| (*t, s.lateness.summary())).collect();
         let none = ThreadStats::new();
@@ -292,6 +295,7 @@ impl<'a> Run<'a> {
         Ok(Attached {
             threads,
             worst,
+            overruns,
             lateness,
             end,
             started: self.started,

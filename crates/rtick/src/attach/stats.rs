@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::cycle::Cycle;
 use super::waits::{Wake, Waker};
 use crate::stats::LatencyStats;
 
@@ -35,6 +36,8 @@ pub struct ThreadStats {
     pub other_wakers: u64,
     /// Waits that ended without a wake-up rtick could follow.
     pub unmatched: u64,
+    /// Its cycle, from its timed waits in the order they ended.
+    pub cycle: Cycle,
 }
 
 impl Default for ThreadStats {
@@ -55,6 +58,7 @@ impl ThreadStats {
             wakers: HashMap::new(),
             other_wakers: 0,
             unmatched: 0,
+            cycle: Cycle::new(),
         }
     }
 
@@ -67,6 +71,7 @@ impl ThreadStats {
                 for (s, (_, v)) in self.phases.iter_mut().zip(t.phases.named()) {
                     s.record(v.as_ns());
                 }
+                self.cycle.add(t);
             }
             Wake::Event(e) => {
                 self.event_scheduling.record(e.scheduling.as_ns());

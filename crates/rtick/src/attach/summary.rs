@@ -1,5 +1,6 @@
 //! The figures of one attached thread, and what they mean.
 
+use super::cycle::CycleSummary;
 use super::stats::ThreadStats;
 use super::target::ThreadInfo;
 use super::waits::Waker;
@@ -9,6 +10,9 @@ use crate::time::Nanos;
 
 /// Slack at or above this, on a thread of a normal policy, is a finding.
 const SLACK_FINDING: Nanos = Nanos::from_us(1);
+
+/// A margin at p1 below this share of the period is a finding.
+const MARGIN_SHARE: f64 = 0.10;
 
 /// One thread's waits in figures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +42,8 @@ pub struct ThreadSummary {
     pub in_progress: bool,
     /// The kernel function it was blocked in when the trace stopped.
     pub blocked_in: Option<String>,
+    /// Its cycle: period, jitter, compute, margin, overruns.
+    pub cycle: CycleSummary,
 }
 
 /// The values at quantiles `qs` (nearest rank, to the histogram's
@@ -70,6 +76,7 @@ impl ThreadSummary {
             unmatched: stats.unmatched,
             in_progress: false,
             blocked_in: None,
+            cycle: stats.cycle.summary(),
         }
     }
 
@@ -85,9 +92,34 @@ impl ThreadSummary {
     }
 }
 
-/// The findings of a run: each thread's slack finding.
+impl ThreadSummary {
+    /// The finding of its margin, if its p1 is below 10 % of its period:
+    /// one cycle in a hundred or more came within that of its deadline.
+    pub fn margin_finding(&self) -> Option<String> {
+        let c = &self.cycle;
+        let (period, [_, p1, _]) = (c.period?, c.margin?);
+        if p1.as_ns() as f64 >= MARGIN_SHARE * period.as_ns() as f64 {
+            return None;
+        }
+        let t = &self.thread;
+        let what = if p1 < Nanos::ZERO {
+            "one cycle in a hundred or more asked for its next deadline after it had passed".to_string()
+        } else {
+            let share = 100.0 * p1.as_ns() as f64 / period.as_ns() as f64;
+            format!("{share:.1} % of its {period} period: one cycle in a hundred or more goes to sleep that close to its next deadline")
+        };
+        Some(format!(
+            "thread {} ({}) has {p1} of margin at p1: {what} ({}). Fix: its overruns' causes and worst waits show whether its work per cycle (compute) or late wake-ups take the time: shorten the one, or remove what delays the other, or lengthen its period",
+            t.tid,
+            t.comm,
+            crate::text::count(c.overruns, "overrun")
+        ))
+    }
+}
+
+/// The findings of a run: each thread's slack and margin findings.
 pub fn findings(threads: &[ThreadSummary]) -> Vec<String> {
-    threads.iter().filter_map(ThreadSummary::slack_finding).collect()
+    threads.iter().flat_map(|t| [t.slack_finding(), t.margin_finding()]).flatten().collect()
 }
 
 #[cfg(test)]
@@ -144,10 +176,39 @@ mod tests {
         assert_eq!(max, Nanos(1_003_000));
     }
 
+    /// A 1 ms cycle that sleeps 50 µs before its deadline has 5 % of
+    /// margin: a finding; 200 µs (20 %) is none.
+    #[test]
+    fn a_margin_under_a_tenth_of_the_period_at_p1_is_a_finding() {
+        let margin = |m: i64| {
+            let waits: Vec<Wake> = (1..=200)
+                .map(|k| {
+                    let mut w = super::super::testing::timed(k * 1_000_000, 0, [10, 0, 0, 0]);
+                    w.blocked = Time(k * 1_000_000 - m);
+                    w.armed = w.blocked;
+                    Wake::Timed(w)
+                })
+                .collect();
+            ThreadSummary::of(info(Policy::Fifo), &stats(&waits))
+        };
+        let s = margin(50_000);
+        assert_eq!((s.cycle.period, s.cycle.margin.map(|m| m[0])), (Some(Nanos(1_000_000)), Some(Nanos(50_000))));
+        let f = s.margin_finding().expect("5 % of margin");
+        assert!(
+            f.starts_with(
+                "thread 7 (app) has 50.0 µs of margin at p1: 5.0 % of its 1.00 ms period: one cycle in a hundred"
+            ),
+            "{f}"
+        );
+        assert_eq!(findings(&[s]).len(), 1);
+        assert_eq!(margin(200_000).margin_finding(), None);
+    }
+
     #[test]
     fn no_slack_and_no_waits_make_no_finding() {
         assert_eq!(ThreadSummary::of(info(Policy::Fifo), &stats(&[timed(5, 0)])).slack_finding(), None);
         let none = ThreadSummary::of(info(Policy::Other), &ThreadStats::new());
         assert_eq!((none.lateness, none.slack_p50, none.phases, none.slack_finding()), (None, None, None, None));
+        assert_eq!((none.cycle.period, none.margin_finding()), (None, None));
     }
 }

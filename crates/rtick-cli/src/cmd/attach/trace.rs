@@ -10,8 +10,11 @@ use rtick::attach::Wake;
 
 /// The columns: the thread, `timed` or `event`, the time asked for, the
 /// system call's exit, lateness, slack and the four phases (timed waits);
-/// when an event-driven wait was woken, its scheduling latency and waker.
-pub const HEADER: [&str; 12] = [
+/// when an event-driven wait was woken, its scheduling latency and waker;
+/// then a timed wait's cycle: when its timer was armed, when the thread
+/// went to sleep for it, and its overrun (armed − requested, 0 when asked
+/// in time).
+pub const HEADER: [&str; COLUMNS] = [
     "tid",
     "kind",
     "requested_ns",
@@ -24,7 +27,13 @@ pub const HEADER: [&str; 12] = [
     "return_to_user_ns",
     "woken_ns",
     "waker",
+    "armed_ns",
+    "blocked_ns",
+    "overrun_ns",
 ];
+
+/// How many.
+const COLUMNS: usize = 15;
 
 /// The rows written so far.
 #[derive(Debug)]
@@ -65,9 +74,9 @@ impl TraceCsv {
 }
 
 /// The fields of wait `w` of `tid`, in [`HEADER`]'s order.
-fn row(tid: i32, w: &Wake) -> Option<[String; 12]> {
+fn row(tid: i32, w: &Wake) -> Option<[String; COLUMNS]> {
     let ns = |n: i64| n.to_string();
-    let mut r: [String; 12] = Default::default();
+    let mut r: [String; COLUMNS] = Default::default();
     r[0] = tid.to_string();
     match w {
         Wake::Timed(t) => {
@@ -79,6 +88,9 @@ fn row(tid: i32, w: &Wake) -> Option<[String; 12]> {
             for (k, (_, v)) in t.phases.named().iter().enumerate() {
                 r[6 + k] = ns(v.as_ns());
             }
+            r[12] = ns(t.armed.0);
+            r[13] = ns(t.blocked.0);
+            r[14] = ns(t.overrun().as_ns());
         }
         Wake::Event(e) => {
             r[1] = "event".into();
@@ -112,9 +124,9 @@ mod tests {
             phases: p,
             matched: m,
             exit: Time(110),
-            armed: Time(0),
+            armed: Time(105),
             callback: 0,
-            blocked: Time(0),
+            blocked: Time(60),
         };
         t.add(7, &Wake::Timed(timed));
         t.add(7, &Wake::Unmatched);
@@ -124,8 +136,8 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], HEADER.join(","));
-        assert_eq!(lines[1], "7,timed,100,110,10,50,1,2,3,4,,");
-        assert_eq!(lines[2], "8,event,,,,,,,20,,500,\"writer, \"\"a\"\"/3\"");
+        assert_eq!(lines[1], "7,timed,100,110,10,50,1,2,3,4,,,105,60,5");
+        assert_eq!(lines[2], "8,event,,,,,,,20,,500,\"writer, \"\"a\"\"/3\",,,");
         assert_eq!(lines.len(), 3);
     }
 }
