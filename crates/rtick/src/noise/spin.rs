@@ -415,6 +415,41 @@ mod tests {
         assert_eq!(s.max_upper_us, 5001);
     }
 
+    /// The header's clock line, for each choice.
+    #[test]
+    fn the_clock_says_which_and_why() {
+        use crate::tsc_clock::Pair;
+        let kvm = LoopClock::Vdso(NotUsable::NotClocksource(Some("kvm-clock".into())));
+        assert_eq!(kvm.describe(), "CLOCK_MONOTONIC through the vDSO: the clocksource is kvm-clock");
+        let first = Pair { tsc: 0, time: Time(0), width: 40 };
+        let c = TscClock::from_pairs(first, Pair { tsc: 299_400_000, time: Time(100_000_000), width: 20 }).unwrap();
+        assert_eq!(
+            LoopClock::Tsc(c).describe(),
+            "TSC (constant, nonstop, the clocksource) at 2.994000 GHz ±0.12 ppm against CLOCK_MONOTONIC, \
+             rdtsc not fenced (as oslat)"
+        );
+    }
+
+    /// On this machine's clock, the loop's first and last reads are
+    /// CLOCK_MONOTONIC times: between reads of it taken around the loop
+    /// (within the TSC's anchor, 50 ns, and a µs of margin).
+    #[test]
+    fn the_loop_reads_monotonic_times_on_either_clock() {
+        for clock in [LoopClock::get().clone(), LoopClock::Vdso(NotUsable::NotX86_64)] {
+            let (producer, _ring) = rtrb::RingBuffer::new(4);
+            let mut l = Loop::on(clock, Nanos(1000), producer);
+            let before = ClockId::Monotonic.now();
+            let (start, end) = l.spin(Some(before + Nanos::from_ms(20)), &Shared::default());
+            let after = ClockId::Monotonic.now();
+            let slack = Nanos(1000);
+            assert!(
+                before - slack <= start && start <= end && end <= after + slack,
+                "{before:?} {start:?} {end:?} {after:?}"
+            );
+            assert!(end - start >= Nanos::from_ms(20), "{start:?} {end:?}");
+        }
+    }
+
     #[test]
     fn resolution_is_the_shortest_and_the_median_step() {
         let mut steps = vec![0u64; 100];
