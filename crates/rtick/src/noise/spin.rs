@@ -75,7 +75,7 @@ impl LoopClock {
         match self {
             LoopClock::Tsc(c) => format!(
                 "TSC (constant, nonstop, the clocksource) at {:.6} GHz ±{:.2} ppm against CLOCK_MONOTONIC, \
-                 rdtsc not fenced (as oslat)",
+                 rdtsc unfenced as oslat's",
                 c.hz / 1e9,
                 c.error_ppm.max(0.01)
             ),
@@ -278,7 +278,7 @@ impl Loop {
         let first = clock.read();
         let start = clock.time(first);
         shared.start.store(start.as_ns(), Ordering::Release);
-        let mut prev = first;
+        let (mut prev, mut floor) = (first, start);
         loop {
             let now = clock.read();
             let d = clock.span(prev, now);
@@ -286,7 +286,12 @@ impl Loop {
                 self.gaps.record(d);
                 self.noise += d;
                 self.max_gap = self.max_gap.max(d);
-                if self.ring.push(Gap { start: clock.time(prev), end: clock.time(now) }).is_err() {
+                // Its end from its span: every gap lasts what the histogram
+                // holds. Never before the last time handed out: a new anchor
+                // may move the TSC's times back by a few ns.
+                let start = clock.time(prev).max(floor);
+                floor = start + Nanos(d);
+                if self.ring.push(Gap { start, end: floor }).is_err() {
                     self.unqueued += 1;
                 }
                 self.count_long(d);
@@ -300,14 +305,15 @@ impl Loop {
             self.iterations += 1;
             if self.iterations % CHECK_EVERY == 0 {
                 clock.check();
-                let t = clock.time(now).as_ns();
+                floor = clock.time(now).max(floor);
+                let t = floor.as_ns();
                 shared.progress.store(t, Ordering::Release);
                 if t >= end || shared.stop.load(Ordering::Relaxed) {
                     break;
                 }
             }
         }
-        let last = clock.time(prev);
+        let last = clock.time(prev).max(floor);
         shared.progress.store(last.as_ns(), Ordering::Release);
         (start, last)
     }
@@ -426,7 +432,7 @@ mod tests {
         assert_eq!(
             LoopClock::Tsc(c).describe(),
             "TSC (constant, nonstop, the clocksource) at 2.994000 GHz ±0.12 ppm against CLOCK_MONOTONIC, \
-             rdtsc not fenced (as oslat)"
+             rdtsc unfenced as oslat's"
         );
     }
 
@@ -448,6 +454,53 @@ mod tests {
             );
             assert!(end - start >= Nanos::from_ms(20), "{start:?} {end:?}");
         }
+    }
+
+    /// Readings 10 ns apart with two 2 µs steps around the first progress
+    /// check, where a new anchor moves the clock's times 30 ns back.
+    struct Scripted {
+        reads: std::cell::Cell<u64>,
+        offset: i64,
+    }
+
+    impl Reader for Scripted {
+        fn read(&self) -> u64 {
+            let i = self.reads.get();
+            self.reads.set(i + 1);
+            10 * i
+                + if i >= 1025 {
+                    4000
+                } else if i >= 1024 {
+                    2000
+                } else {
+                    0
+                }
+        }
+        fn span(&self, from: u64, to: u64) -> i64 {
+            (to - from) as i64
+        }
+        fn time(&self, raw: u64) -> Time {
+            Time(raw as i64 + self.offset)
+        }
+        fn check(&mut self) {
+            self.offset -= 30;
+        }
+    }
+
+    /// Gaps last exactly their span and follow each other, even when the
+    /// clock's times move back between them.
+    #[test]
+    fn gaps_stay_in_order_when_the_anchor_moves_back() {
+        let (producer, mut ring) = rtrb::RingBuffer::new(8);
+        let mut l = Loop::on(LoopClock::Vdso(NotUsable::NotX86_64), Nanos(1000), producer);
+        let clock = Scripted { reads: std::cell::Cell::new(0), offset: 0 };
+        let (start, end) = l.spin_on(clock, Some(Time(15_000)), &Shared::default());
+        let gaps: Vec<Gap> = std::iter::from_fn(|| ring.pop().ok()).collect();
+        assert_eq!(gaps.len(), 2, "{gaps:?}");
+        assert!(gaps.iter().all(|g| g.end - g.start == Nanos(2010)), "{gaps:?}");
+        assert!(gaps[0].end <= gaps[1].start, "{gaps:?}");
+        assert!(start <= gaps[0].start && gaps[1].end <= end, "{start:?} {gaps:?} {end:?}");
+        assert_eq!(l.noise, 2 * 2010);
     }
 
     #[test]
