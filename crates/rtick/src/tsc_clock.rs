@@ -198,11 +198,6 @@ impl TscClock {
         self.anchor = p;
     }
 
-    /// The anchor.
-    pub fn anchor_pair(&self) -> Pair {
-        self.anchor
-    }
-
     /// The ticks of `span`, rounded.
     pub fn ticks(&self, span: Nanos) -> u64 {
         (span.as_ns().max(0) as f64 * self.hz / 1e9).round() as u64
