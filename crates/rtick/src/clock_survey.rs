@@ -188,16 +188,11 @@ pub fn syscall_cost(spec: CostSpec) -> Cost {
     cost_of(spec, || clock::syscall_now(PosixClock::Monotonic).as_ns())
 }
 
-/// Calibrates the TSC frequency against CLOCK_MONOTONIC_RAW over `span`.
+/// Calibrates the TSC frequency against CLOCK_MONOTONIC_RAW over `span`
+/// ([`crate::tsc_clock::calibrate`]); NaN if the TSC did not move.
 #[cfg(target_arch = "x86_64")]
 pub fn tsc_frequency(span: Nanos) -> f64 {
-    let raw = PosixClock::MonotonicRaw;
-    let (t0, c0) = (clock::now(raw), tsc::rdtsc());
-    while clock::now(raw) - t0 < span {
-        std::hint::spin_loop();
-    }
-    let (t1, c1) = (clock::now(raw), tsc::rdtsc());
-    (c1 - c0) as f64 / ((t1 - t0).as_ns() as f64 / 1e9)
+    crate::tsc_clock::calibrate(PosixClock::MonotonicRaw, span).map_or(f64::NAN, |c| c.hz)
 }
 
 /// What the cross-CPU test saw.

@@ -92,6 +92,7 @@ pub mod system;
 pub mod testing;
 pub mod text;
 pub mod time;
+pub mod tsc_clock;
 pub mod wait;
 
 pub use clock::ClockId;

@@ -83,14 +83,14 @@ impl SystemInfo {
 
     /// Reads everything under `root`.
     pub fn read_from(root: &SysRoot) -> SystemInfo {
-        let cs = "/sys/devices/system/clocksource/clocksource0";
+        let cs = CLOCKSOURCE_DIR;
         let cpus =
             root.read("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s)).map(|v| v.len()).unwrap_or(0);
         let cmdline = root.read("/proc/cmdline");
         SystemInfo {
             kernel_release: root.read("/proc/sys/kernel/osrelease").unwrap_or_default(),
             kernel_version: root.read("/proc/sys/kernel/version").unwrap_or_default(),
-            clocksource: root.read(&format!("{cs}/current_clocksource")),
+            clocksource: current_clocksource(root),
             clocksources_available: root
                 .read(&format!("{cs}/available_clocksource"))
                 .map(|s| s.split_whitespace().map(str::to_string).collect())
@@ -119,6 +119,14 @@ impl SystemInfo {
     pub fn rt_throttled(&self) -> bool {
         matches!(self.rt_runtime_us, Some(r) if r >= 0)
     }
+}
+
+/// Where the kernel lists its clocksources.
+pub const CLOCKSOURCE_DIR: &str = "/sys/devices/system/clocksource/clocksource0";
+
+/// The clocksource the kernel reads its clocks from (`tsc`, `kvm-clock` …).
+pub fn current_clocksource(root: &SysRoot) -> Option<String> {
+    root.read(&format!("{CLOCKSOURCE_DIR}/current_clocksource"))
 }
 
 /// A boot parameter of a kernel command line: `Some("")` for a bare flag,

@@ -54,17 +54,21 @@ fn allocations<T>(f: impl FnOnce() -> T) -> ((usize, usize), T) {
 
 /// `rtick noise`'s spinning loop, for 50 ms with a 1 ns threshold: nearly
 /// every step is a gap, recorded in the histogram and pushed into the ring
-/// until it is full, then counted as unqueued.
+/// until it is full, then counted as unqueued. On this machine's clock
+/// (the TSC where the kernel trusts it) and on the vDSO's.
 fn noise_loop_allocates_nothing() {
-    use rtick::noise::spin::{Loop, Shared};
-    let (ring, _reader) = rtrb::RingBuffer::new(1024);
-    let mut l = Loop::new(Nanos(1), ring);
-    let shared = Shared::default();
-    let until = rtick::ClockId::Monotonic.now() + Nanos::from_ms(50);
-    let (n, span) = allocations(|| l.spin(Some(until), &shared));
-    assert_eq!(n, (0, 0), "the noise loop allocated (allocations, reallocations)");
-    let spun = l.finish(0, span);
-    assert!(spun.gaps.len() > 1024 && spun.unqueued > 0, "{spun:?}");
+    use rtick::noise::spin::{Loop, LoopClock, Shared};
+    use rtick::tsc_clock::NotUsable;
+    for clock in [LoopClock::get().clone(), LoopClock::Vdso(NotUsable::NotClocksource(Some("test".into())))] {
+        let (ring, _reader) = rtrb::RingBuffer::new(1024);
+        let mut l = Loop::on(clock.clone(), Nanos(1), ring);
+        let shared = Shared::default();
+        let until = rtick::ClockId::Monotonic.now() + Nanos::from_ms(50);
+        let (n, span) = allocations(|| l.spin(Some(until), &shared));
+        assert_eq!(n, (0, 0), "the noise loop allocated (allocations, reallocations) on {}", clock.describe());
+        let spun = l.finish(0, span);
+        assert!(spun.gaps.len() > 1024 && spun.unqueued > 0, "{spun:?}");
+    }
 }
 
 /// Checks one mechanism; `None` when it is unavailable here, else whether

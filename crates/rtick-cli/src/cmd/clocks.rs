@@ -3,6 +3,7 @@
 use anyhow::Result;
 use rtick::clock_survey::{self, ClockFigures, CostSpec, CrossCpu};
 use rtick::system::SysRoot;
+use rtick::tsc_clock::TscFlags;
 use rtick::Nanos;
 use serde::{Deserialize, Serialize};
 
@@ -71,21 +72,11 @@ pub fn run(a: &ClocksArgs) -> Result<()> {
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     super::cleanup::warnings(None).iter().for_each(|w| println!("warning: {w}"));
     let root = SysRoot::default();
-    let clocksource = root.read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-    let flags_line =
-        root.read("/proc/cpuinfo").and_then(|c| c.lines().find(|l| l.starts_with("flags")).map(str::to_string));
-    let all_flags: Vec<&str> = flags_line
-        .as_deref()
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, f)| f.split_whitespace().collect())
-        .unwrap_or_default();
-    let tsc_flags: Vec<String> = ["tsc", "rdtscp", "constant_tsc", "nonstop_tsc", "tsc_known_freq", "tsc_reliable"]
-        .iter()
-        .filter(|f| all_flags.contains(f))
-        .map(|f| f.to_string())
-        .collect();
-    let has_tsc = cfg!(target_arch = "x86_64") && all_flags.contains(&"tsc");
-    let invariant = all_flags.contains(&"constant_tsc") && all_flags.contains(&"nonstop_tsc");
+    let clocksource = rtick::system::current_clocksource(&root);
+    let flags = TscFlags::read(&root).unwrap_or_default();
+    let tsc_flags: Vec<String> = flags.names().into_iter().map(str::to_string).collect();
+    let has_tsc = cfg!(target_arch = "x86_64") && flags.tsc;
+    let invariant = flags.invariant();
     #[cfg(target_arch = "x86_64")]
     let hz = has_tsc.then(|| clock_survey::tsc_frequency(Nanos::from_ms(200)));
     #[cfg(not(target_arch = "x86_64"))]

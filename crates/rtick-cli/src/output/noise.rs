@@ -40,7 +40,7 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
         us(r.threshold),
         if r.attribution { "gaps attributed from trace events" } else { "no attribution" }
     );
-    o += &super::header::system_lines(&file.system, "CLOCK_MONOTONIC through the vDSO");
+    o += &super::header::system_lines(&file.system, &rtick::noise::spin::LoopClock::get().describe());
     let policy = match plan.priority {
         0 => plan.policy.kernel_name().to_string(),
         p => format!("{} {p}", plan.policy.kernel_name()),
