@@ -12,7 +12,7 @@
 //! systemctl, dpkg — are other tests' subjects or change the system.
 //!
 //! The rewrite only shortens time (`rewrite`): an rtick `-D TIME` becomes
-//! `-D 0.2s`; `measure`, `drift`, `monitor` and `attach` without `-D` or `-l` get one
+//! `-D 0.2s`; `measure`, `drift`, `monitor`, `attach` and `noise` without `-D` or `-l` get one
 //! (they run 10 s, or until Ctrl-C); `--phases` durations become 0.2s;
 //! `--warm-up TIME` becomes 0.1s; `-l N` stays when N <= 1000, else 200;
 //! cyclictest's `-DN` becomes `-D1` (whole seconds). Not a time, the one
@@ -218,7 +218,7 @@ fn rewrite_rtick(words: &[String]) -> Vec<String> {
             }
         }
     }
-    if !timed && matches!(sub, "measure" | "drift" | "monitor" | "attach") {
+    if !timed && matches!(sub, "measure" | "drift" | "monitor" | "attach" | "noise") {
         out.extend(["-D".to_string(), SHORT.to_string()]);
     }
     if sub == "monitor" && !words.iter().any(|w| w == "--listen" || w.starts_with("--listen=")) {
@@ -228,13 +228,14 @@ fn rewrite_rtick(words: &[String]) -> Vec<String> {
     out
 }
 
-/// `rtick attach` examples name a program that is not running here: a
-/// stand-in runs instead (`sleep`, copied under the `--comm` name the
-/// example gives, so that its comm is that name), and the example's pid and
-/// `--tid` list become the stand-in's pid. Not a time: the other rewrite.
+/// `rtick attach` (and `rtick noise --attach`) examples name a program that
+/// is not running here: a stand-in runs instead (`sleep`, copied under the
+/// `--comm` name the example gives, so that its comm is that name), and the
+/// example's pid, `--tid` list and `--attach` thread become the stand-in's pid. Not a time: the other rewrite.
 fn attach_stand_in(cmd: &str, dir: &Path) -> Option<(String, std::process::Child)> {
     let w = words(cmd);
-    if w.get(1).map(String::as_str) != Some("attach") {
+    let noise = w.get(1).map(String::as_str) == Some("noise") && w.iter().any(|x| x == "--attach");
+    if w.get(1).map(String::as_str) != Some("attach") && !noise {
         return None;
     }
     let comm = w.windows(2).find(|p| p[0] == "--comm").map_or("example-app".to_string(), |p| unquote(&p[1]));
@@ -250,8 +251,8 @@ fn attach_stand_in(cmd: &str, dir: &Path) -> Option<(String, std::process::Child
     let mut after_tid = false;
     for word in &w {
         let numeric = word.split(',').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-        out.push(if numeric && (after_tid || out.len() == 2) { pid.clone() } else { word.clone() });
-        after_tid = word == "--tid";
+        out.push(if numeric && (after_tid || (out.len() == 2 && !noise)) { pid.clone() } else { word.clone() });
+        after_tid = word == "--tid" || word == "--attach";
     }
     Some((out.join(" "), child))
 }
