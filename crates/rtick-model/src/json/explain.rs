@@ -63,6 +63,9 @@ pub struct SpikeJson {
     /// (phase, ns) in order.
     pub phases_ns: Vec<(String, i64)>,
     pub cause: String,
+    /// The work function its culprit ran (a kworker's work item), named from /proc/kallsyms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
     /// Per phase, the top culprits (what ran, ns).
     pub culprits: Vec<Vec<(String, i64)>>,
     /// The terminal line.
@@ -77,6 +80,7 @@ impl From<&Spike> for SpikeJson {
             latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
             phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
             cause: s.cause.to_string(),
+            work: s.work.map(rtick::ktrace::kallsyms::describe),
             culprits: s
                 .culprits
                 .iter()

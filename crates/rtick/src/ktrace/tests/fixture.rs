@@ -340,6 +340,9 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::Nmi { delta_ns, handled } => {
             vec![("delta_ns", Int(*delta_ns as u64)), ("handled", Int(*handled as u64))]
         }
+        EventKind::WorkStart { work, function } => vec![("work", Int(*work)), ("function", Int(*function))],
+        EventKind::WorkEnd { work } => vec![("work", Int(*work))],
+        EventKind::CpuIdle { state } => vec![("state", Int(u64::from(*state)))],
     }
 }
 
