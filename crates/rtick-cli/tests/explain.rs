@@ -475,3 +475,89 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     }
     assert!(timer.len() >= 100 && explained * 10 >= timer.len() * 8, "{explained} of {} spikes explained", timer.len());
 }
+
+/// A SCHED_FIFO 95 thread of this test, in a cpuset cgroup made for the
+/// test, spins 3 ms every 20 ms on the measured CPU: the spikes it causes
+/// name it, and its cgroup by path. The cgroup is removed afterwards.
+#[test]
+fn a_culprit_is_named_with_its_cgroup() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    if !ready() {
+        return;
+    }
+    let cpu = cpu();
+    let name = format!("rtick-test-{}", std::process::id());
+    let cg = Path::new("/sys/fs/cgroup/cpuset").join(&name);
+    std::fs::create_dir(&cg).expect("a cpuset cgroup (v1 here)");
+    let parent = |f: &str| std::fs::read_to_string(Path::new("/sys/fs/cgroup/cpuset").join(f)).unwrap();
+    std::fs::write(cg.join("cpuset.cpus"), &cpu).unwrap();
+    std::fs::write(cg.join("cpuset.mems"), parent("cpuset.mems").trim()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let flag = Arc::clone(&stop);
+    let n: usize = cpu.parse().unwrap();
+    let hog = std::thread::Builder::new()
+        .name("rtick-hog".into())
+        .spawn(move || {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(n);
+            rustix::thread::sched_setaffinity(None, &set).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(3) {}
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .unwrap();
+    let tid = rx.recv().unwrap();
+    std::fs::write(cg.join("tasks"), tid.to_string()).unwrap();
+    let chrt = Command::new("chrt").args(["-f", "-p", "95", &tid.to_string()]).status().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = if chrt.success() {
+        Some(rtick(&[
+            "measure",
+            "-m",
+            "clock_nanosleep",
+            "-l",
+            "1000",
+            "-a",
+            &cpu,
+            "-q",
+            "--explain",
+            "1000",
+            "--json",
+            j.to_str().unwrap(),
+        ]))
+    } else {
+        None
+    };
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    // The thread is gone: its cgroup can go.
+    let removed = (0..50).any(|_| {
+        let gone = std::fs::remove_dir(&cg).is_ok();
+        if !gone {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        gone
+    });
+    assert!(chrt.success(), "chrt -f -p 95 {tid}");
+    assert!(removed, "{} removed", cg.display());
+    let o = o.unwrap();
+    ok(&o);
+    let out = stdout(&o);
+    let want = format!("rtick-hog:{tid}");
+    let j = json(&j);
+    let spikes = j["explain"]["results"][0]["spikes"].as_array().unwrap();
+    let hogs: Vec<&serde_json::Value> =
+        spikes.iter().filter(|s| s["cause"].as_str().unwrap().contains(&want)).collect();
+    assert!(!hogs.is_empty(), "no spike blamed on {want}: {out}");
+    for s in hogs {
+        assert_eq!(s["cgroup"].as_str(), Some(format!("/{name}").as_str()), "{s}");
+        assert!(s["line"].as_str().unwrap().contains(&format!("{want} (prio 4) in /{name}")), "{s}");
+    }
+    assert!(out.contains(&format!(" in /{name}")), "{out}");
+}

@@ -66,6 +66,9 @@ pub struct SpikeJson {
     /// The work function its culprit ran (a kworker's work item), named from /proc/kallsyms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
+    /// The cgroup of the task blamed (its container or unit), unless the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     /// Per phase, the top culprits (what ran, ns).
     pub culprits: Vec<Vec<(String, i64)>>,
     /// The terminal line.
@@ -81,6 +84,7 @@ impl From<&Spike> for SpikeJson {
             phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
             cause: s.cause.to_string(),
             work: s.work.map(rtick::ktrace::kallsyms::describe),
+            cgroup: s.cgroup.as_deref().map(str::to_string),
             culprits: s
                 .culprits
                 .iter()

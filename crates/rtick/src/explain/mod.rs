@@ -24,6 +24,7 @@
 
 pub mod ab;
 mod alternate;
+mod cgroups;
 mod idle;
 pub mod input;
 pub mod live;
@@ -39,6 +40,7 @@ mod window;
 use std::collections::HashMap;
 
 pub use alternate::{AbOutcome, Alternating};
+pub use cgroups::Cgroups;
 pub use idle::{CState, CStates};
 pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
@@ -168,6 +170,8 @@ pub struct Spike {
     pub cause: Cause,
     /// The work function the culprit task ran in the spike (a kworker's work item).
     pub work: Option<u64>,
+    /// The cgroup of the task blamed, unless the root ([`Spike::find_cgroup`]).
+    pub cgroup: Option<std::sync::Arc<str>>,
 }
 
 impl Spike {
@@ -202,9 +206,21 @@ impl Spike {
 
     /// Its cause in words, with the work function its culprit ran.
     pub fn blame(&self) -> String {
-        match self.work {
-            Some(f) => format!("{} running {}", self.cause, crate::ktrace::kallsyms::describe(f)),
-            None => self.cause.to_string(),
+        let mut s = self.cause.to_string();
+        if let Some(f) = self.work {
+            s.push_str(&format!(" running {}", crate::ktrace::kallsyms::describe(f)));
+        }
+        if let Some(c) = &self.cgroup {
+            s.push_str(&format!(" in {c}"));
+        }
+        s
+    }
+
+    /// Names the cgroup of the task blamed, from `cgroups` (read while the
+    /// task lives: the analysis itself reads nothing of the machine).
+    pub fn find_cgroup(&mut self, cgroups: &Cgroups) {
+        if let Some(Culprit::Task(t)) = self.cause.culprit() {
+            self.cgroup = cgroups.of(&t);
         }
     }
 
@@ -297,7 +313,8 @@ impl Spike {
         let bounds = [w.planned, m.expired, m.waking, m.switched_in, w.actual];
         let culprits: [Vec<(Culprit, Nanos)>; 4] =
             std::array::from_fn(|k| tl.in_window(bounds[k], bounds[k + 1].max(bounds[k]), w.tid, m.hrtimer));
-        let mut spike = Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath(""), work: None };
+        let mut spike =
+            Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath(""), work: None, cgroup: None };
         spike.cause = spike.cause_of(tl, steal);
         if let Some(Culprit::Task(t)) = spike.cause.culprit() {
             spike.work = tl.work_in(t.pid, w.planned, w.actual);
