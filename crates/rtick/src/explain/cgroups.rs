@@ -12,12 +12,15 @@ use crate::system::SysRoot;
 /// monitor running for days sees pids come and go).
 const KEPT: usize = 4096;
 
+/// A task as its cgroup is kept: (pid, comm), since a pid reused by
+/// another program is another task.
+type Key = (i32, String);
+
 /// Tasks' cgroup paths, each read once.
 #[derive(Debug, Default)]
 pub struct Cgroups {
     root: SysRoot,
-    /// By (pid, comm): a pid reused by another program is another task.
-    known: Mutex<HashMap<(i32, String), Option<Arc<str>>>>,
+    known: Mutex<HashMap<Key, Option<Arc<str>>>>,
 }
 
 impl Cgroups {
