@@ -82,6 +82,14 @@ fn explain_splits_every_wake_up_and_names_the_spikes() {
         assert!(!s["cause"].as_str().unwrap().is_empty());
     }
     assert!(spikes.windows(2).all(|w| w[0]["latency_ns"].as_i64() >= w[1]["latency_ns"].as_i64()), "worst first");
+    // The causes of those spikes: as many as the spike lines, printed after them.
+    let causes = e["causes"].as_array().unwrap();
+    assert_eq!(causes.iter().map(|c| c["count"].as_u64().unwrap()).sum::<u64>(), 5, "{e}");
+    for c in causes {
+        assert!(c["worst_ns"].as_i64() <= c["total_ns"].as_i64(), "{c}");
+    }
+    let at = out.find("causes of the spikes above").expect("the cause summary");
+    assert!(at > out.find("spikes of clock_nanosleep T0:").unwrap(), "{out}");
     assert_eq!(e["results"][1]["mechanism"], "spin");
     assert!(e["results"][1]["not_timer_woken"].is_string());
     // The trace rows carry each wake-up's phases, which add up to its latency;

@@ -17,9 +17,39 @@ pub struct ExplainJson {
     pub missing_events: Vec<String>,
     /// One per mechanism and thread.
     pub results: Vec<ExplainedJson>,
+    /// Each cause across all the spikes listed, most spikes first.
+    #[serde(default)]
+    pub causes: Vec<CauseJson>,
     /// With --explain-ab: the traced stretches against the plain ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab: Option<AbJson>,
+}
+
+/// One cause across the spikes (`explain.causes`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CauseJson {
+    /// Its kind and culprit: "preempted by hog:4242", "kworker vmstat_update", "idle exit", "host".
+    pub cause: String,
+    /// Its kind, as a spike's cause kind (`host`, `idle_exit`, `preempted` …).
+    pub kind: String,
+    /// Spikes it explains.
+    pub count: u64,
+    /// Their latencies, added.
+    pub total_ns: i64,
+    /// The worst of them.
+    pub worst_ns: i64,
+}
+
+impl From<&rtick::explain::CauseTotal> for CauseJson {
+    fn from(c: &rtick::explain::CauseTotal) -> Self {
+        CauseJson {
+            cause: c.cause.clone(),
+            kind: c.kind.to_string(),
+            count: c.count,
+            total_ns: c.total.as_ns(),
+            worst_ns: c.worst.as_ns(),
+        }
+    }
 }
 
 /// One mechanism and thread explained.

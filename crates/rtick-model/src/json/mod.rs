@@ -15,7 +15,7 @@ pub use attach::{
     lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, StreamWakeUps, TargetJson, WakeUpJson,
     WakeUps,
 };
-pub use explain::{ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
+pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
 pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson};

@@ -30,6 +30,7 @@ pub mod input;
 pub mod live;
 mod phases;
 mod run;
+mod summary;
 #[cfg(test)]
 mod testing;
 mod timeline;
@@ -46,6 +47,7 @@ pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
 pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
 pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
+pub use summary::{cause_summary, BoundedNames, CauseTotal};
 pub use timeline::{Culprit, Span, Timeline, WorkSpan};
 pub use tracing::{ExplainedRun, TraceBuffers, Tracing};
 pub use watch::{Drained, NoBreakdown, SpikeWatcher, WatchedSpike};

@@ -270,3 +270,40 @@ fn ipis_and_nmis_are_interrupt_work_named_by_vector() {
     // irq_work reads as such.
     assert_eq!(Culprit::Ipi(Ipi::IrqWork).to_string(), "irq_work interrupt");
 }
+
+#[test]
+fn the_cause_summary_counts_each_cause_as_the_spike_lines_do() {
+    // Two spikes preempted by hog:4242 (503 µs and 303 µs late), one by
+    // hog:4243 (103 µs), one idle exit (815 µs).
+    let hog = |pid: i32, run: i64| {
+        let h = ("hog", pid, 4);
+        let (evs, w) = scenario(vec![ev(12_000, 0, switch(IDLE, h))], 10_500, 11_000, run, h);
+        explain(&evs, &w, &[])
+    };
+    let (evs, w) = scenario(vec![], 810_000, 812_000, 824_000, IDLE);
+    let spikes = [hog(4242, 512_000), hog(4243, 112_000), hog(4242, 312_000), explain(&evs, &w, &[])];
+    let lines: Vec<String> = spikes.iter().map(|s| s.line()).collect();
+    let sum = cause_summary(&spikes);
+    let got: Vec<(&str, &str, u64, Nanos, Nanos)> =
+        sum.iter().map(|c| (c.cause.as_str(), c.kind, c.count, c.total, c.worst)).collect();
+    assert_eq!(
+        got,
+        [
+            ("preempted by hog:4242", "preempted", 2, Nanos(503_000 + 303_000), Nanos(503_000)),
+            ("idle exit", "idle_exit", 1, Nanos(815_000), Nanos(815_000)),
+            ("preempted by hog:4243", "preempted", 1, Nanos(103_000), Nanos(103_000)),
+        ]
+    );
+    // The counts are the spike lines'.
+    for c in &sum {
+        let n = lines.iter().filter(|l| l.contains(&c.cause.replace("idle exit", "idle-state exit"))).count();
+        assert_eq!(n as u64, c.count, "{}: {lines:?}", c.cause);
+    }
+    assert_eq!(sum.iter().map(|c| c.count).sum::<u64>(), spikes.len() as u64);
+    // Labels: a task by comm without its pid; names beyond the bound are "other".
+    assert_eq!(spikes[0].culprit_label(), ("task", "hog".to_string()));
+    assert_eq!(spikes[3].culprit_label(), ("none", String::new()));
+    let mut names = BoundedNames::new(2);
+    let got: Vec<String> = ["a", "b", "a", "c", "b"].iter().map(|n| names.label(n.to_string())).collect();
+    assert_eq!(got, ["a", "b", "a", "other", "b"]);
+}
