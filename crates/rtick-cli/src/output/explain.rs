@@ -69,7 +69,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         ));
         if !e.missing_events.is_empty() {
             s.push_str(&format!(
-                "; this kernel lacks {} (their phase boundaries are unavailable)",
+                "; this kernel lacks {} (the phase boundaries or the culprits they mark are unavailable)",
                 e.missing_events.join(", ")
             ));
         }
