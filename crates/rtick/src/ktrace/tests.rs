@@ -442,3 +442,55 @@ fn a_kworker_work_item_is_traced_and_named() {
     let ran = tl.tasks.iter().find(|s| s.start <= w.start && s.end >= w.start).map(|s| s.what.to_string());
     assert!(ran.as_deref().is_some_and(|r| r.starts_with("kworker/")), "run by {ran:?}");
 }
+
+/// Wake-ups sent from another CPU to a thread of the traced CPU, while a
+/// spinner keeps that CPU busy, come as IPIs (reschedule, or the
+/// call-function-single of a queued wake-up): the timeline has them as
+/// interrupt work, named by vector.
+#[test]
+fn ipis_sent_from_another_cpu_are_named_by_vector() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let other = *sys::sched::affinity().unwrap().first().unwrap();
+    assert_ne!(cpu, other, "two CPUs");
+    let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let spinner = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        while !flag.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    let (tx, rx) = mpsc::channel::<u32>();
+    let sleeper = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        rx.iter().count()
+    });
+    sys::sched::set_affinity(&[other]).unwrap();
+    for k in 0..500 {
+        tx.send(k).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    drop(tx);
+    assert_eq!(sleeper.join().unwrap(), 500);
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    let capture = session.stop().unwrap();
+    let c = capture.cpu(cpu).unwrap();
+    let tl = crate::explain::Timeline::build(&c.events, c.events.last().map_or(Time(0), |e| e.ts));
+    let ipis: Vec<String> = tl
+        .interrupts
+        .iter()
+        .filter(|s| matches!(s.what, crate::explain::Culprit::Ipi(_)))
+        .map(|s| s.what.to_string())
+        .collect();
+    assert!(ipis.len() >= 50, "{} IPIs on CPU {cpu} for 500 remote wake-ups: {ipis:?}", ipis.len());
+    assert!(
+        ipis.iter().all(|n| ["reschedule IPI", "call_function_single IPI", "call_function IPI", "irq_work interrupt"]
+            .contains(&n.as_str())),
+        "{ipis:?}"
+    );
+}
