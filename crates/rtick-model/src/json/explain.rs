@@ -17,8 +17,9 @@ pub struct ExplainJson {
     pub missing_events: Vec<String>,
     /// One per mechanism and thread.
     pub results: Vec<ExplainedJson>,
-    /// Each cause across all the spikes listed, most spikes first.
-    #[serde(default)]
+    /// Each cause across all the spikes listed, most spikes first (absent
+    /// without spikes, and in files of rtick versions before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<CauseJson>,
     /// With --explain-ab: the traced stretches against the plain ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
