@@ -429,6 +429,13 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     for line in metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{")) {
         let label = |k: &str| line.split(&format!("{k}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
         let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        // What the cause blames, by a bounded kind and name.
+        let kind = label("culprit_kind");
+        assert!(
+            ["task", "kworker", "irq", "softirq", "ipi", "nmi", "hrtimer", "none"].contains(&kind.as_str()),
+            "{line}"
+        );
+        assert_eq!(kind == "none", label("culprit").is_empty(), "{line}");
         let e = by.entry(label("mechanism")).or_default();
         match (label("phase").as_str(), label("cause").as_str()) {
             // Spikes the collector found more of at once than its log
