@@ -82,6 +82,14 @@ fn explain_splits_every_wake_up_and_names_the_spikes() {
         assert!(!s["cause"].as_str().unwrap().is_empty());
     }
     assert!(spikes.windows(2).all(|w| w[0]["latency_ns"].as_i64() >= w[1]["latency_ns"].as_i64()), "worst first");
+    // The causes of those spikes: as many as the spike lines, printed after them.
+    let causes = e["causes"].as_array().unwrap();
+    assert_eq!(causes.iter().map(|c| c["count"].as_u64().unwrap()).sum::<u64>(), 5, "{e}");
+    for c in causes {
+        assert!(c["worst_ns"].as_i64() <= c["total_ns"].as_i64(), "{c}");
+    }
+    let at = out.find("causes of the spikes above").expect("the cause summary");
+    assert!(at > out.find("spikes of clock_nanosleep T0:").unwrap(), "{out}");
     assert_eq!(e["results"][1]["mechanism"], "spin");
     assert!(e["results"][1]["not_timer_woken"].is_string());
     // The trace rows carry each wake-up's phases, which add up to its latency;
@@ -421,6 +429,13 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     for line in metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{")) {
         let label = |k: &str| line.split(&format!("{k}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
         let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        // What the cause blames, by a bounded kind and name.
+        let kind = label("culprit_kind");
+        assert!(
+            ["task", "kworker", "irq", "softirq", "ipi", "nmi", "hrtimer", "none"].contains(&kind.as_str()),
+            "{line}"
+        );
+        assert_eq!(kind == "none", label("culprit").is_empty(), "{line}");
         let e = by.entry(label("mechanism")).or_default();
         match (label("phase").as_str(), label("cause").as_str()) {
             // Spikes the collector found more of at once than its log
@@ -474,4 +489,90 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
         }
     }
     assert!(timer.len() >= 100 && explained * 10 >= timer.len() * 8, "{explained} of {} spikes explained", timer.len());
+}
+
+/// A SCHED_FIFO 95 thread of this test, in a cpuset cgroup made for the
+/// test, spins 3 ms every 20 ms on the measured CPU: the spikes it causes
+/// name it, and its cgroup by path. The cgroup is removed afterwards.
+#[test]
+fn a_culprit_is_named_with_its_cgroup() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    if !ready() {
+        return;
+    }
+    let cpu = cpu();
+    let name = format!("rtick-test-{}", std::process::id());
+    let cg = Path::new("/sys/fs/cgroup/cpuset").join(&name);
+    std::fs::create_dir(&cg).expect("a cpuset cgroup (v1 here)");
+    let parent = |f: &str| std::fs::read_to_string(Path::new("/sys/fs/cgroup/cpuset").join(f)).unwrap();
+    std::fs::write(cg.join("cpuset.cpus"), &cpu).unwrap();
+    std::fs::write(cg.join("cpuset.mems"), parent("cpuset.mems").trim()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let flag = Arc::clone(&stop);
+    let n: usize = cpu.parse().unwrap();
+    let hog = std::thread::Builder::new()
+        .name("rtick-hog".into())
+        .spawn(move || {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(n);
+            rustix::thread::sched_setaffinity(None, &set).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(3) {}
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .unwrap();
+    let tid = rx.recv().unwrap();
+    std::fs::write(cg.join("tasks"), tid.to_string()).unwrap();
+    let chrt = Command::new("chrt").args(["-f", "-p", "95", &tid.to_string()]).status().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = if chrt.success() {
+        Some(rtick(&[
+            "measure",
+            "-m",
+            "clock_nanosleep",
+            "-l",
+            "1000",
+            "-a",
+            &cpu,
+            "-q",
+            "--explain",
+            "1000",
+            "--json",
+            j.to_str().unwrap(),
+        ]))
+    } else {
+        None
+    };
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    // The thread is gone: its cgroup can go.
+    let removed = (0..50).any(|_| {
+        let gone = std::fs::remove_dir(&cg).is_ok();
+        if !gone {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        gone
+    });
+    assert!(chrt.success(), "chrt -f -p 95 {tid}");
+    assert!(removed, "{} removed", cg.display());
+    let o = o.unwrap();
+    ok(&o);
+    let out = stdout(&o);
+    let want = format!("rtick-hog:{tid}");
+    let j = json(&j);
+    let spikes = j["explain"]["results"][0]["spikes"].as_array().unwrap();
+    let hogs: Vec<&serde_json::Value> =
+        spikes.iter().filter(|s| s["cause"].as_str().unwrap().contains(&want)).collect();
+    assert!(!hogs.is_empty(), "no spike blamed on {want}: {out}");
+    for s in hogs {
+        assert_eq!(s["cgroup"].as_str(), Some(format!("/{name}").as_str()), "{s}");
+        assert!(s["line"].as_str().unwrap().contains(&format!("{want} (prio 4) in /{name}")), "{s}");
+    }
+    assert!(out.contains(&format!(" in /{name}")), "{out}");
 }

@@ -126,6 +126,25 @@ fn locate(root: &SysRoot, controller: &str) -> Option<Located> {
     Some(Located { path, dir, mount, v2 })
 }
 
+/// The cgroup that names a task's container or unit, from the text of its
+/// `/proc/PID/cgroup`: its v2 path when that is not the root, else (on a
+/// host that still mounts v1, with an empty v2 hierarchy) its v1 `cpu`,
+/// then `cpuset` path; `None` when every one is the root.
+pub fn task_path(text: &str) -> Option<String> {
+    let path_of = |want: &dyn Fn(&str) -> bool| {
+        text.lines().find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            want(controllers).then(|| path.to_string())
+        })
+    };
+    let has = |name: &'static str| move |c: &str| c.split(',').any(|x| x == name);
+    [path_of(&|c: &str| c.is_empty()), path_of(&has("cpu")), path_of(&has("cpuset"))]
+        .into_iter()
+        .flatten()
+        .find(|p| p != "/")
+}
+
 /// The controller's path: the v1 line naming it among its controllers,
 /// else the v2 line (`0::PATH`).
 fn find_path(text: &str, controller: &str) -> Option<(String, bool)> {
@@ -175,6 +194,21 @@ fn unescape(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod task_tests {
+    use super::task_path;
+
+    #[test]
+    fn a_task_is_named_by_its_v2_path_else_its_v1_cpu_then_cpuset_path() {
+        let hybrid = "9:name=systemd:/system.slice/x.service\n4:memory:/m\n3:cpuset:/set\n1:cpu,cpuacct:/system.slice/x.service\n0::/\n";
+        assert_eq!(task_path(hybrid).as_deref(), Some("/system.slice/x.service"));
+        assert_eq!(task_path("3:cpuset:/set\n1:cpu,cpuacct:/\n0::/\n").as_deref(), Some("/set"));
+        assert_eq!(task_path("0::/kubepods/pod1/abc\n").as_deref(), Some("/kubepods/pod1/abc"));
+        assert_eq!(task_path("3:cpuset:/\n1:cpu:/\n0::/\n"), None, "the root names nothing");
+        assert_eq!(task_path(""), None);
+    }
 }
 
 #[cfg(test)]

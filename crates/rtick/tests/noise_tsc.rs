@@ -69,7 +69,8 @@ fn gaps_timed_by_the_tsc_hold_the_thread_that_made_them() {
                 }
             })
             .unwrap();
-        run_observed(&plan, &opts, &AtomicBool::new(false), &mut |_, g| gaps.push(g.clone())).unwrap()
+        run_observed(&plan, &opts, &AtomicBool::new(false), &mut |_: usize, g: &GapRecord| gaps.push(g.clone()))
+            .unwrap()
     });
     let runs: Vec<(Time, Time)> = runs.into_inner().unwrap();
     // The runs, 1.3 s from its start, end before the spinner's 2.5 s.

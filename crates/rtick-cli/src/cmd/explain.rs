@@ -75,6 +75,10 @@ pub fn json(run: &ExplainedRun) -> ExplainJson {
                 spikes: e.spikes.iter().map(SpikeJson::from).collect(),
             })
             .collect(),
+        causes: rtick::explain::cause_summary(run.explained.iter().flat_map(|e| e.spikes.iter()))
+            .iter()
+            .map(Into::into)
+            .collect(),
         ab: run.ab.as_ref().map(super::explain_ab::json),
     }
 }

@@ -9,6 +9,7 @@ use rtick::Nanos;
 
 use super::{fmt_latency, unit};
 use rtick_model::breakdown::{Breakdown, Spike};
+use rtick_model::json::CauseJson;
 
 /// The table, the spike lines and the note on the kernel events.
 /// `lost_detail`: measure's itemised losses, which the JSON does not keep.
@@ -53,6 +54,9 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
             s.push_str(&format!("  {}\n", sp.line.clone().unwrap_or_else(|| phases_line(sp))));
         }
     }
+    if let Some(e) = b.explain.as_ref().filter(|e| !e.causes.is_empty()) {
+        s.push_str(&causes(&e.causes, nsecs));
+    }
     if let Some(e) = &b.explain {
         s.push_str(&format!(
             "note: explain: {} kernel events on the measured CPUs, {}",
@@ -65,11 +69,21 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         ));
         if !e.missing_events.is_empty() {
             s.push_str(&format!(
-                "; this kernel lacks {} (their phase boundaries are unavailable)",
+                "; this kernel lacks {} (the phase boundaries or the culprits they mark are unavailable)",
                 e.missing_events.join(", ")
             ));
         }
         s.push('\n');
+    }
+    s
+}
+
+/// The causes of all the spikes listed: count, total and worst latency.
+fn causes(causes: &[CauseJson], nsecs: bool) -> String {
+    let mut s = format!("causes of the spikes above (spikes, total, worst latency, {}):\n", unit(nsecs));
+    for c in causes {
+        let (total, worst) = (fmt_latency(c.total_ns, nsecs), fmt_latency(c.worst_ns, nsecs));
+        s.push_str(&format!("  {:>5} {total:>10} {worst:>10}  {}\n", c.count, c.cause));
     }
     s
 }

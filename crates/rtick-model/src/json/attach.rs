@@ -202,7 +202,7 @@ pub struct AttachSpikeJson {
 /// What a spike is blamed on: a task, an IRQ handler, a softirq or another hrtimer.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct CulpritJson {
-    /// "task", "irq", "softirq" or "hrtimer".
+    /// "task", "irq", "softirq", "ipi", "nmi" or "hrtimer".
     pub kind: String,
     /// The task's comm, the IRQ handler's or softirq's name, the hrtimer's callback.
     pub name: String,
@@ -219,6 +219,8 @@ impl CulpritJson {
             Culprit::Irq { irq, .. } => ("irq", Some(*irq), None),
             Culprit::Softirq(_) => ("softirq", None, None),
             Culprit::Hrtimer { .. } => ("hrtimer", None, None),
+            Culprit::Ipi(_) => ("ipi", None, None),
+            Culprit::Nmi => ("nmi", None, None),
             Culprit::Idle => ("idle", None, None),
         };
         let name = match c {

@@ -17,9 +17,40 @@ pub struct ExplainJson {
     pub missing_events: Vec<String>,
     /// One per mechanism and thread.
     pub results: Vec<ExplainedJson>,
+    /// Each cause across all the spikes listed, most spikes first (absent
+    /// without spikes, and in files of rtick versions before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<CauseJson>,
     /// With --explain-ab: the traced stretches against the plain ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab: Option<AbJson>,
+}
+
+/// One cause across the spikes (`explain.causes`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CauseJson {
+    /// Its kind and culprit: "preempted by hog:4242", "kworker vmstat_update", "idle exit", "host".
+    pub cause: String,
+    /// Its kind, as a spike's cause kind (`host`, `idle_exit`, `preempted` …).
+    pub kind: String,
+    /// Spikes it explains.
+    pub count: u64,
+    /// Their latencies, added.
+    pub total_ns: i64,
+    /// The worst of them.
+    pub worst_ns: i64,
+}
+
+impl From<&rtick::explain::CauseTotal> for CauseJson {
+    fn from(c: &rtick::explain::CauseTotal) -> Self {
+        CauseJson {
+            cause: c.cause.clone(),
+            kind: c.kind.to_string(),
+            count: c.count,
+            total_ns: c.total.as_ns(),
+            worst_ns: c.worst.as_ns(),
+        }
+    }
 }
 
 /// One mechanism and thread explained.
@@ -63,6 +94,12 @@ pub struct SpikeJson {
     /// (phase, ns) in order.
     pub phases_ns: Vec<(String, i64)>,
     pub cause: String,
+    /// The work function its culprit ran (a kworker's work item), named from /proc/kallsyms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
+    /// The cgroup of the task blamed (its container or unit), unless the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     /// Per phase, the top culprits (what ran, ns).
     pub culprits: Vec<Vec<(String, i64)>>,
     /// The terminal line.
@@ -77,6 +114,8 @@ impl From<&Spike> for SpikeJson {
             latency_ns: (s.wake.actual - s.wake.planned).as_ns(),
             phases_ns: s.phases.named().iter().map(|(n, d)| (n.to_string(), d.as_ns())).collect(),
             cause: s.cause.to_string(),
+            work: s.work.map(rtick::ktrace::kallsyms::describe),
+            cgroup: s.cgroup.as_deref().map(str::to_string),
             culprits: s
                 .culprits
                 .iter()

@@ -24,10 +24,13 @@
 
 pub mod ab;
 mod alternate;
+mod cgroups;
+mod idle;
 pub mod input;
 pub mod live;
 mod phases;
 mod run;
+mod summary;
 #[cfg(test)]
 mod testing;
 mod timeline;
@@ -38,11 +41,14 @@ mod window;
 use std::collections::HashMap;
 
 pub use alternate::{AbOutcome, Alternating};
+pub use cgroups::Cgroups;
+pub use idle::{CState, CStates};
 pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
 pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
 pub use run::{explain_run, explain_run_where, not_timer_woken, Explained, SpikeChoice};
-pub use timeline::{Culprit, Span, Timeline};
+pub use summary::{cause_summary, BoundedNames, CauseTotal};
+pub use timeline::{Culprit, Span, Timeline, WorkSpan};
 pub use tracing::{ExplainedRun, TraceBuffers, Tracing};
 pub use watch::{Drained, NoBreakdown, SpikeWatcher, WatchedSpike};
 pub use window::{WindowMax, WINDOW_SECS};
@@ -58,7 +64,13 @@ pub enum Cause {
     IdleExit {
         /// Steal time over the spike's interval, when known.
         steal: Option<Nanos>,
+        /// The idle state the CPU was in (`power:cpu_idle`), when known.
+        state: Option<CState>,
     },
+    /// The timer interrupt came late while the CPU was idle in a state
+    /// whose exit latency is far below the delay ([`CState::explains`]):
+    /// the host (or firmware) held the CPU.
+    HostIdle(CState),
     /// The timer interrupt came late while this task ran: interrupts were
     /// off in it (or the host held the vCPU below steal's resolution).
     IrqsOffIn(Task),
@@ -87,13 +99,20 @@ pub enum Cause {
 impl std::fmt::Display for Cause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => {
+            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => {
                 write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")
             }
-            Cause::IdleExit { steal: Some(_) } => {
+            Cause::IdleExit { state: Some(c), .. } => write!(
+                f,
+                "CPU idle in {c} → idle-state exit (keep the CPU shallower: --deepest-idle-state, --dma-latency)"
+            ),
+            Cause::IdleExit { steal: Some(_), .. } => {
                 f.write_str("CPU idle, no steal counted → idle-state exit (or a host stall below steal's 10 ms ticks)")
             }
-            Cause::IdleExit { steal: None } => f.write_str("CPU idle → idle-state exit or the host"),
+            Cause::IdleExit { steal: None, .. } => f.write_str("CPU idle → idle-state exit or the host"),
+            Cause::HostIdle(c) => {
+                write!(f, "CPU idle in {c}, far less than the delay → the host (or firmware) held the CPU")
+            }
             Cause::IrqsOffIn(t) => {
                 write!(f, "interrupts off in {}:{} (or a host stall below steal's 10 ms ticks)", t.comm, t.pid)
             }
@@ -117,7 +136,7 @@ impl Cause {
                 Some(Culprit::Task(t.clone()))
             }
             Cause::InterruptWork(c) => Some(c.clone()),
-            Cause::IdleExit { .. } | Cause::Throttled | Cause::KernelPath(_) => None,
+            Cause::IdleExit { .. } | Cause::HostIdle(_) | Cause::Throttled | Cause::KernelPath(_) => None,
         }
     }
 
@@ -125,8 +144,8 @@ impl Cause {
     /// names: a metric's label (`rtick monitor`), of a handful of values.
     pub fn token(&self) -> &'static str {
         match self {
-            Cause::IdleExit { steal: Some(s) } if *s > Nanos::ZERO => "host",
-            Cause::HostWhile { .. } => "host",
+            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host",
+            Cause::HostWhile { .. } | Cause::HostIdle(_) => "host",
             Cause::IdleExit { .. } => "idle_exit",
             Cause::IrqsOffIn(_) => "irqs_off",
             Cause::PreemptedBy(_) => "preempted",
@@ -151,6 +170,10 @@ pub struct Spike {
     pub culprits: [Vec<(Culprit, Nanos)>; 4],
     /// The verdict.
     pub cause: Cause,
+    /// The work function the culprit task ran in the spike (a kworker's work item).
+    pub work: Option<u64>,
+    /// The cgroup of the task blamed, unless the root ([`Spike::find_cgroup`]).
+    pub cgroup: Option<std::sync::Arc<str>>,
 }
 
 impl Spike {
@@ -169,7 +192,7 @@ impl Spike {
             self.wake.actual - self.wake.planned,
             labels[big],
             self.phases.named()[big].1,
-            self.cause
+            self.blame()
         );
         for (i, (_, d)) in self.phases.named().iter().enumerate() {
             if i == big || *d < Nanos::from_us(5) {
@@ -181,6 +204,26 @@ impl Spike {
             }
         }
         s
+    }
+
+    /// Its cause in words, with the work function its culprit ran.
+    pub fn blame(&self) -> String {
+        let mut s = self.cause.to_string();
+        if let Some(f) = self.work {
+            s.push_str(&format!(" running {}", crate::ktrace::kallsyms::describe(f)));
+        }
+        if let Some(c) = &self.cgroup {
+            s.push_str(&format!(" in {c}"));
+        }
+        s
+    }
+
+    /// Names the cgroup of the task blamed, from `cgroups` (read while the
+    /// task lives: the analysis itself reads nothing of the machine).
+    pub fn find_cgroup(&mut self, cgroups: &Cgroups) {
+        if let Some(Culprit::Task(t)) = self.cause.culprit() {
+            self.cgroup = cgroups.of(&t);
+        }
     }
 
     /// The name of its largest phase ([`Phases::NAMES`]).
@@ -272,8 +315,12 @@ impl Spike {
         let bounds = [w.planned, m.expired, m.waking, m.switched_in, w.actual];
         let culprits: [Vec<(Culprit, Nanos)>; 4] =
             std::array::from_fn(|k| tl.in_window(bounds[k], bounds[k + 1].max(bounds[k]), w.tid, m.hrtimer));
-        let mut spike = Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath("") };
+        let mut spike =
+            Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath(""), work: None, cgroup: None };
         spike.cause = spike.cause_of(tl, steal);
+        if let Some(Culprit::Task(t)) = spike.cause.culprit() {
+            spike.work = tl.work_in(t.pid, w.planned, w.actual);
+        }
         spike
     }
 
@@ -300,7 +347,7 @@ impl Spike {
                         None => Cause::IrqsOffIn(t.clone()),
                     }
                 }
-                _ => Cause::IdleExit { steal: steal_over(steal, m.cpu, w.planned, m.expired) },
+                _ => idle_verdict(tl, m.cpu, w.planned, named[0].1, steal_over(steal, m.cpu, w.planned, m.expired)),
             },
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
             2 => match top(2) {
@@ -309,7 +356,9 @@ impl Spike {
                     // Throttling holds a real-time CPU idle for tens of ms; a
                     // short idle stretch is the CPU waking from an idle state.
                     Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < 100 => Cause::Throttled,
-                    Some(_) => Cause::IdleExit { steal: steal_over(steal, m.cpu, m.waking, m.switched_in) },
+                    Some(_) => {
+                        idle_verdict(tl, m.cpu, m.waking, named[2].1, steal_over(steal, m.cpu, m.waking, m.switched_in))
+                    }
                     None => Cause::KernelPath("the scheduler's path"),
                 },
             },
@@ -317,6 +366,18 @@ impl Spike {
             // (the switch back in is not its wake-up).
             _ => top(3).map_or(Cause::KernelPath("the return to user space"), |c| ran_instead(c, m.prio)),
         }
+    }
+}
+
+/// The CPU was idle at `at` and the wake-up `delay` late there: steal
+/// counted is the host; else the idle state (`power:cpu_idle`) says
+/// whether its exit explains the delay or something outside Linux held
+/// the CPU.
+fn idle_verdict(tl: &Timeline, cpu: u32, at: Time, delay: Nanos, steal: Option<Nanos>) -> Cause {
+    let state = tl.idle_state(at).map(|i| tl.cstates.as_ref().unwrap_or_else(|| CStates::system()).state(cpu, i));
+    match state {
+        Some(c) if steal.is_none_or(|s| s == Nanos::ZERO) && delay > c.explains() => Cause::HostIdle(c),
+        state => Cause::IdleExit { steal, state },
     }
 }
 

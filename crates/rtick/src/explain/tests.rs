@@ -52,13 +52,13 @@ fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
     let s = explain(&evs, &w, &steal);
     assert_eq!(s.phases.total(), Nanos(815_000));
     assert_eq!(s.phases.irq_delay, Nanos(800_000));
-    assert_eq!(s.cause, Cause::IdleExit { steal: Some(Nanos::from_us(790)) });
+    assert_eq!(s.cause, Cause::IdleExit { steal: Some(Nanos::from_us(790)), state: None });
     assert_eq!(
         s.line(),
         "cycle 18  815.0 µs = IRQ delay 800.0 µs: CPU idle, steal +790.0 µs around it → the host held the vCPU | scheduling 12.0 µs"
     );
     // No steal sampled: it cannot tell the host from the idle state.
-    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None, state: None });
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn interrupt_work_and_throttling_in_the_scheduling_delay() {
     assert_eq!(phase_summary(&[s.phases])[2], ("scheduling", [Nanos(50_000_000); 3]));
     // A short idle stretch is the CPU leaving an idle state, not throttling.
     let (evs, w) = scenario(vec![], 10_500, 11_000, 40_000, IDLE);
-    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None, state: None });
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn a_short_interrupt_in_a_long_idle_irq_delay_is_not_the_cause() {
         ev(346_000, 0, K::HrtimerExpireExit { hrtimer: 0xb0 }),
     ];
     let (evs, w) = scenario(other.clone(), 630_000, 631_000, 640_000, IDLE);
-    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None });
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None, state: None });
     // Where it took most of the delay, it is.
     let long = vec![
         ev(30_000, 0, K::HrtimerExpireEntry { hrtimer: 0xb0, now: Time(30_000), function: 0xf9 }),
@@ -161,4 +161,149 @@ fn a_short_interrupt_in_a_long_idle_irq_delay_is_not_the_cause() {
     ];
     let (evs, w) = scenario(long, 630_000, 631_000, 640_000, IDLE);
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::InterruptWork(Culprit::Hrtimer { hrtimer: 0xb0, function: 0xf9 }));
+}
+
+/// Spike `w` of `evs` on CPU 1, with the idle-state table `cstates`.
+fn explain_with(evs: &[Event], w: &[Recorded], cstates: CStates) -> Spike {
+    let cpus = [CpuTrace { cpu: 1, events: evs }];
+    let m = match_all(&cpus, w)[0].expect("matched");
+    let mut tl = Timeline::build(evs, Time(w[0].actual.0 + 1));
+    tl.cstates = Some(cstates);
+    Spike::explain(w[0], m, &tl, &[])
+}
+
+#[test]
+fn a_kworker_culprit_names_its_work_function() {
+    // kworker/1:2 runs from 5 µs; its work item vmstat_update from 6 µs to
+    // 300 µs with interrupts off; the timer fires at 310 µs.
+    let k = crate::ktrace::kallsyms::Kallsyms::load().expect("root reads /proc/kallsyms");
+    let f = k.address("vmstat_update").expect("vmstat_update in kallsyms");
+    let kw = ("kworker/1:2", 300, 120);
+    let work = vec![
+        ev(5_000, 0, switch(IDLE, kw)),
+        ev(6_000, 300, K::WorkStart { work: 0xd0, function: f }),
+        ev(300_000, 300, K::WorkEnd { work: 0xd0 }),
+    ];
+    let (evs, w) = scenario(work, 310_000, 311_000, 320_000, kw);
+    let s = explain(&evs, &w, &[]);
+    assert_eq!(s.cause, Cause::IrqsOffIn(task("kworker/1:2", 300, 120)));
+    assert_eq!(s.work, Some(f));
+    assert!(
+        s.line().contains(
+            "interrupts off in kworker/1:2:300 (or a host stall below steal's 10 ms ticks) running vmstat_update"
+        ),
+        "{}",
+        s.line()
+    );
+    // Another task's work item is not this culprit's.
+    let mut other = evs.clone();
+    for e in &mut other {
+        if matches!(e.kind, K::WorkStart { .. } | K::WorkEnd { .. }) {
+            e.pid = 301;
+        }
+    }
+    assert_eq!(explain(&other, &w, &[]).work, None);
+}
+
+#[test]
+fn an_idle_exit_is_told_from_the_host_by_the_state_the_cpu_was_in() {
+    // Idle in state 2 from 2 µs; the timer interrupt comes 200 µs late.
+    let (evs, w) = scenario(vec![ev(2_000, 0, K::CpuIdle { state: 2 })], 210_000, 211_000, 220_000, IDLE);
+    let c = |name: &str, us: i64| CState { name: name.into(), exit_latency: Nanos::from_us(us) };
+    // C6's 133 µs exit explains it: an idle-state exit, with the remedy.
+    let table = vec![c("POLL", 0), c("C1", 2), c("C6", 133)];
+    let s = explain_with(&evs, &w, CStates::default().with(1, table));
+    assert_eq!(s.cause, Cause::IdleExit { steal: None, state: Some(c("C6", 133)) });
+    assert_eq!(s.cause.token(), "idle_exit");
+    assert!(
+        s.line().contains("IRQ delay 200.0 µs: CPU idle in C6 (exit latency 133.0 µs) → idle-state exit (keep the CPU shallower: --deepest-idle-state, --dma-latency)"),
+        "{}",
+        s.line()
+    );
+    // A 2 µs state does not: the host (or firmware).
+    let table = vec![c("POLL", 0), c("C1", 1), c("C1E", 2)];
+    let s = explain_with(&evs, &w, CStates::default().with(1, table));
+    assert_eq!(s.cause, Cause::HostIdle(c("C1E", 2)));
+    assert_eq!(s.cause.token(), "host");
+    assert!(
+        s.line().contains(
+            "CPU idle in C1E (exit latency 2.0 µs), far less than the delay → the host (or firmware) held the CPU"
+        ),
+        "{}",
+        s.line()
+    );
+    // No cpuidle driver for the CPU: HLT, which exits in about a microsecond.
+    let s = explain_with(&evs, &w, CStates::default());
+    assert_eq!(s.cause, Cause::HostIdle(CState::halt()));
+    // Left idle before the deadline: the state no longer applies.
+    let (evs, w) = scenario(
+        vec![
+            ev(2_000, 0, K::CpuIdle { state: 2 }),
+            ev(9_000, 0, K::CpuIdle { state: crate::ktrace::EventKind::IDLE_EXIT }),
+        ],
+        210_000,
+        211_000,
+        220_000,
+        IDLE,
+    );
+    assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::IdleExit { steal: None, state: None });
+}
+
+#[test]
+fn ipis_and_nmis_are_interrupt_work_named_by_vector() {
+    use crate::ktrace::Ipi;
+    // A call-function-single IPI takes 100 µs between the wake-up and the switch.
+    let ipi = vec![
+        ev(11_100, 0, K::IpiEntry { ipi: Ipi::CallFunctionSingle, vector: 251 }),
+        ev(111_100, 0, K::IpiExit { ipi: Ipi::CallFunctionSingle, vector: 251 }),
+    ];
+    let (evs, w) = scenario(ipi, 10_500, 11_000, 112_000, IDLE);
+    let s = explain(&evs, &w, &[]);
+    assert_eq!(s.cause, Cause::InterruptWork(Culprit::Ipi(Ipi::CallFunctionSingle)));
+    assert!(s.line().contains("scheduling 101.0 µs: call_function_single IPI"), "{}", s.line());
+    // An NMI of 250 µs (recorded at its end) in a 300 µs IRQ delay.
+    let nmi = vec![ev(300_000, 0, K::Nmi { delta_ns: 250_000, handled: 1 })];
+    let (evs, w) = scenario(nmi, 310_000, 311_000, 320_000, IDLE);
+    let s = explain(&evs, &w, &[]);
+    assert_eq!(s.cause, Cause::InterruptWork(Culprit::Nmi));
+    assert_eq!(s.culprits[0].iter().find(|c| c.0 == Culprit::Nmi), Some(&(Culprit::Nmi, Nanos(250_000))));
+    // irq_work reads as such.
+    assert_eq!(Culprit::Ipi(Ipi::IrqWork).to_string(), "irq_work interrupt");
+}
+
+#[test]
+fn the_cause_summary_counts_each_cause_as_the_spike_lines_do() {
+    // Two spikes preempted by hog:4242 (503 µs and 303 µs late), one by
+    // hog:4243 (103 µs), one idle exit (815 µs).
+    let hog = |pid: i32, run: i64| {
+        let h = ("hog", pid, 4);
+        let (evs, w) = scenario(vec![ev(12_000, 0, switch(IDLE, h))], 10_500, 11_000, run, h);
+        explain(&evs, &w, &[])
+    };
+    let (evs, w) = scenario(vec![], 810_000, 812_000, 824_000, IDLE);
+    let spikes = [hog(4242, 512_000), hog(4243, 112_000), hog(4242, 312_000), explain(&evs, &w, &[])];
+    let lines: Vec<String> = spikes.iter().map(|s| s.line()).collect();
+    let sum = cause_summary(&spikes);
+    let got: Vec<(&str, &str, u64, Nanos, Nanos)> =
+        sum.iter().map(|c| (c.cause.as_str(), c.kind, c.count, c.total, c.worst)).collect();
+    assert_eq!(
+        got,
+        [
+            ("preempted by hog:4242", "preempted", 2, Nanos(503_000 + 303_000), Nanos(503_000)),
+            ("idle exit", "idle_exit", 1, Nanos(815_000), Nanos(815_000)),
+            ("preempted by hog:4243", "preempted", 1, Nanos(103_000), Nanos(103_000)),
+        ]
+    );
+    // The counts are the spike lines'.
+    for c in &sum {
+        let n = lines.iter().filter(|l| l.contains(&c.cause.replace("idle exit", "idle-state exit"))).count();
+        assert_eq!(n as u64, c.count, "{}: {lines:?}", c.cause);
+    }
+    assert_eq!(sum.iter().map(|c| c.count).sum::<u64>(), spikes.len() as u64);
+    // Labels: a task by comm without its pid; names beyond the bound are "other".
+    assert_eq!(spikes[0].culprit_label(), ("task", "hog".to_string()));
+    assert_eq!(spikes[3].culprit_label(), ("none", String::new()));
+    let mut names = BoundedNames::new(2);
+    let got: Vec<String> = ["a", "b", "a", "c", "b"].iter().map(|n| names.label(n.to_string())).collect();
+    assert_eq!(got, ["a", "b", "a", "other", "b"]);
 }

@@ -1,11 +1,13 @@
 //! One CPU's history as intervals: which task ran, which IRQ handlers,
-//! softirqs and hrtimer callbacks ran, so that any window of time can be
-//! asked "what ran here, and for how long".
+//! softirqs, IPIs, NMIs and hrtimer callbacks ran, which work items the
+//! kworkers ran and which idle state the CPU was in, so that any window of
+//! time can be asked "what ran here, and for how long".
 
 use std::collections::HashMap;
 
+use super::idle::CStates;
 use super::input::Task;
-use crate::ktrace::{softirq_name, Event, EventKind, Switch};
+use crate::ktrace::{softirq_name, Event, EventKind, Ipi, Switch};
 use crate::time::{Nanos, Time};
 
 /// Something that took a CPU's time.
@@ -24,6 +26,10 @@ pub enum Culprit {
     },
     /// A softirq ran.
     Softirq(&'static str),
+    /// An inter-processor interrupt (or irq_work) ran.
+    Ipi(Ipi),
+    /// An NMI handler ran.
+    Nmi,
     /// Another hrtimer's callback ran.
     Hrtimer {
         /// The `struct hrtimer` address.
@@ -40,6 +46,9 @@ impl std::fmt::Display for Culprit {
             Culprit::Idle => f.write_str("idle"),
             Culprit::Irq { irq, name } => write!(f, "IRQ {irq} {name}"),
             Culprit::Softirq(n) => write!(f, "softirq {n}"),
+            Culprit::Ipi(Ipi::IrqWork) => f.write_str("irq_work interrupt"),
+            Culprit::Ipi(i) => write!(f, "{i} IPI"),
+            Culprit::Nmi => f.write_str("NMI"),
             Culprit::Hrtimer { function, .. } => {
                 write!(f, "hrtimer callback {}", crate::ktrace::kallsyms::describe(*function))
             }
@@ -58,13 +67,34 @@ pub struct Span {
     pub what: Culprit,
 }
 
+/// A work item a kworker ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkSpan {
+    /// Start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// The kworker's pid.
+    pub pid: i32,
+    /// The work function's address.
+    pub function: u64,
+}
+
 /// One CPU's intervals, each kind sorted by start.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     /// Task run intervals (idle included), back to back.
     pub tasks: Vec<Span>,
-    /// IRQ handlers, softirqs and hrtimer callbacks (interrupt context).
+    /// IRQ handlers, softirqs, IPIs, NMIs and hrtimer callbacks (interrupt context).
     pub interrupts: Vec<Span>,
+    /// Work items run by kworkers (inside their task spans).
+    pub works: Vec<WorkSpan>,
+    /// `power:cpu_idle` changes: from when the CPU was in which idle
+    /// state (its cpuidle index; `None`: out of idle).
+    pub idle: Vec<(Time, Option<u32>)>,
+    /// The idle states' names and exit latencies: this machine's
+    /// ([`CStates::system`]) unless set.
+    pub cstates: Option<CStates>,
 }
 
 impl Timeline {
@@ -82,6 +112,20 @@ impl Timeline {
     pub fn current(&self, at: Time) -> Option<&Culprit> {
         let i = self.tasks.partition_point(|s| s.start <= at);
         self.tasks[..i].last().filter(|s| s.end >= at).map(|s| &s.what)
+    }
+
+    /// The work function task `pid` ran longest in `[from, to)`, if it ran one.
+    pub fn work_in(&self, pid: i32, from: Time, to: Time) -> Option<u64> {
+        let upto = self.works.partition_point(|w| w.start < to);
+        let mine = self.works[..upto].iter().filter(|w| w.pid == pid && w.end > from);
+        mine.max_by_key(|w| w.end.min(to) - w.start.max(from)).map(|w| w.function)
+    }
+
+    /// The idle state the CPU was in at `at`, as `power:cpu_idle` said it
+    /// (`None`: not in one, or no such event seen before).
+    pub fn idle_state(&self, at: Time) -> Option<u32> {
+        let i = self.idle.partition_point(|(t, _)| *t <= at);
+        self.idle[..i].last().and_then(|(_, s)| *s)
     }
 
     /// What took the window `[from, to)`, longest first, with its time in
@@ -124,6 +168,8 @@ struct Builder {
     current: Option<(Time, Culprit)>,
     /// Interrupt work entered, innermost last.
     open: Vec<(Time, Culprit)>,
+    /// Work items started and not ended: (start, pid, work, function).
+    working: Vec<(Time, i32, u64, u64)>,
     /// When each pid was last made runnable here, and first seen running
     /// (as an event's common_pid), since the current span began: the
     /// switch into a task is sometimes not recorded (on this VM's CPU 1 no
@@ -158,6 +204,23 @@ impl Builder {
             }
             EventKind::HrtimerExpireExit { hrtimer } => {
                 self.close(e.ts, |c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer))
+            }
+            EventKind::IpiEntry { ipi, .. } => self.open.push((e.ts, Culprit::Ipi(*ipi))),
+            EventKind::IpiExit { ipi, .. } => self.close(e.ts, |c| *c == Culprit::Ipi(*ipi)),
+            // Recorded as the handler returns, with how long it ran.
+            EventKind::Nmi { delta_ns, .. } => {
+                let start = Time(e.ts.0 - (*delta_ns).max(0));
+                self.t.interrupts.push(Span { start, end: e.ts, what: Culprit::Nmi })
+            }
+            EventKind::WorkStart { work, function } => self.working.push((e.ts, e.pid, *work, *function)),
+            EventKind::WorkEnd { work } => {
+                if let Some(i) = self.working.iter().rposition(|w| w.1 == e.pid && w.2 == *work) {
+                    let (start, pid, _, function) = self.working.remove(i);
+                    self.t.works.push(WorkSpan { start, end: e.ts, pid, function });
+                }
+            }
+            EventKind::CpuIdle { state } => {
+                self.t.idle.push((e.ts, (*state != EventKind::IDLE_EXIT).then_some(*state)))
             }
             _ => {}
         }
@@ -206,7 +269,11 @@ impl Builder {
         for (start, what) in self.open {
             self.t.interrupts.push(Span { start, end: end.max(start), what });
         }
+        for (start, pid, _, function) in self.working {
+            self.t.works.push(WorkSpan { start, end: end.max(start), pid, function });
+        }
         self.t.interrupts.sort_by_key(|s| s.start);
+        self.t.works.sort_by_key(|w| w.start);
         self.t
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::alternate::{AbOutcome, Alternating};
 use super::input::CpuTrace;
 use super::run::{explain_run_where, Explained, SpikeChoice};
-use super::{Phases, StealSample};
+use super::{Cgroups, Phases, StealSample};
 use crate::error::Result;
 use crate::ktrace::{self, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 use crate::measure::{ThreadResult, TraceRow};
@@ -128,7 +128,9 @@ impl Tracing {
         // With the A/B only the traced stretches can be explained.
         let ab = self.ab.as_ref();
         let traced = |r: &TraceRow| ab.is_none_or(|ab| ab.traced(r));
-        let explained = explain_run_where(&cpus, rows, results, &self.steal, self.choice, traced);
+        let mut explained = explain_run_where(&cpus, rows, results, &self.steal, self.choice, traced);
+        // Right after the run, while most culprits still live.
+        explained.iter_mut().flat_map(|e| e.spikes.iter_mut()).for_each(|s| s.find_cgroup(Cgroups::system()));
         let ab = self.ab.map(|ab| ab.finish(rows, results, self.choice));
         let events = cpus.iter().map(|c| c.events.len()).sum();
         Ok(ExplainedRun { explained, lost: capture.lost, missing, events, ab })

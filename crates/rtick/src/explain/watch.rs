@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::live::{Live, Unexplained};
 use super::run::not_timer_woken;
 use super::window::WindowMax;
-use super::{Recorded, Spike};
+use super::{Cgroups, Recorded, Spike};
 use crate::ktrace;
 use crate::measure::{MeasureConfig, TraceConsumer, TraceRow};
 use crate::time::Nanos;
@@ -239,7 +239,12 @@ impl SpikeWatcher {
         let tid = tid.ok_or(NoBreakdown::ThreadUnknown)?;
         let rec = |r: &TraceRow| Recorded { tid, cycle: r.cycle, planned: r.planned, actual: r.actual };
         let cpu = self.cpus[series / n];
-        live.recent().explain(rec(row), prev.as_ref().map(rec), self.interval, cpu).map_err(NoBreakdown::Unexplained)
+        let mut spike = live
+            .recent()
+            .explain(rec(row), prev.as_ref().map(rec), self.interval, cpu)
+            .map_err(NoBreakdown::Unexplained)?;
+        spike.find_cgroup(Cgroups::system());
+        Ok(spike)
     }
 }
 

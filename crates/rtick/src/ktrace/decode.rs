@@ -124,6 +124,9 @@ fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> O
         Tracepoint::SysExit => EventKind::SysExit { id: i(0)?, ret: i(1)? },
         Tracepoint::NmiHandler => EventKind::Nmi { delta_ns: i(0)?, handled: i32_(1)? },
         Tracepoint::TickStop => EventKind::TickStop { success: i(0)? != 0, dependency: TickDependency(u(1)? as u32) },
+        Tracepoint::WorkqueueExecuteStart => EventKind::WorkStart { work: u(0)?, function: u(1)? },
+        Tracepoint::WorkqueueExecuteEnd => EventKind::WorkEnd { work: u(0)? },
+        Tracepoint::CpuIdle => EventKind::CpuIdle { state: u(0)? as u32 },
         tp => match tp.ipi() {
             Some((ipi, true)) => EventKind::IpiEntry { ipi, vector: i32_(0)? },
             Some((ipi, false)) => EventKind::IpiExit { ipi, vector: i32_(0)? },

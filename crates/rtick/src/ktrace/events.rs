@@ -69,11 +69,19 @@ pub enum Tracepoint {
     NmiHandler,
     /// `timer:tick_stop`: the CPU's tick stopped, or could not (and why).
     TickStop,
+    /// `workqueue:workqueue_execute_start`: a kworker starts a work item.
+    WorkqueueExecuteStart,
+    /// `workqueue:workqueue_execute_end`: it finished it.
+    WorkqueueExecuteEnd,
+    /// `power:cpu_idle`: the CPU enters an idle state (its cpuidle index), or leaves it.
+    CpuIdle,
 }
 
 impl Tracepoint {
-    /// Every event a session enables, when the kernel has it.
-    pub const ALL: [Tracepoint; 13] = [
+    /// Every event a session enables, when the kernel has it: the
+    /// wake-up's own path, and what else can hold the CPU (interrupts,
+    /// IPIs, NMIs, kworkers' work items, idle states).
+    pub const ALL: [Tracepoint; 25] = [
         Tracepoint::HrtimerStart,
         Tracepoint::HrtimerExpireEntry,
         Tracepoint::HrtimerExpireExit,
@@ -87,12 +95,24 @@ impl Tracepoint {
         Tracepoint::IrqHandlerExit,
         Tracepoint::SoftirqEntry,
         Tracepoint::SoftirqExit,
+        Tracepoint::RescheduleEntry,
+        Tracepoint::RescheduleExit,
+        Tracepoint::CallFunctionEntry,
+        Tracepoint::CallFunctionExit,
+        Tracepoint::CallFunctionSingleEntry,
+        Tracepoint::CallFunctionSingleExit,
+        Tracepoint::IrqWorkEntry,
+        Tracepoint::IrqWorkExit,
+        Tracepoint::NmiHandler,
+        Tracepoint::WorkqueueExecuteStart,
+        Tracepoint::WorkqueueExecuteEnd,
+        Tracepoint::CpuIdle,
     ];
 
     /// What `rtick attach` enables: [`Tracepoint::ALL`] and the system
     /// calls' exits, where an attached thread is back in user space.
-    pub const ATTACH: [Tracepoint; 14] = {
-        let mut all = [Tracepoint::SysExit; 14];
+    pub const ATTACH: [Tracepoint; 26] = {
+        let mut all = [Tracepoint::SysExit; 26];
         let mut i = 0;
         while i < Tracepoint::ALL.len() {
             all[i] = Tracepoint::ALL[i];
@@ -128,6 +148,9 @@ impl Tracepoint {
             Tracepoint::IrqWorkExit => "irq_vectors:irq_work_exit",
             Tracepoint::NmiHandler => "nmi:nmi_handler",
             Tracepoint::TickStop => "timer:tick_stop",
+            Tracepoint::WorkqueueExecuteStart => "workqueue:workqueue_execute_start",
+            Tracepoint::WorkqueueExecuteEnd => "workqueue:workqueue_execute_end",
+            Tracepoint::CpuIdle => "power:cpu_idle",
         }
     }
 
@@ -166,6 +189,8 @@ impl Tracepoint {
             Tracepoint::SoftirqEntry | Tracepoint::SoftirqExit => &["vec"],
             Tracepoint::SysExit => &["id", "ret"],
             Tracepoint::TickStop => &["success", "dependency"],
+            Tracepoint::WorkqueueExecuteStart | Tracepoint::WorkqueueExecuteEnd => &["work", "function"],
+            Tracepoint::CpuIdle => &["state", "cpu_id"],
         }
     }
 }
@@ -354,6 +379,24 @@ pub enum EventKind {
         /// What kept it (none when it stopped).
         dependency: TickDependency,
     },
+    /// A kworker starts running a work item.
+    WorkStart {
+        /// The `struct work_struct` address.
+        work: u64,
+        /// The work function's address.
+        function: u64,
+    },
+    /// It finished the work item (which may have freed it: only the address is kept).
+    WorkEnd {
+        /// The `struct work_struct` address.
+        work: u64,
+    },
+    /// The CPU enters idle state `state` (its cpuidle index), or leaves
+    /// idle ([`EventKind::IDLE_EXIT`]).
+    CpuIdle {
+        /// The state's index, or [`EventKind::IDLE_EXIT`].
+        state: u32,
+    },
     /// A system call of the event's task returns to user space.
     SysExit {
         /// The system call's number.
@@ -361,6 +404,11 @@ pub enum EventKind {
         /// What it returned.
         ret: i64,
     },
+}
+
+impl EventKind {
+    /// `power:cpu_idle`'s state when the CPU leaves idle (PWR_EVENT_EXIT, -1 as u32).
+    pub const IDLE_EXIT: u32 = u32::MAX;
 }
 
 /// The name of softirq vector `vec`, as the kernel prints it.
@@ -434,8 +482,8 @@ mod tests {
             ("irq_vectors", "local_timer_entry")
         );
         assert_eq!(Tracepoint::ALL.iter().filter(|t| t.system() == "timer").count(), 4);
-        assert_eq!(&Tracepoint::ATTACH[..13], &Tracepoint::ALL[..]);
-        assert_eq!(Tracepoint::ATTACH[13].full_name(), "raw_syscalls:sys_exit");
+        assert_eq!(&Tracepoint::ATTACH[..25], &Tracepoint::ALL[..]);
+        assert_eq!(Tracepoint::ATTACH[25].full_name(), "raw_syscalls:sys_exit");
         assert!(!Tracepoint::ALL.contains(&Tracepoint::SysExit), "measure never traces every system call");
         assert_eq!((softirq_name(1), softirq_name(9), softirq_name(10)), ("TIMER", "RCU", "?"));
         assert_eq!(Comm::new(b"0123456789abcdefXYZ").to_string(), "0123456789abcdef");

@@ -406,3 +406,91 @@ fn the_root_is_where_proc_mounts_says_tracefs_is() {
     assert_eq!(super::mounted("sysfs /sys sysfs rw 0 0\n"), None);
     assert_eq!(super::root(Some(Path::new("/x/instances/y"))), PathBuf::from("/x/instances/y"));
 }
+
+/// A CPU that allocates and frees memory for 2.5 s changes its vmstat
+/// counters, and with `vm.stat_interval` 1 s a kworker folds them each
+/// second: the trace has that work item, named `vmstat_update`.
+#[test]
+fn a_kworker_work_item_is_traced_and_named() {
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let sysctl = Path::new("/proc/sys/vm/stat_interval");
+    let before = std::fs::read_to_string(sysctl).unwrap();
+    std::fs::write(sysctl, "1").unwrap();
+    let session = Session::start(&root, &[cpu], &Options::default());
+    if session.is_ok() {
+        std::thread::spawn(move || {
+            sys::sched::set_affinity(&[cpu]).unwrap();
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
+            while std::time::Instant::now() < until {
+                let v = vec![1u8; 1 << 20];
+                std::hint::black_box(&v);
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    let capture = session.and_then(|s| s.stop());
+    std::fs::write(sysctl, before.trim()).unwrap();
+    let capture = capture.unwrap();
+    let c = capture.cpu(cpu).unwrap();
+    let tl = crate::explain::Timeline::build(&c.events, c.events.last().map_or(Time(0), |e| e.ts));
+    let names: Vec<String> = tl.works.iter().map(|w| kallsyms::describe(w.function)).collect();
+    assert!(names.iter().any(|n| n == "vmstat_update"), "work items traced: {names:?}");
+    let w = tl.works.iter().find(|w| kallsyms::describe(w.function) == "vmstat_update").unwrap();
+    assert!(w.end >= w.start && w.pid > 0, "{w:?}");
+    let ran = tl.tasks.iter().find(|s| s.start <= w.start && s.end >= w.start).map(|s| s.what.to_string());
+    assert!(ran.as_deref().is_some_and(|r| r.starts_with("kworker/")), "run by {ran:?}");
+}
+
+/// Wake-ups sent from another CPU to a thread of the traced CPU, while a
+/// spinner keeps that CPU busy, come as IPIs (reschedule, or the
+/// call-function-single of a queued wake-up): the timeline has them as
+/// interrupt work, named by vector.
+#[test]
+fn ipis_sent_from_another_cpu_are_named_by_vector() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let other = *sys::sched::affinity().unwrap().first().unwrap();
+    assert_ne!(cpu, other, "two CPUs");
+    let session = Session::start(&root, &[cpu], &Options::default()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let spinner = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        while !flag.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    let (tx, rx) = mpsc::channel::<u32>();
+    let sleeper = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        rx.iter().count()
+    });
+    sys::sched::set_affinity(&[other]).unwrap();
+    for k in 0..500 {
+        tx.send(k).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    drop(tx);
+    assert_eq!(sleeper.join().unwrap(), 500);
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    let capture = session.stop().unwrap();
+    let c = capture.cpu(cpu).unwrap();
+    let tl = crate::explain::Timeline::build(&c.events, c.events.last().map_or(Time(0), |e| e.ts));
+    let ipis: Vec<String> = tl
+        .interrupts
+        .iter()
+        .filter(|s| matches!(s.what, crate::explain::Culprit::Ipi(_)))
+        .map(|s| s.what.to_string())
+        .collect();
+    assert!(ipis.len() >= 50, "{} IPIs on CPU {cpu} for 500 remote wake-ups: {ipis:?}", ipis.len());
+    assert!(
+        ipis.iter().all(|n| ["reschedule IPI", "call_function_single IPI", "call_function IPI", "irq_work interrupt"]
+            .contains(&n.as_str())),
+        "{ipis:?}"
+    );
+}

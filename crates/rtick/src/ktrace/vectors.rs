@@ -1,6 +1,7 @@
 //! The x86 interrupt vectors beyond the local timer, and NMIs: what
-//! `rtick noise` traces besides [`Tracepoint::ALL`]'s IRQs, softirqs and
-//! switches ([`Tracepoint::NOISE`]), to name every interruption of a CPU.
+//! `rtick noise` traces with the IRQs, softirqs and switches
+//! ([`Tracepoint::NOISE`]) to name every interruption of a CPU, and
+//! `--explain` ([`Tracepoint::ALL`]) to name the interrupt work of a spike.
 
 use std::fmt;
 
@@ -92,9 +93,14 @@ mod tests {
             }
         }
         assert_eq!(Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some()).count(), 8);
-        let own = |t: &&Tracepoint| t.ipi().is_some() || matches!(t, Tracepoint::NmiHandler | Tracepoint::TickStop);
-        for tp in Tracepoint::NOISE.iter().filter(own) {
-            assert!(!Tracepoint::ALL.contains(tp) && !Tracepoint::ATTACH.contains(tp), "{tp}");
+        for tp in Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some() || **t == Tracepoint::NmiHandler) {
+            assert!(Tracepoint::ALL.contains(tp) && Tracepoint::ATTACH.contains(tp), "{tp}: explain names it too");
         }
+        let tick = Tracepoint::TickStop;
+        assert!(
+            Tracepoint::NOISE.contains(&tick)
+                && !Tracepoint::ALL.contains(&tick)
+                && !Tracepoint::ATTACH.contains(&tick)
+        );
     }
 }

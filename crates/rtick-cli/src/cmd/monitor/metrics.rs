@@ -30,7 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use rtick::explain::{Drained, Live, SpikeWatcher, WINDOW_SECS};
+use rtick::explain::{BoundedNames, Drained, Live, SpikeWatcher, WINDOW_SECS};
 use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
@@ -59,7 +59,17 @@ pub struct SpikeLabels {
     pub phase: String,
     /// The kind of its cause (`Cause::token`), or why it has none.
     pub cause: String,
+    /// What the cause blames (`Spike::culprit_label`): `task`, `kworker`,
+    /// `irq`, `softirq`, `ipi`, `nmi`, `hrtimer`, or `none`.
+    pub culprit_kind: String,
+    /// Its name without a pid (a comm, a work function, a handler), one of
+    /// the first [`CULPRIT_NAMES`] seen, else `other`; empty for `none`.
+    pub culprit: String,
 }
+
+/// How many culprit names `rtick_spikes_total` keeps as label values: the
+/// first seen; any further one is `other`, so the series stay bounded.
+pub const CULPRIT_NAMES: usize = 16;
 
 type Float = Gauge<f64, AtomicU64>;
 
@@ -226,6 +236,8 @@ pub struct Collector {
     /// The rings, the windows and the spikes, explained with `--explain`.
     watcher: SpikeWatcher,
     spikes_total: Family<SpikeLabels, Counter>,
+    /// The culprit names counted so far (bounded).
+    culprit_names: BoundedNames,
     trace_lost: Counter,
 }
 
@@ -249,6 +261,7 @@ impl Collector {
             clock: cfg.clock,
             watcher: SpikeWatcher::new(cfg, consumers, spike, CAPACITY, live),
             spikes_total: families.spikes_total,
+            culprit_names: BoundedNames::new(CULPRIT_NAMES),
             trace_lost: families.trace_lost,
         }
     }
@@ -321,17 +334,18 @@ impl Collector {
         // than the log keeps: not explained (`too_many`), or not traced at all.
         let crowded_as = ("unknown", if self.watcher.explaining() { "too_many" } else { "untraced" });
         for &i in &crowded {
-            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as);
+            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as, ("none", String::new()));
         }
         let mut spikes = Vec::with_capacity(found.len());
         for w in found {
             let (s, row) = (&self.series[w.series], w.row);
-            let blamed = match &w.explained {
-                None => ("unknown", "untraced"),
-                Some(Ok(b)) => (b.largest_phase(), b.cause.token()),
-                Some(Err(why)) => ("unknown", why.token()),
+            let (blamed, (kind, name)) = match &w.explained {
+                None => (("unknown", "untraced"), ("none", String::new())),
+                Some(Ok(b)) => ((b.largest_phase(), b.cause.token()), b.culprit_label()),
+                Some(Err(why)) => (("unknown", why.token()), ("none", String::new())),
             };
-            Self::count(&self.spikes_total, &s.labels, blamed);
+            let name = if name.is_empty() { name } else { self.culprit_names.label(name) };
+            Self::count(&self.spikes_total, &s.labels, blamed, (kind, name));
             let latency = row.actual - row.planned;
             let ago = clock_now - row.actual;
             spikes.push(LoggedSpike {
@@ -350,14 +364,22 @@ impl Collector {
         spikes.into_iter().for_each(|s| log.offer(s));
     }
 
-    /// Counts a spike of the series labelled `l`, blamed on (phase, cause).
-    fn count(family: &Family<SpikeLabels, Counter>, l: &SeriesLabels, (phase, cause): (&str, &str)) {
+    /// Counts a spike of the series labelled `l`, blamed on (phase, cause)
+    /// and its culprit (kind, name).
+    fn count(
+        family: &Family<SpikeLabels, Counter>,
+        l: &SeriesLabels,
+        (phase, cause): (&str, &str),
+        (kind, culprit): (&str, String),
+    ) {
         let labels = SpikeLabels {
             mechanism: l.mechanism.clone(),
             cpu: l.cpu.clone(),
             thread: l.thread.clone(),
             phase: phase.into(),
             cause: cause.into(),
+            culprit_kind: kind.into(),
+            culprit,
         };
         family.get_or_create(&labels).inc();
     }
@@ -496,7 +518,7 @@ mod spike_tests {
         let counted = spikes_total(&c);
         assert_eq!(counted.len(), 2, "{counted:?}");
         for (labels, n) in counted {
-            assert!(labels.contains(r#"phase="unknown",cause="untraced""#), "{labels}");
+            assert!(labels.contains(r#"phase="unknown",cause="untraced",culprit_kind="none",culprit="""#), "{labels}");
             assert_eq!(n, 1000, "{labels}");
         }
     }

@@ -180,6 +180,8 @@ mod tests {
             latency_ns: 60_000,
             phases_ns: vec![("irq_delay".into(), 55_000), ("wakeup_path".into(), 5_000)],
             cause: "CPU idle".into(),
+            work: None,
+            cgroup: None,
             culprits: vec![vec![("idle".into(), 55_000)], vec![]],
             line: "cycle 7 …".into(),
         };

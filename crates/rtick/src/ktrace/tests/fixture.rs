@@ -343,6 +343,9 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::TickStop { success, dependency } => {
             vec![("success", Int(u64::from(*success))), ("dependency", Int(u64::from(dependency.0)))]
         }
+        EventKind::WorkStart { work, function } => vec![("work", Int(*work)), ("function", Int(*function))],
+        EventKind::WorkEnd { work } => vec![("work", Int(*work))],
+        EventKind::CpuIdle { state } => vec![("state", Int(u64::from(*state)))],
     }
 }
 
