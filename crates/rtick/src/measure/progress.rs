@@ -222,20 +222,24 @@ mod tests {
     /// apart; every snapshot taken meanwhile must be all of one of them.
     #[test]
     fn a_snapshot_never_pairs_one_mechanisms_index_with_anothers_figures() {
-        use std::sync::atomic::AtomicBool;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
         let p = ThreadProgress::new();
-        let done = AtomicBool::new(false);
+        let (done, seen) = (AtomicBool::new(false), AtomicU64::new(0));
         std::thread::scope(|s| {
             s.spawn(|| {
-                for i in 0..400_000u64 {
+                // At least 400 000 switches, and on until the reader has
+                // looked many times meanwhile (optimized, the switches alone
+                // can be over before the reader is first scheduled).
+                let mut i = 0u64;
+                while i < 400_000 || seen.load(Relaxed) < 10_000 {
                     let m = (i % 2) as usize;
-                    let k = m as u64 * 1_000_000 + i;
+                    let k = m as u64 * 1_000_000 + i % 1_000_000;
                     p.switch(m, k, k as i64, k as i64, k as i64, [k, k, k]);
                     p.publish_all(k, k as i64, k as i64, k as i64, k as i64, [k, k, k]);
+                    i += 1;
                 }
                 done.store(true, Relaxed);
             });
-            let mut seen = 0u64;
             while !done.load(Relaxed) {
                 let s = p.snapshot();
                 assert_eq!(s.count / 1_000_000, s.mechanism as u64, "index and count of different stores: {s:?}");
@@ -244,9 +248,9 @@ mod tests {
                     (s.count, Nanos(s.count as i64), Nanos(s.count as i64)),
                     "{s:?}"
                 );
-                seen += 1;
+                seen.fetch_add(1, Relaxed);
             }
-            assert!(seen > 0);
+            assert!(seen.load(Relaxed) >= 10_000);
         });
     }
 }
