@@ -118,7 +118,7 @@ fn thread(run: &serde_json::Value, tid: i64) -> &serde_json::Value {
 
 /// rtick's timed wake-ups of thread `tid`, from the --trace file `csv`
 /// (the JSON file holds figures only): requested → (lateness, slack).
-/// Each row's phases add up to its lateness, its overrun is how long after
+/// Each row's slack taken and phases add up to its lateness, its overrun is how long after
 /// the time asked for its timer was armed, and it slept before it returned.
 fn wake_ups(csv: &Path, tid: i64) -> HashMap<i64, (i64, i64)> {
     let text = std::fs::read_to_string(csv).expect("the --trace file");
@@ -131,11 +131,13 @@ fn wake_ups(csv: &Path, tid: i64) -> HashMap<i64, (i64, i64)> {
             // A timed row has no waker: its fields hold no comma.
             let f: Vec<&str> = l.split(',').collect();
             let n = |k: usize| -> i64 { f[k].parse().unwrap_or_else(|_| panic!("column {k}: {l}")) };
-            (n(0), n(2), n(3), n(4), n(5), [6, 7, 8, 9].map(n), [12, 13, 14].map(n))
+            (n(0), n(2), n(3), n(4), [n(5), n(6)], [7, 8, 9, 10].map(n), [13, 14, 15].map(n))
         })
         .filter(|r| r.0 == tid)
-        .map(|(_, requested, exit, late, slack, phases, [armed, blocked, overrun])| {
-            assert_eq!((exit - requested, phases.iter().sum::<i64>()), (late, late), "the phases add up: {phases:?}");
+        .map(|(_, requested, exit, late, [slack, taken], phases, [armed, blocked, overrun])| {
+            let sum = taken + phases.iter().sum::<i64>();
+            assert_eq!((exit - requested, sum), (late, late), "slack taken + phases add up: {taken} {phases:?}");
+            assert!((0..=slack).contains(&taken), "slack taken within the slack: {taken} of {slack}");
             assert_eq!(overrun, (armed - requested).max(0), "overrun = armed − requested");
             assert!(blocked <= exit, "asleep before it returned: {blocked} {exit}");
             (requested, (late, slack))
@@ -244,6 +246,13 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let w = wake_ups(&to, other_pid);
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
+    // The slack the kernel took is apart from the IRQ delay: that counts
+    // from when it meant to fire, well within the slack at the median.
+    let taken = run["threads"][0]["slack_taken_p50_ns"].as_i64().unwrap();
+    let irq = &run["threads"][0]["phases_ns"][0];
+    assert_eq!(irq["phase"], "irq_delay", "{irq}");
+    assert!((0..=50_000).contains(&taken), "slack taken p50 {taken} ns");
+    assert!(irq["p50"].as_i64().unwrap() < 25_000, "IRQ delay p50 well below the 50 µs slack: {irq}");
     check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000, 0.9);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");

@@ -70,6 +70,8 @@ pub struct AttachedThreadJson {
     /// p50, p90, p99, max of the timed waits' lateness; null without any.
     pub lateness_ns: Option<[i64; 4]>,
     pub slack_p50_ns: Option<i64>,
+    /// p50 of the slack the kernel took (min(expired, expires) − softexpires).
+    pub slack_taken_p50_ns: Option<i64>,
     /// irq_delay, wakeup_path, scheduling, return_to_user (empty without timed waits).
     pub phases_ns: Vec<KernelPhaseJson>,
     pub event_driven: u64,
@@ -354,6 +356,7 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
         timed_waits: s.timed,
         lateness_ns: s.lateness.map(|l| ns(&l).try_into().expect("four")),
         slack_p50_ns: s.slack_p50.map(|n| n.as_ns()),
+        slack_taken_p50_ns: s.slack_taken_p50.map(|n| n.as_ns()),
         phases_ns: phases.map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
         event_driven: s.event_driven,
         event_scheduling_ns: s.event_scheduling.map(|l| [l[0].as_ns(), l[1].as_ns()]),
