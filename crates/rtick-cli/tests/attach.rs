@@ -28,7 +28,13 @@ fn ready() -> bool {
 /// they run at once, and one attaches by name), or `None` (skipped)
 /// without a C compiler.
 fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    compile(dir, "periodic.c", name)
+}
+
+/// tests/c/`source` compiled into `dir` as `name`, or `None` (skipped)
+/// without a C compiler.
+fn compile(dir: &Path, source: &str, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(source);
     let exe = dir.join(name);
     match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
         Ok(s) if s.success() => Some(exe),
@@ -295,6 +301,39 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     let w = wake_ups(&csv, i64::from(prog.id()));
     check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000, 0.95);
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
+}
+
+/// A periodic timerfd loop that overruns every 50th cycle (1.3 ms of work
+/// in a 1 ms period, tests/c/overrun.c): the expiry that fired while it
+/// computed is read at once, a cycle rtick counts as a timed wait, an
+/// overrun, not lost: no period skipped, the overruns as many as the busy
+/// cycles (one in 50), each late by about the work past the period.
+#[test]
+fn a_periodic_timer_read_after_its_expiry_is_an_overrun_not_a_lost_cycle() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "overrun.c", "rtick-overrun") else { return };
+    let (j, csv) = (dir.path().join("o.json"), dir.path().join("o.csv"));
+    let mut prog = Command::new(&exe).arg("2000").stdout(Stdio::null()).spawn().expect("the loop starts");
+    std::thread::sleep(Duration::from_millis(100));
+    let a = finish(attach(&[&prog.id().to_string(), "-D", "1.5", "--json", path_str(&j), "--trace", path_str(&csv)]));
+    assert!(prog.wait().unwrap().success());
+    ok(&a);
+    let run = json(&j);
+    let c = &only_thread(&run)["cycle"];
+    let (waits, overruns, skipped) =
+        (c["waits"].as_u64().unwrap(), c["overruns"].as_u64().unwrap(), c["skipped"].as_u64().unwrap());
+    eprintln!("{waits} timed waits, {overruns} overruns, {skipped} periods skipped");
+    assert_eq!(c["period_ns"], 1_000_000, "{c}");
+    assert!(waits >= 800, "{c}");
+    // One busy cycle in 50 (more on a loaded VM, whose stalls overrun too).
+    assert!(overruns >= waits / 50 * 3 / 4, "{c}");
+    assert!(skipped * 4 <= overruns, "the busy cycles' expiries are counted, not skipped: {c}");
+    let w = wake_ups(&csv, i64::from(prog.id()));
+    let late = w.values().filter(|&&(late, _)| late >= 250_000).count() as u64;
+    assert!(late >= waits / 50 * 3 / 4, "{late} waits late by the work past the period");
 }
 
 /// Every kind of timed wait the program has, a thread each, one of them

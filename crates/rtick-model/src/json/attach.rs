@@ -180,9 +180,12 @@ pub struct AttachSpikeJson {
     pub requested_ns: i64,
     pub lateness_ns: i64,
     pub slack_ns: i64,
+    /// The slack the kernel took (min(expired, expires) − requested, ≥ 0).
+    pub slack_taken_ns: i64,
     /// The CPU it was switched in on.
     pub cpu: u32,
-    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
+    /// irq_delay (from requested + slack taken), wakeup_path, scheduling,
+    /// return_to_user: with slack_taken_ns they add up to lateness_ns.
     pub phases_ns: [i64; 4],
     /// The largest phase (its name in phases_ns's order); null when not explained.
     pub largest_phase: Option<String>,
@@ -246,6 +249,7 @@ impl AttachSpikeJson {
             requested_ns: t.requested.0,
             lateness_ns: t.lateness.as_ns(),
             slack_ns: t.slack.as_ns(),
+            slack_taken_ns: t.slack_taken.as_ns(),
             cpu: t.matched.cpu,
             phases_ns: t.phases.named().map(|(_, v)| v.as_ns()),
             largest_phase: spike.map(|s| s.largest_phase().to_string()),
