@@ -28,7 +28,13 @@ fn ready() -> bool {
 /// they run at once, and one attaches by name), or `None` (skipped)
 /// without a C compiler.
 fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    compile(dir, "periodic.c", name)
+}
+
+/// tests/c/`source` compiled into `dir` as `name`, or `None` (skipped)
+/// without a C compiler.
+fn compile(dir: &Path, source: &str, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(source);
     let exe = dir.join(name);
     match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
         Ok(s) if s.success() => Some(exe),
@@ -118,7 +124,7 @@ fn thread(run: &serde_json::Value, tid: i64) -> &serde_json::Value {
 
 /// rtick's timed wake-ups of thread `tid`, from the --trace file `csv`
 /// (the JSON file holds figures only): requested → (lateness, slack).
-/// Each row's phases add up to its lateness, its overrun is how long after
+/// Each row's slack taken and phases add up to its lateness, its overrun is how long after
 /// the time asked for its timer was armed, and it slept before it returned.
 fn wake_ups(csv: &Path, tid: i64) -> HashMap<i64, (i64, i64)> {
     let text = std::fs::read_to_string(csv).expect("the --trace file");
@@ -131,11 +137,13 @@ fn wake_ups(csv: &Path, tid: i64) -> HashMap<i64, (i64, i64)> {
             // A timed row has no waker: its fields hold no comma.
             let f: Vec<&str> = l.split(',').collect();
             let n = |k: usize| -> i64 { f[k].parse().unwrap_or_else(|_| panic!("column {k}: {l}")) };
-            (n(0), n(2), n(3), n(4), n(5), [6, 7, 8, 9].map(n), [12, 13, 14].map(n))
+            (n(0), n(2), n(3), n(4), [n(5), n(6)], [7, 8, 9, 10].map(n), [13, 14, 15].map(n))
         })
         .filter(|r| r.0 == tid)
-        .map(|(_, requested, exit, late, slack, phases, [armed, blocked, overrun])| {
-            assert_eq!((exit - requested, phases.iter().sum::<i64>()), (late, late), "the phases add up: {phases:?}");
+        .map(|(_, requested, exit, late, [slack, taken], phases, [armed, blocked, overrun])| {
+            let sum = taken + phases.iter().sum::<i64>();
+            assert_eq!((exit - requested, sum), (late, late), "slack taken + phases add up: {taken} {phases:?}");
+            assert!((0..=slack).contains(&taken), "slack taken within the slack: {taken} of {slack}");
             assert_eq!(overrun, (armed - requested).max(0), "overrun = armed − requested");
             assert!(blocked <= exit, "asleep before it returned: {blocked} {exit}");
             (requested, (late, slack))
@@ -244,6 +252,13 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let w = wake_ups(&to, other_pid);
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
+    // The slack the kernel took is apart from the IRQ delay: that counts
+    // from when it meant to fire, well within the slack at the median.
+    let taken = run["threads"][0]["slack_taken_p50_ns"].as_i64().unwrap();
+    let irq = &run["threads"][0]["phases_ns"][0];
+    assert_eq!(irq["phase"], "irq_delay", "{irq}");
+    assert!((0..=50_000).contains(&taken), "slack taken p50 {taken} ns");
+    assert!(irq["p50"].as_i64().unwrap() < 25_000, "IRQ delay p50 well below the 50 µs slack: {irq}");
     check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000, 0.9);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
@@ -286,6 +301,39 @@ fn a_realtime_loop_is_late_against_its_own_clock() {
     let w = wake_ups(&csv, i64::from(prog.id()));
     check_against_truth(&timed_truth(&ground_truth(&out), i64::from(prog.id())), &w, 1000, 0.95);
     assert!(w.values().all(|&(late, _)| (0..1_000_000_000).contains(&late)), "lateness in the wait's own range");
+}
+
+/// A periodic timerfd loop that overruns every 50th cycle (1.3 ms of work
+/// in a 1 ms period, tests/c/overrun.c): the expiry that fired while it
+/// computed is read at once, a cycle rtick counts as a timed wait, an
+/// overrun, not lost: no period skipped, the overruns as many as the busy
+/// cycles (one in 50), each late by about the work past the period.
+#[test]
+fn a_periodic_timer_read_after_its_expiry_is_an_overrun_not_a_lost_cycle() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "overrun.c", "rtick-overrun") else { return };
+    let (j, csv) = (dir.path().join("o.json"), dir.path().join("o.csv"));
+    let mut prog = Command::new(&exe).arg("2000").stdout(Stdio::null()).spawn().expect("the loop starts");
+    std::thread::sleep(Duration::from_millis(100));
+    let a = finish(attach(&[&prog.id().to_string(), "-D", "1.5", "--json", path_str(&j), "--trace", path_str(&csv)]));
+    assert!(prog.wait().unwrap().success());
+    ok(&a);
+    let run = json(&j);
+    let c = &only_thread(&run)["cycle"];
+    let (waits, overruns, skipped) =
+        (c["waits"].as_u64().unwrap(), c["overruns"].as_u64().unwrap(), c["skipped"].as_u64().unwrap());
+    eprintln!("{waits} timed waits, {overruns} overruns, {skipped} periods skipped");
+    assert_eq!(c["period_ns"], 1_000_000, "{c}");
+    assert!(waits >= 800, "{c}");
+    // One busy cycle in 50 (more on a loaded VM, whose stalls overrun too).
+    assert!(overruns >= waits / 50 * 3 / 4, "{c}");
+    assert!(skipped * 4 <= overruns, "the busy cycles' expiries are counted, not skipped: {c}");
+    let w = wake_ups(&csv, i64::from(prog.id()));
+    let late = w.values().filter(|&&(late, _)| late >= 250_000).count() as u64;
+    assert!(late >= waits / 50 * 3 / 4, "{late} waits late by the work past the period");
 }
 
 /// Every kind of timed wait the program has, a thread each, one of them

@@ -184,7 +184,8 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         assert_eq!(s["culprit"]["prio"], 19, "SCHED_FIFO 80 is the kernel's priority 19: {s}");
         assert_eq!(s["largest_phase"], "scheduling", "woken, then held off the CPU: {s}");
         let phases: i64 = s["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
-        assert_eq!(phases, s["lateness_ns"].as_i64().unwrap(), "the phases add up to the lateness: {s}");
+        let taken = s["slack_taken_ns"].as_i64().unwrap();
+        assert_eq!(taken + phases, s["lateness_ns"].as_i64().unwrap(), "slack taken + phases = lateness: {s}");
         assert!(s["lateness_ns"].as_i64().unwrap() >= 1_000_000, "a burst of 3 ms makes it late by ms: {s}");
         let line = s["line"].as_str().unwrap();
         assert!(line.contains("preempted by ") && line.contains(&format!(":{pid} (prio 19)")), "{line}");
@@ -222,21 +223,21 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
 fn check_trace(csv: &Path, run: &serde_json::Value) {
     let text = std::fs::read_to_string(csv).expect("the --trace file");
     let mut lines = text.lines();
-    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker,armed_ns,blocked_ns,overrun_ns";
+    let header = "tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,slack_taken_ns,irq_delay_ns,wakeup_path_ns,scheduling_ns,return_to_user_ns,woken_ns,waker,armed_ns,blocked_ns,overrun_ns";
     assert_eq!(lines.next(), Some(header));
     let timed: Vec<Vec<i64>> = lines
         .map(|l| l.split(',').collect::<Vec<&str>>())
         .filter(|f| f[1] == "timed")
-        .map(|f| f[..10].iter().filter(|v| **v != "timed").map(|v| v.parse().unwrap()).collect())
+        .map(|f| f[..11].iter().filter(|v| **v != "timed").map(|v| v.parse().unwrap()).collect())
         .collect();
     let thread = &run["threads"][0];
     assert_eq!(timed.len() as u64, thread["timed_waits"].as_u64().unwrap(), "a row per timed wait");
     assert!(thread.get("wake_ups").is_none(), "the JSON file holds no row per wait");
     let tid = thread["tid"].as_i64().unwrap();
     for r in &timed {
-        // tid, requested, exit, lateness, slack, the four phases.
+        // tid, requested, exit, lateness, slack, slack taken, the four phases.
         assert_eq!((r[0], r[2] - r[1]), (tid, r[3]), "lateness = exit − requested: {r:?}");
-        assert_eq!(r[5..9].iter().sum::<i64>(), r[3], "the phases add up: {r:?}");
+        assert_eq!(r[5..10].iter().sum::<i64>(), r[3], "slack taken and the phases add up: {r:?}");
     }
     assert!(timed.windows(2).all(|w| w[0][2] <= w[1][2]), "in the order they ended");
     for s in thread["spikes"].as_array().unwrap() {

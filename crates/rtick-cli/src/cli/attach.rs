@@ -31,7 +31,7 @@ pub struct AttachArgs {
     #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
     pub explain_top: usize,
 
-    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns, the four phases (…_ns), woken_ns,waker, armed_ns,blocked_ns,overrun_ns (kind timed or event).
+    /// Write every wait as CSV, a row as it ends: tid,kind,requested_ns,exit_ns,lateness_ns,slack_ns,slack_taken_ns, the four phases (…_ns; slack taken + phases = lateness), woken_ns,waker, armed_ns,blocked_ns,overrun_ns (kind timed or event).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 

@@ -70,6 +70,8 @@ pub struct AttachedThreadJson {
     /// p50, p90, p99, max of the timed waits' lateness; null without any.
     pub lateness_ns: Option<[i64; 4]>,
     pub slack_p50_ns: Option<i64>,
+    /// p50 of the slack the kernel took (min(expired, expires) − softexpires).
+    pub slack_taken_p50_ns: Option<i64>,
     /// irq_delay, wakeup_path, scheduling, return_to_user (empty without timed waits).
     pub phases_ns: Vec<KernelPhaseJson>,
     pub event_driven: u64,
@@ -178,9 +180,12 @@ pub struct AttachSpikeJson {
     pub requested_ns: i64,
     pub lateness_ns: i64,
     pub slack_ns: i64,
+    /// The slack the kernel took (min(expired, expires) − requested, ≥ 0).
+    pub slack_taken_ns: i64,
     /// The CPU it was switched in on.
     pub cpu: u32,
-    /// irq_delay, wakeup_path, scheduling, return_to_user: they add up to lateness_ns.
+    /// irq_delay (from requested + slack taken), wakeup_path, scheduling,
+    /// return_to_user: with slack_taken_ns they add up to lateness_ns.
     pub phases_ns: [i64; 4],
     /// The largest phase (its name in phases_ns's order); null when not explained.
     pub largest_phase: Option<String>,
@@ -246,6 +251,7 @@ impl AttachSpikeJson {
             requested_ns: t.requested.0,
             lateness_ns: t.lateness.as_ns(),
             slack_ns: t.slack.as_ns(),
+            slack_taken_ns: t.slack_taken.as_ns(),
             cpu: t.matched.cpu,
             phases_ns: t.phases.named().map(|(_, v)| v.as_ns()),
             largest_phase: spike.map(|s| s.largest_phase().to_string()),
@@ -356,6 +362,7 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
         timed_waits: s.timed,
         lateness_ns: s.lateness.map(|l| ns(&l).try_into().expect("four")),
         slack_p50_ns: s.slack_p50.map(|n| n.as_ns()),
+        slack_taken_p50_ns: s.slack_taken_p50.map(|n| n.as_ns()),
         phases_ns: phases.map(|(name, summary)| KernelPhaseJson::of(name, *summary)).collect(),
         event_driven: s.event_driven,
         event_scheduling_ns: s.event_scheduling.map(|l| [l[0].as_ns(), l[1].as_ns()]),

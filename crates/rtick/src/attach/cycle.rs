@@ -227,6 +227,7 @@ mod tests {
         TimedWait {
             requested: Time(requested),
             slack: Nanos::ZERO,
+            slack_taken: Nanos::ZERO,
             lateness: late,
             phases: Phases { irq_delay: late, wakeup_path: Nanos(0), scheduling: Nanos(0), return_to_user: Nanos(0) },
             matched: m,

@@ -118,7 +118,9 @@ impl Feed {
             return;
         }
         let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
-        let wake = Recorded { tid, cycle, planned: t.requested, actual: t.exit };
+        // Explained from when the kernel meant to fire: the slack it took
+        // was allowed, no task's doing.
+        let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
         worst.add(WorstWait { wait: *t, explained: recent.explain_matched(wake, t.matched, from) });
     }
 
@@ -138,7 +140,7 @@ impl Feed {
                 (_, _, Some(chain)) => chain.further(),
                 &(b, from, None) => {
                     let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count()).saturating_sub(1);
-                    let wake = Recorded { tid, cycle, planned: b.requested, actual: b.exit };
+                    let wake = Recorded { tid, cycle, planned: b.planned(), actual: b.exit };
                     let explained = Box::new(recent.explain_matched(wake, b.matched, from));
                     OverrunCause::LateWake { late: b.lateness, back: 1, explained }
                 }

@@ -26,6 +26,8 @@ pub struct ThreadStats {
     pub lateness: LatencyStats,
     /// Their timer slack.
     pub slack: LatencyStats,
+    /// The slack the kernel took of it ([`TimedWait::slack_taken`](super::waits::TimedWait::slack_taken)).
+    pub slack_taken: LatencyStats,
     /// Their phases, in [`Phases::NAMES`](crate::explain::Phases::NAMES) order.
     pub phases: [LatencyStats; 4],
     /// Event-driven wake-ups' scheduling latency (waking → running).
@@ -53,6 +55,7 @@ impl ThreadStats {
         ThreadStats {
             lateness: LatencyStats::growing(LATENESS_DIGITS),
             slack: other(),
+            slack_taken: other(),
             phases: std::array::from_fn(|_| other()),
             event_scheduling: other(),
             wakers: HashMap::new(),
@@ -68,6 +71,7 @@ impl ThreadStats {
             Wake::Timed(t) => {
                 self.lateness.record(t.lateness.as_ns());
                 self.slack.record(t.slack.as_ns());
+                self.slack_taken.record(t.slack_taken.as_ns());
                 for (s, (_, v)) in self.phases.iter_mut().zip(t.phases.named()) {
                     s.record(v.as_ns());
                 }

@@ -25,6 +25,8 @@ pub struct ThreadSummary {
     pub lateness: Option<[Nanos; 4]>,
     /// Their timer slack, p50.
     pub slack_p50: Option<Nanos>,
+    /// p50 of the slack taken (the time the kernel waited on purpose).
+    pub slack_taken_p50: Option<Nanos>,
     /// Each phase's p50, p99 and max, in [`Phases::NAMES`] order.
     pub phases: Option<[(&'static str, [Nanos; 3]); 4]>,
     /// Event-driven wake-ups seen.
@@ -68,6 +70,7 @@ impl ThreadSummary {
             timed: stats.lateness.count(),
             lateness: at(&stats.lateness, [0.5, 0.9, 0.99, 1.0]),
             slack_p50: at(&stats.slack, [0.5]).map(|[p]| p),
+            slack_taken_p50: at(&stats.slack_taken, [0.5]).map(|[p]| p),
             phases,
             event_driven: stats.event_scheduling.count(),
             event_scheduling: at(&stats.event_scheduling, [0.5, 1.0]),

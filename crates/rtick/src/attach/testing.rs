@@ -16,6 +16,7 @@ pub(crate) fn timed(requested: i64, slack: i64, [a, b, c, d]: [i64; 4]) -> Timed
     TimedWait {
         requested: Time(requested),
         slack: Nanos(slack),
+        slack_taken: Nanos::ZERO,
         lateness: late,
         phases,
         matched,

@@ -18,6 +18,12 @@
 //! leaves the map then; the last one removed on each CPU is kept aside for
 //! the expiry that may follow, and a timer re-armed (in the thread's
 //! context or in its callback) comes back with its new request.
+//!
+//! A remembered timer whose callback woke no followed thread and did not
+//! re-arm it fired while its thread was busy (a periodic timer's loop
+//! overran): it is kept until the timer is armed again — by its thread's
+//! next `read` or signal dequeue, which consumes that expiry at once — at
+//! most [`MAX_FIRED`] at a time.
 
 use std::collections::HashMap;
 
@@ -26,6 +32,10 @@ use crate::time::Time;
 /// Callbacks nest at most twice (a hard-interrupt timer interrupting a
 /// softirq one); more on one CPU means exits were lost: the oldest go.
 const MAX_NESTED: usize = 4;
+
+/// Timers fired unconsumed kept at once (each leaves at its next arm; one
+/// never armed again stays until this many pile up, then all are dropped).
+pub const MAX_FIRED: usize = 1024;
 
 /// A timer armed by a followed thread: its `hrtimer_start`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -53,6 +63,8 @@ pub struct Callback {
     pub now: Time,
     /// How it was armed, when a followed thread armed it.
     pub armed: Option<Armed>,
+    /// It woke a followed thread.
+    pub woke: bool,
 }
 
 /// One CPU's timer state.
@@ -69,14 +81,18 @@ struct Cpu {
 #[derive(Clone, Debug, Default)]
 pub struct Timers {
     armed: HashMap<u64, Armed>,
+    /// Remembered timers whose callback woke no followed thread, by address.
+    fired: HashMap<u64, Callback>,
     cpus: Vec<Cpu>,
 }
 
 impl Timers {
     /// `timer:hrtimer_start` on `cpu`: `a` is remembered when a followed
     /// thread armed it (`by_followed`), or when it is a remembered timer
-    /// re-armed (by anyone, its own callback included).
-    pub fn start(&mut self, cpu: usize, a: Armed, by_followed: bool) {
+    /// re-armed (by anyone, its own callback included). Returns the
+    /// timer's last expiry when its callback woke no followed thread
+    /// (fired while its thread was busy), now consumed.
+    pub fn start(&mut self, cpu: usize, a: Armed, by_followed: bool) -> Option<Callback> {
         let known = self.armed.contains_key(&a.hrtimer)
             || self.cpus.get(cpu).is_some_and(|c| {
                 c.running.iter().any(|r| r.hrtimer == a.hrtimer && r.armed.is_some())
@@ -85,6 +101,7 @@ impl Timers {
         if by_followed || known {
             self.armed.insert(a.hrtimer, a);
         }
+        self.fired.remove(&a.hrtimer)
     }
 
     /// `timer:hrtimer_cancel` on `cpu`: the timer leaves the map, kept
@@ -106,15 +123,29 @@ impl Timers {
         if c.running.len() >= MAX_NESTED {
             c.running.remove(0);
         }
-        c.running.push(Callback { hrtimer, entry, now, armed });
+        c.running.push(Callback { hrtimer, entry, now, armed, woke: false });
+    }
+
+    /// The callback running on `cpu` (the innermost) woke a followed thread.
+    pub fn woke(&mut self, cpu: usize) {
+        if let Some(r) = self.cpu(cpu).running.last_mut() {
+            r.woke = true;
+        }
     }
 
     /// `timer:hrtimer_expire_exit` on `cpu`: the callback returned (the
-    /// timer stays remembered only if it was re-armed).
+    /// timer stays remembered only if it was re-armed; if not and it woke
+    /// no followed thread, its expiry is kept for its next arm).
     pub fn exit(&mut self, cpu: usize, hrtimer: u64) {
         let c = self.cpu(cpu);
-        if let Some(i) = c.running.iter().rposition(|r| r.hrtimer == hrtimer) {
-            c.running.truncate(i);
+        let Some(i) = c.running.iter().rposition(|r| r.hrtimer == hrtimer) else { return };
+        let r = c.running[i];
+        c.running.truncate(i);
+        if r.armed.is_some() && !r.woke && !self.armed.contains_key(&hrtimer) {
+            if self.fired.len() >= MAX_FIRED {
+                self.fired.clear();
+            }
+            self.fired.insert(hrtimer, r);
         }
     }
 
@@ -122,6 +153,11 @@ impl Timers {
     /// remembered timer's.
     pub fn callback(&self, cpu: usize) -> Option<&Callback> {
         self.cpus.get(cpu)?.running.last().filter(|r| r.armed.is_some())
+    }
+
+    /// Timers fired unconsumed kept now.
+    pub fn fired(&self) -> usize {
+        self.fired.len()
     }
 
     /// Timers remembered now.
@@ -194,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn an_expiry_that_woke_nobody_is_kept_until_its_timer_is_armed_again() {
+        let mut t = Timers::default();
+        t.start(0, armed(0xa, 10_000, 1_000), true);
+        t.cancel(0, 0xa);
+        t.entry(0, 0xa, Time(10_100), Time(10_100));
+        t.woke(0);
+        t.exit(0, 0xa);
+        assert_eq!(t.fired(), 0, "it woke its thread");
+        assert!(t.start(0, armed(0xa, 20_000, 10_400), true).is_none());
+        t.cancel(0, 0xa);
+        t.entry(0, 0xa, Time(20_100), Time(20_050));
+        t.exit(0, 0xa);
+        let c = t.start(1, armed(0xa, 30_000, 23_000), true).expect("fired unconsumed");
+        assert_eq!((c.entry, c.now, c.armed), (Time(20_100), Time(20_050), Some(armed(0xa, 20_000, 10_400))));
+        assert_eq!(t.fired(), 0, "consumed by the arm");
+        // Re-armed in its own callback: not fired unconsumed.
+        t.cancel(1, 0xa);
+        t.entry(1, 0xa, Time(30_100), Time(30_100));
+        t.start(1, armed(0xa, 40_000, 30_150), false);
+        t.exit(1, 0xa);
+        assert_eq!(t.fired(), 0);
+    }
+
+    #[test]
     fn memory_is_bounded_by_the_timers_armed_at_once() {
         let mut t = Timers::default();
         for i in 0..10_000u64 {
@@ -205,6 +265,14 @@ mod tests {
         }
         assert!(t.is_empty());
         assert!(t.cpus[0].running.len() <= MAX_NESTED);
+        // Timers that fired, woke nobody and were never armed again.
+        for i in 0..3 * MAX_FIRED as u64 {
+            t.start(0, armed(0x10_000 + i, 5, 0), true);
+            t.cancel(0, 0x10_000 + i);
+            t.entry(0, 0x10_000 + i, Time(6), Time(6));
+            t.exit(0, 0x10_000 + i);
+        }
+        assert!(t.fired() <= MAX_FIRED);
         t.start(0, armed(0x1, 5, 0), true);
         t.start(0, armed(0x1, 9, 1), true);
         t.cancel(3, 0x1);

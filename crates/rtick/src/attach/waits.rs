@@ -33,6 +33,9 @@ use crate::explain::{Matched, Phases};
 use crate::ktrace::{Comm, Event, EventKind};
 use crate::time::{Nanos, Time};
 
+/// The kernel priority of a SCHED_OTHER thread of nice 0.
+const DEFAULT_PRIO: i32 = 120;
+
 /// Who woke a thread.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Waker {
@@ -62,9 +65,15 @@ pub struct TimedWait {
     pub requested: Time,
     /// The timer slack the kernel added (`expires − softexpires`).
     pub slack: Nanos,
+    /// The part of that slack it took: `min(expired, expires) −
+    /// softexpires` (≥ 0), the time it was allowed to wait before firing
+    /// (to fire timers together) and did.
+    pub slack_taken: Nanos,
     /// Back in user space (the system call's exit) − requested.
     pub lateness: Nanos,
-    /// The lateness in its four phases (they add up to it).
+    /// The lateness less the slack taken, in four phases: the IRQ delay
+    /// counts from `requested + slack_taken`, when the kernel meant to
+    /// fire (`slack_taken` + the phases = the lateness).
     pub phases: Phases,
     /// The events it was matched to: its timer's expiry, the thread's
     /// `sched_waking` and switch-in (the waking's time when it was still
@@ -91,8 +100,15 @@ pub struct TimedWait {
 }
 
 impl TimedWait {
+    /// When the kernel meant to fire its timer: the request plus the slack
+    /// it took (where its phases begin).
+    pub fn planned(&self) -> Time {
+        self.requested + self.slack_taken
+    }
+
     /// How long after the time it asked for the program armed its timer
-    /// (0 when it asked in time). When positive the program overran: that
+    /// (0 when it asked in time), or, for a periodic timer whose expiry
+    /// fired while the thread was busy, came to consume it. When positive the program overran: that
     /// much of [`lateness`](TimedWait::lateness) (and of the IRQ delay
     /// phase, counted from the request) passed before it even asked, and
     /// is the program's own, not the kernel's.
@@ -195,8 +211,9 @@ pub struct Follower {
     threads: HashMap<i32, Time>,
     pending: HashMap<i32, Pending>,
     timers: Timers,
-    /// Per CPU, the task running (its last switch-in): a waker's name.
-    current: Vec<(i32, Comm)>,
+    /// Per CPU, the task running (its last switch-in): a waker's name, a
+    /// thread's priority.
+    current: Vec<(i32, Comm, i32)>,
     /// The followed threads' names (one may wake another before either
     /// was seen switched in).
     names: HashMap<i32, Comm>,
@@ -264,8 +281,11 @@ impl Follower {
             EventKind::HrtimerStart { hrtimer, function, expires, softexpires, .. } => {
                 let a = Armed { hrtimer: *hrtimer, function: *function, soft: *softexpires, hard: *expires, at: e.ts };
                 let by_followed = self.follows(e.pid, e.ts) && !e.in_hardirq();
-                self.timers.start(cpu, a, by_followed);
+                let fired = self.timers.start(cpu, a, by_followed);
                 if by_followed {
+                    if let Some(cb) = fired.filter(|_| self.sleeper_fn != Some(a.function)) {
+                        return self.came_late(cpu, e, cb);
+                    }
                     return self.sleep(e.pid, a);
                 }
             }
@@ -278,9 +298,9 @@ impl Follower {
             }
             EventKind::SchedSwitch(s) => {
                 if self.current.len() <= cpu {
-                    self.current.resize(cpu + 1, (0, Comm::default()));
+                    self.current.resize(cpu + 1, (0, Comm::default(), DEFAULT_PRIO));
                 }
-                self.current[cpu] = (s.next_pid, s.next_comm);
+                self.current[cpu] = (s.next_pid, s.next_comm, s.next_prio);
                 self.asleep.remove(&s.next_pid);
                 if s.slept() && self.follows(s.prev_pid, e.ts) {
                     self.asleep.insert(s.prev_pid, e.ts);
@@ -298,6 +318,26 @@ impl Follower {
             _ => {}
         }
         None
+    }
+
+    /// The thread of event `e` on `cpu` re-armed a timer whose last expiry
+    /// (callback `cb`) woke nobody: it fired while the thread was busy (its
+    /// loop overran), and the call re-arming it (a `read`, a signal
+    /// dequeue) consumes that expiry and returns at once. A timed wait for
+    /// that expiry's request, come to (armed, blocked, woken and running)
+    /// now: an overrun ([`TimedWait::overrun`]), ending at the call's exit.
+    fn came_late(&mut self, cpu: usize, e: &Event, cb: Callback) -> Option<(i32, Wake)> {
+        let tid = e.pid;
+        if self.pending.get(&tid).is_some_and(|p| p.woken.is_some()) {
+            return None;
+        }
+        let armed = Armed { at: e.ts, ..cb.armed? };
+        let by = By::Timer(cb, armed, self.bases.at_expiry(cb.now, cb.entry));
+        // Its priority as it was switched in here (the default's if unseen).
+        let prio = self.current.get(cpu).filter(|c| c.0 == tid).map_or(DEFAULT_PRIO, |c| c.2);
+        let woken = Some(Woken { at: e.ts, by, prio, blocked: e.ts });
+        let p = Pending { woken, switched_in: Some((e.ts, cpu as u32)) };
+        self.pending.insert(tid, p).map(|_| (tid, Wake::Unmatched))
     }
 
     /// Thread `tid` armed timer `a` itself: when it is a sleep, its wait
@@ -322,7 +362,7 @@ impl Follower {
         } else if e.in_softirq() {
             Waker::Softirq
         } else {
-            let running = self.current.get(cpu).filter(|(pid, _)| *pid == e.pid).map(|(_, c)| c);
+            let running = self.current.get(cpu).filter(|(pid, ..)| *pid == e.pid).map(|(_, c, _)| c);
             let comm = running.or_else(|| self.names.get(&e.pid)).map(|c| c.to_string());
             Waker::Task(e.pid, comm.unwrap_or_default())
         }
@@ -342,6 +382,7 @@ impl Follower {
             return None;
         };
         let armed = cb.armed?;
+        self.timers.woke(cpu);
         let by = By::Timer(cb, armed, self.bases.at_expiry(cb.now, cb.entry));
         let fresh = Pending { woken: Some(Woken { at: e.ts, by, prio, blocked }), ..Pending::default() };
         match self.pending.get_mut(&tid) {
@@ -396,12 +437,14 @@ fn end(p: Pending, exit: Time, cpu: u32) -> Wake {
     };
     let requested = armed.soft - base;
     let expired = cb.entry;
+    let slack_taken = (expired.min(armed.hard - base) - requested).max(Nanos::ZERO);
     Wake::Timed(TimedWait {
         requested,
         slack: armed.hard - armed.soft,
+        slack_taken,
         lateness: exit - requested,
         phases: Phases {
-            irq_delay: expired - requested,
+            irq_delay: expired - (requested + slack_taken),
             wakeup_path: woken - expired,
             scheduling: on_cpu - woken,
             return_to_user: exit - on_cpu,
@@ -503,8 +546,10 @@ mod tests {
         let t = w.timed[0];
         assert_eq!((t.requested, t.slack, t.lateness), (Time(10_000), Nanos(50), Nanos(1_000)));
         assert_eq!((t.armed, t.callback, t.overrun()), (Time(1_000), SLEEPER, Nanos::ZERO));
-        assert_eq!(t.phases, phases(100, 200, 400, 300));
-        assert_eq!(t.phases.total(), t.lateness);
+        // 50 ns of slack, all taken (it fired 100 ns after its request).
+        assert_eq!((t.slack_taken, t.planned()), (Nanos(50), Time(10_050)));
+        assert_eq!(t.phases, phases(50, 200, 400, 300));
+        assert_eq!(t.slack_taken + t.phases.total(), t.lateness);
     }
 
     #[test]
@@ -564,7 +609,7 @@ mod tests {
         events.extend([c, e, waking(12_300, 0, IRQ), done(12_400, 0xa), switch_in(12_700, 0), exit(13_000)]);
         let t = run(&events).timed[0];
         assert_eq!((t.requested, t.lateness, t.slack), (Time(10_000), Nanos(3_000), Nanos(50)));
-        assert_eq!(t.phases.irq_delay, Nanos(2_100));
+        assert_eq!((t.slack_taken, t.phases.irq_delay), (Nanos(50), Nanos(2_050)));
     }
 
     /// A periodic timerfd read in a loop, as this kernel traces it: the
@@ -585,9 +630,9 @@ mod tests {
         assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched, w.in_progress), (2, 0, 0, false));
         let (a, b) = (w.timed[0], w.timed[1]);
         assert_eq!((a.requested, a.lateness, a.armed, a.callback), (Time(10_000), Nanos(450), Time(1_000), TIMERFD));
-        assert_eq!(a.phases, phases(100, 10, 190, 150));
+        assert_eq!(a.phases, phases(50, 10, 190, 150));
         assert_eq!((b.requested, b.lateness, b.armed), (Time(20_000), Nanos(450), Time(10_400)));
-        assert_eq!(b.phases, phases(50, 10, 240, 150));
+        assert_eq!((b.slack_taken, b.phases), (Nanos(50), phases(0, 10, 240, 150)));
         assert_eq!((a.slack, a.matched.hrtimer, b.matched.expired), (Nanos(50), 0xf, Time(20_050)));
         assert_eq!((a.blocked, b.blocked), (Time(1_200), Time(10_500)), "gone to sleep in its read");
     }
@@ -605,7 +650,7 @@ mod tests {
         assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched), (1, 0, 0));
         let t = w.timed[0];
         assert_eq!((t.requested, t.lateness, t.armed, t.callback), (Time(10_000), Nanos(600), Time(1_000), TIMERFD));
-        assert_eq!(t.phases, phases(200, 10, 290, 100));
+        assert_eq!(t.phases, phases(150, 10, 290, 100));
     }
 
     /// A POSIX timer armed by one thread (timer_settime), its signal sent
@@ -628,10 +673,10 @@ mod tests {
         let (t, u) = (w.remove(&T).unwrap(), w.remove(&U).unwrap());
         let (t, u) = (t.timed[0], u.timed[0]);
         assert_eq!((t.requested, t.lateness, t.armed, t.callback), (Time(10_000), Nanos(2_200), Time(1_000), POSIX));
-        assert_eq!(t.phases, phases(40, 10, 2_050, 100));
+        assert_eq!((t.slack_taken, t.phases), (Nanos(40), phases(0, 10, 2_050, 100)), "fired within its slack");
         assert_eq!(t.matched.cpu, 1, "switched in on CPU 1");
         assert_eq!((u.requested, u.lateness, u.armed, u.callback), (Time(12_000), Nanos(400), Time(1_200), ITIMER));
-        assert_eq!(u.phases, phases(30, 10, 260, 100));
+        assert_eq!((u.slack_taken, u.phases), (Nanos(30), phases(0, 10, 260, 100)));
     }
 
     /// `clock_nanosleep` to an absolute time already past: the program
@@ -645,7 +690,85 @@ mod tests {
         assert_eq!((t.requested, t.armed, t.lateness), (Time(10_000), Time(12_000), Nanos(2_100)));
         assert_eq!((t.overrun(), t.kernel_lateness()), (Nanos(2_000), Nanos(100)));
         assert_eq!(t.blocked, Time(12_060), "it never slept: blocked is the waking");
-        assert_eq!(t.phases, phases(2_050, 10, 0, 40));
+        assert_eq!((t.slack_taken, t.phases), (Nanos(50), phases(2_000, 10, 0, 40)));
+    }
+
+    /// A SCHED_OTHER sleep with 50 µs of slack that fired at its hard
+    /// expiry exactly: the slack taken is all of it, the IRQ delay none
+    /// (the kernel fired when it meant to).
+    #[test]
+    fn slack_taken_is_apart_from_the_irq_delay() {
+        let sleep = |ts, soft: i64| {
+            let k = EventKind::HrtimerStart {
+                hrtimer: 0xa,
+                function: SLEEPER,
+                expires: Time(soft + 50_000),
+                softexpires: Time(soft),
+                mode: 0,
+            };
+            ev(ts, T, 0, k)
+        };
+        let mut events = vec![exit(500)];
+        // Fired at its hard expiry; early (batched with another timer's
+        // interrupt), 20 µs into its slack; 500 ns past its hard expiry.
+        for (at, soft, fired) in [(1_000, 100_000, 150_000), (150_300, 200_000, 220_000), (220_300, 300_000, 350_500)] {
+            events.push(sleep(at, soft));
+            events.extend(fire(fired, 0xa));
+            events.extend([
+                waking(fired + 10, 0, IRQ),
+                done(fired + 20, 0xa),
+                switch_in(fired + 100, 0),
+                exit(fired + 200),
+            ]);
+        }
+        let w = run(&events);
+        let [a, b, c] = [0, 1, 2].map(|k| w.timed[k]);
+        assert_eq!(
+            (a.slack, a.slack_taken, a.lateness, a.planned()),
+            (Nanos(50_000), Nanos(50_000), Nanos(50_200), Time(150_000))
+        );
+        assert_eq!(a.phases, phases(0, 10, 90, 100), "no IRQ delay: it fired when the kernel meant to");
+        assert_eq!((b.slack_taken, b.lateness, b.phases), (Nanos(20_000), Nanos(20_200), phases(0, 10, 90, 100)));
+        assert_eq!((c.slack_taken, c.lateness, c.phases), (Nanos(50_000), Nanos(50_700), phases(500, 10, 90, 100)));
+    }
+
+    /// A periodic timerfd whose loop overran: its expiry fired while the
+    /// thread computed (the callback woke nobody), and the `read` that
+    /// re-arms it returns at once. That cycle is a timed wait for that
+    /// expiry, an overrun (the program came to it late), not lost.
+    #[test]
+    fn a_periodic_timer_that_expired_while_its_thread_was_busy_is_an_overrun() {
+        let mut events = vec![arm(1_000, T, 0xf, TIMERFD, 10_000), exit(1_100)];
+        events.push(switch(1_200, (T, b"app"), (0, b"swapper/0")));
+        events.extend(fire(10_100, 0xf));
+        events.extend([waking(10_110, 0, IRQ), done(10_120, 0xf), switch_in(10_300, 0)]);
+        events.extend([arm(10_400, T, 0xf, TIMERFD, 20_000), exit(10_450)]);
+        // Busy: the expiry for 20 µs fires, waking nobody; read at 23 µs.
+        events.extend(fire(20_080, 0xf));
+        events.extend([done(20_090, 0xf), arm(23_000, T, 0xf, TIMERFD, 30_000), exit(23_050)]);
+        // Back in time: an ordinary wait.
+        events.push(switch(23_100, (T, b"app"), (0, b"swapper/0")));
+        events.extend(fire(30_060, 0xf));
+        events.extend([waking(30_070, 0, IRQ), done(30_080, 0xf), switch_in(30_200, 0)]);
+        events.extend([arm(30_300, T, 0xf, TIMERFD, 40_000), exit(30_350)]);
+        let w = run(&events);
+        assert_eq!((w.timed.len(), w.event_driven.len(), w.unmatched, w.in_progress), (3, 0, 0, false));
+        let o = w.timed[1];
+        assert_eq!((o.requested, o.exit, o.lateness), (Time(20_000), Time(23_050), Nanos(3_050)));
+        assert_eq!(
+            (o.armed, o.blocked, o.overrun(), o.kernel_lateness()),
+            (Time(23_000), Time(23_000), Nanos(3_000), Nanos(50))
+        );
+        assert_eq!((o.slack_taken, o.phases), (Nanos(50), phases(30, 2_920, 0, 50)));
+        assert_eq!((o.matched.expired, o.callback), (Time(20_080), TIMERFD));
+        assert_eq!(o.slack_taken + o.phases.total(), o.lateness);
+        let last = w.timed[2];
+        assert_eq!((last.requested, last.overrun(), last.blocked), (Time(30_000), Nanos::ZERO, Time(23_100)));
+        // The cycle counts it among its overruns; its margin is negative.
+        let mut c = super::super::cycle::Cycle::new();
+        w.timed.iter().for_each(|t| c.add(t));
+        let s = c.summary();
+        assert_eq!((s.waits, s.overruns, s.margin.map(|m| m[0])), (3, 1, Some(Nanos(-3_000))));
     }
 
     /// A wait woken by a timer whose thread ran and slept again without a

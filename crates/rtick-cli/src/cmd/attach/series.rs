@@ -162,6 +162,7 @@ mod tests {
         Wake::Timed(TimedWait {
             requested: Time(requested),
             slack: Nanos::ZERO,
+            slack_taken: Nanos::ZERO,
             lateness: Nanos(late),
             phases: p,
             matched: m,

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use rtick::attach::Wake;
 
 /// The columns: the thread, `timed` or `event`, the time asked for, the
-/// system call's exit, lateness, slack and the four phases (timed waits);
+/// system call's exit, lateness, slack, the slack taken and the four phases
+/// (timed waits: slack taken + phases = lateness);
 /// when an event-driven wait was woken, its scheduling latency and waker;
 /// then a timed wait's cycle: when its timer was armed, when the thread
 /// went to sleep for it, and its overrun (armed − requested, 0 when asked
@@ -21,6 +22,7 @@ pub const HEADER: [&str; COLUMNS] = [
     "exit_ns",
     "lateness_ns",
     "slack_ns",
+    "slack_taken_ns",
     "irq_delay_ns",
     "wakeup_path_ns",
     "scheduling_ns",
@@ -33,7 +35,7 @@ pub const HEADER: [&str; COLUMNS] = [
 ];
 
 /// How many.
-const COLUMNS: usize = 15;
+const COLUMNS: usize = 16;
 
 /// The rows written so far.
 #[derive(Debug)]
@@ -85,18 +87,19 @@ fn row(tid: i32, w: &Wake) -> Option<[String; COLUMNS]> {
             r[3] = ns(t.exit.0);
             r[4] = ns(t.lateness.as_ns());
             r[5] = ns(t.slack.as_ns());
+            r[6] = ns(t.slack_taken.as_ns());
             for (k, (_, v)) in t.phases.named().iter().enumerate() {
-                r[6 + k] = ns(v.as_ns());
+                r[7 + k] = ns(v.as_ns());
             }
-            r[12] = ns(t.armed.0);
-            r[13] = ns(t.blocked.0);
-            r[14] = ns(t.overrun().as_ns());
+            r[13] = ns(t.armed.0);
+            r[14] = ns(t.blocked.0);
+            r[15] = ns(t.overrun().as_ns());
         }
         Wake::Event(e) => {
             r[1] = "event".into();
-            r[8] = ns(e.scheduling.as_ns());
-            r[10] = ns(e.woken.0);
-            r[11] = e.waker.to_string();
+            r[9] = ns(e.scheduling.as_ns());
+            r[11] = ns(e.woken.0);
+            r[12] = e.waker.to_string();
         }
         Wake::Unmatched => return None,
     }
@@ -115,11 +118,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
         let mut t = TraceCsv::new(File::create(&path).unwrap()).unwrap();
-        let p = Phases { irq_delay: Nanos(1), wakeup_path: Nanos(2), scheduling: Nanos(3), return_to_user: Nanos(4) };
+        let p = Phases { irq_delay: Nanos(1), wakeup_path: Nanos(1), scheduling: Nanos(1), return_to_user: Nanos(2) };
         let m = Matched { cpu: 1, hrtimer: 0, expired: Time(0), waking: Time(0), switched_in: Time(0), prio: 9 };
         let timed = TimedWait {
             requested: Time(100),
             slack: Nanos(50),
+            slack_taken: Nanos(5),
             lateness: Nanos(10),
             phases: p,
             matched: m,
@@ -136,8 +140,8 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], HEADER.join(","));
-        assert_eq!(lines[1], "7,timed,100,110,10,50,1,2,3,4,,,105,60,5");
-        assert_eq!(lines[2], "8,event,,,,,,,20,,500,\"writer, \"\"a\"\"/3\",,,");
+        assert_eq!(lines[1], "7,timed,100,110,10,50,5,1,1,1,2,,,105,60,5");
+        assert_eq!(lines[2], "8,event,,,,,,,,20,,500,\"writer, \"\"a\"\"/3\",,,");
         assert_eq!(lines.len(), 3);
     }
 }
