@@ -22,9 +22,15 @@ fn ready() -> bool {
 /// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
 /// without a C compiler.
 fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    compile(dir, "periodic", name)
+}
+
+/// tests/c/`src`.c compiled into `dir` as `name`, or `None` (skipped)
+/// without a C compiler.
+fn compile(dir: &Path, src: &str, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{src}.c"));
     let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
+    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
         Ok(s) if s.success() => Some(exe),
         Ok(s) => panic!("cc failed on {}: {s}", src.display()),
         Err(e) => {
@@ -108,6 +114,49 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     let (early, late) = (most(3.0, 4.5).unwrap(), most(7.5, 9.0).unwrap());
     eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 7.5–9 s; {waits} waits; {rss:?}");
     assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 4.5 s: {rss:?}", late.saturating_sub(early));
+}
+
+/// A program whose threads come and go, thousands a second, attached for
+/// 8 s: each exited thread is let go once its events are read, its figures
+/// pooled into one "exited threads" row, so rtick's memory and its rows
+/// stay bounded by the threads alive at once (8 and the main one), not
+/// by every thread that ever lived.
+#[test]
+fn threads_that_come_and_go_keep_memory_and_rows_bounded() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "churn", "rtick-churn") else { return };
+    let mut prog = Command::new("taskset").arg("-c").arg("0").arg(&exe).spawn().expect("taskset starts churn");
+    std::thread::sleep(Duration::from_millis(300));
+    let j = dir.path().join("churn.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "8", "-q", "--json", path_str(&j)]);
+    let (pid, started) = (a.id(), Instant::now());
+    let mut rss: Vec<(f64, u64)> = Vec::new();
+    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
+        rss.push((started.elapsed().as_secs_f64(), kib));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let run = json(&j);
+    let rows = run["threads"].as_array().unwrap();
+    let names: Vec<String> = rows.iter().map(|t| format!("{} {}", t["tid"], t["comm"])).collect();
+    // The main thread, the up to 8 alive at the end, the exited threads' row.
+    assert!(rows.len() <= 10, "{} thread rows: {names:?}", rows.len());
+    let exited = rows.iter().find(|t| t["tid"] == 0).unwrap_or_else(|| panic!("an exited threads' row: {names:?}"));
+    let comm = exited["comm"].as_str().unwrap();
+    assert!(comm.ends_with("exited threads"), "{comm}");
+    let count: u64 = comm.split(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 50, "{comm}: thousands a second, even on a loaded VM");
+    assert!(exited["timed_waits"].as_u64().unwrap() > 0, "{exited}");
+    let most = |from: f64, to: f64| rss.iter().filter(|(t, _)| (from..to).contains(t)).map(|&(_, k)| k).max();
+    let (early, late) = (most(3.0, 4.5).unwrap(), most(6.5, 8.0).unwrap());
+    eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 6.5–8 s; {comm}; {rss:?}");
+    assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 3.5 s: {rss:?}", late.saturating_sub(early));
 }
 
 /// The real python3 (not a shim that would run at SCHED_FIFO 80 first), or

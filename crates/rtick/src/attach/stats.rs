@@ -86,6 +86,29 @@ impl ThreadStats {
             Wake::Unmatched => self.unmatched += 1,
         }
     }
+
+    /// Adds another thread's figures (an exited one's, into the exited
+    /// threads' row): its wakers join these up to [`WAKERS`].
+    pub fn absorb(&mut self, other: &ThreadStats) {
+        self.lateness.absorb(&other.lateness);
+        self.slack.absorb(&other.slack);
+        for (s, o) in self.phases.iter_mut().zip(&other.phases) {
+            s.absorb(o);
+        }
+        self.event_scheduling.absorb(&other.event_scheduling);
+        for (w, n) in &other.wakers {
+            if let Some(m) = self.wakers.get_mut(w) {
+                *m += n;
+            } else if self.wakers.len() < WAKERS {
+                self.wakers.insert(w.clone(), *n);
+            } else {
+                self.other_wakers += n;
+            }
+        }
+        self.other_wakers += other.other_wakers;
+        self.unmatched += other.unmatched;
+        self.cycle.absorb(&other.cycle);
+    }
 }
 
 #[cfg(test)]
