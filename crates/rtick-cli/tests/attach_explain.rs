@@ -159,6 +159,42 @@ fn threads_that_come_and_go_keep_memory_and_rows_bounded() {
     assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 3.5 s: {rss:?}", late.saturating_sub(early));
 }
 
+/// A loop pinned to CPU 0, moved by sched_setaffinity onto every CPU as
+/// rtick traces CPU 0: the run notes the CPUs it does not trace.
+#[test]
+fn a_thread_moved_onto_an_untraced_cpu_is_noted() {
+    if !ready() {
+        return;
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(n >= 2, "this test needs two CPUs");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-moved") else { return };
+    let mut prog = start_loop(0, &exe, &dir.path().join("moved.txt"), 20_000, 1000);
+    std::thread::sleep(Duration::from_millis(300));
+    let j = dir.path().join("moved.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "4", "-q", "--json", path_str(&j)]);
+    // Tracing has begun once rtick's instance exists.
+    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", a.id()));
+    let started = Instant::now();
+    while !instance.exists() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let all = format!("0-{}", n - 1);
+    let moved = Command::new("taskset").args(["-apc", &all, &prog.id().to_string()]).output().unwrap();
+    assert!(moved.status.success(), "{moved:?}");
+    let o = finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let run = json(&j);
+    assert_eq!(run["cpus"], serde_json::json!([0]), "{}", run["cpus"]);
+    let notes: Vec<&str> = run["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let untraced = if n == 2 { "CPU 1,".to_string() } else { format!("CPU 1-{},", n - 1) };
+    assert!(notes.iter().any(|n| n.contains(&untraced) && n.contains("which rtick does not trace")), "{notes:?}");
+}
+
 /// The real python3 (not a shim that would run at SCHED_FIFO 80 first), or
 /// `None` (skipped) without one.
 fn python() -> Option<String> {

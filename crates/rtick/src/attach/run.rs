@@ -167,6 +167,8 @@ struct Run<'a> {
     cpus: Vec<usize>,
     reader_cpus: Option<Vec<usize>>,
     window_events: usize,
+    /// The CPUs outside `cpus` a thread was seen allowed on (noted once each).
+    untraced: Vec<usize>,
     notes: Vec<String>,
 }
 
@@ -227,6 +229,7 @@ impl<'a> Run<'a> {
             cpus,
             reader_cpus,
             window_events,
+            untraced: Vec::new(),
             notes,
         })
     }
@@ -297,7 +300,32 @@ impl<'a> Run<'a> {
             self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
             self.tids = now;
         }
+        let tids = std::mem::take(&mut self.tids);
+        self.check_affinity(&tids);
+        self.tids = tids;
         Ok(true)
+    }
+
+    /// Notes, once a CPU, a thread of `tids` allowed on a CPU not traced
+    /// (started so, or moved by sched_setaffinity): the CPUs traced are
+    /// those allowed when tracing began.
+    fn check_affinity(&mut self, tids: &[i32]) {
+        for &t in tids {
+            let Some(allowed) = ThreadInfo::affinity_now(self.proc, t) else { continue };
+            let new: Vec<usize> = allowed
+                .into_iter()
+                .filter(|c| self.cpus.binary_search(c).is_err() && !self.untraced.contains(c))
+                .collect();
+            if new.is_empty() {
+                continue;
+            }
+            self.untraced.extend(&new);
+            let comm = self.seen.get(&t).map_or("", |i| i.comm.as_str());
+            self.notes.push(format!(
+                "thread {t} ({comm}) may run on CPU {}, which rtick does not trace (only the CPUs the threads were allowed on when tracing began): its waits there are missed or counted unmatched; attach again to trace it",
+                crate::system::format_cpu_list(&new)
+            ));
+        }
     }
 
     /// What the run found, its trace removed; `blocked`: the kernel

@@ -86,9 +86,14 @@ impl ThreadInfo {
             policy: Policy::from_raw(stat.policy),
             rt_priority: stat.rt_priority,
             nice: stat.nice,
-            affinity: parse_cpu_list(field("Cpus_allowed_list:")?)?,
+            affinity: allowed(&status)?,
             timer_slack_ns: slack,
         })
+    }
+
+    /// The CPUs thread `tid` may run on now (`None`: it is gone).
+    pub fn affinity_now(proc: &Path, tid: i32) -> Option<Vec<usize>> {
+        allowed(&fs::read_to_string(proc.join(tid.to_string()).join("status")).ok()?)
     }
 
     /// The kernel function thread `tid` is blocked in (`/proc/TID/wchan`:
@@ -236,6 +241,11 @@ impl Target {
         t.sort_unstable();
         t
     }
+}
+
+/// The CPUs of `Cpus_allowed_list:` in `/proc/TID/status` text.
+fn allowed(status: &str) -> Option<Vec<usize>> {
+    parse_cpu_list(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim())
 }
 
 /// When process or thread `pid` started (`None`: it is gone).
