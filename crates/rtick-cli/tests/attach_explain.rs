@@ -65,6 +65,17 @@ fn attach(args: &[&str]) -> Child {
         .expect("rtick starts")
 }
 
+/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
+/// its tracing begins as it is set up, well within a second of that.
+fn wait_for_instance(rtick: &Child) {
+    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", rtick.id()));
+    let started = Instant::now();
+    while !instance.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn finish(c: Child) -> std::process::Output {
     let pid = c.id();
     let o = c.wait_with_output().unwrap();
@@ -174,12 +185,7 @@ fn a_thread_moved_onto_an_untraced_cpu_is_noted() {
     std::thread::sleep(Duration::from_millis(300));
     let j = dir.path().join("moved.json");
     let a = attach(&[&prog.id().to_string(), "-D", "4", "-q", "--json", path_str(&j)]);
-    // Tracing has begun once rtick's instance exists.
-    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", a.id()));
-    let started = Instant::now();
-    while !instance.exists() && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_instance(&a);
     std::thread::sleep(Duration::from_millis(500));
     let all = format!("0-{}", n - 1);
     let moved = Command::new("taskset").args(["-apc", &all, &prog.id().to_string()]).output().unwrap();
@@ -208,12 +214,13 @@ fn python() -> Option<String> {
     }
 }
 
-/// Once started: pins itself to CPU `cpu`, takes SCHED_FIFO 80, then from
-/// 1.5 s on (rtick traces by then) runs busy for 3 ms every 350 ms, four times.
+/// Started once rtick's trace instance exists: pins itself to CPU `cpu`,
+/// takes SCHED_FIFO 80, then from 1 s on (rtick traces by then) runs busy
+/// for 3 ms every 350 ms, four times.
 const HOG: &str = "import os, sys, time\n\
 os.sched_setaffinity(0, {int(sys.argv[1])})\n\
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(80))\n\
-time.sleep(1.5)\n\
+time.sleep(1.0)\n\
 for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0.003: pass\n    time.sleep(0.35)\n";
 
 /// The C loop at SCHED_FIFO 50, pinned to a CPU at 1 kHz, and a SCHED_FIFO
@@ -228,7 +235,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-victim") else { return };
     let Some(py) = python() else { return };
-    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 4500, 1000);
+    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 6000, 1000);
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
     let png = dir.path().join("victim.png");
@@ -247,6 +254,8 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         path_str(&png),
     ];
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
+    // The bursts come while rtick traces, however long it took to start.
+    wait_for_instance(&a);
     let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
     let o = finish(a);
     assert!(hog.wait().unwrap().success(), "the busy thread ran");
