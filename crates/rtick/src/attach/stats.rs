@@ -131,4 +131,21 @@ mod tests {
         assert_eq!(s.wakers[&Waker::Task(0, "w".into())], 2);
         assert_eq!(s.event_scheduling.count(), WAKERS as u64 + 11);
     }
+
+    /// Two threads' figures pooled are those of all their waits in one.
+    #[test]
+    fn absorbed_figures_are_those_of_every_wait() {
+        let waits: Vec<Wake> =
+            (1..=40).map(|k| Wake::Timed(super::super::testing::timed(k * 1_000_000, 50, [k * 10, 0, 0, 0]))).collect();
+        let (mut a, mut b, mut all) = (ThreadStats::new(), ThreadStats::new(), ThreadStats::new());
+        for (k, w) in waits.iter().enumerate() {
+            if k % 3 == 0 { &mut a } else { &mut b }.add(w);
+            all.add(w);
+        }
+        b.add(&Wake::Unmatched);
+        a.absorb(&b);
+        assert_eq!((a.lateness.summary(), a.unmatched), (all.lateness.summary(), 1));
+        assert_eq!(a.phases[0].summary(), all.phases[0].summary());
+        assert_eq!((a.slack.count(), a.cycle.summary().waits), (40, 40));
+    }
 }
