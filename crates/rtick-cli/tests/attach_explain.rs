@@ -22,9 +22,15 @@ fn ready() -> bool {
 /// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
 /// without a C compiler.
 fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
+    compile(dir, "periodic", name)
+}
+
+/// tests/c/`src`.c compiled into `dir` as `name`, or `None` (skipped)
+/// without a C compiler.
+fn compile(dir: &Path, src: &str, name: &str) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{src}.c"));
     let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
+    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
         Ok(s) if s.success() => Some(exe),
         Ok(s) => panic!("cc failed on {}: {s}", src.display()),
         Err(e) => {
@@ -57,6 +63,17 @@ fn attach(args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("rtick starts")
+}
+
+/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
+/// its tracing begins as it is set up, well within a second of that.
+fn wait_for_instance(rtick: &Child) {
+    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", rtick.id()));
+    let started = Instant::now();
+    while !instance.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn finish(c: Child) -> std::process::Output {
@@ -110,6 +127,80 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 4.5 s: {rss:?}", late.saturating_sub(early));
 }
 
+/// A program whose threads come and go, thousands a second, attached for
+/// 8 s: each exited thread is let go once its events are read, its figures
+/// pooled into one "exited threads" row, so rtick's memory and its rows
+/// stay bounded by the threads alive at once (8 and the main one), not
+/// by every thread that ever lived.
+#[test]
+fn threads_that_come_and_go_keep_memory_and_rows_bounded() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(dir.path(), "churn", "rtick-churn") else { return };
+    let mut prog = Command::new("taskset").arg("-c").arg("0").arg(&exe).spawn().expect("taskset starts churn");
+    std::thread::sleep(Duration::from_millis(300));
+    let j = dir.path().join("churn.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "8", "-q", "--json", path_str(&j)]);
+    let (pid, started) = (a.id(), Instant::now());
+    let mut rss: Vec<(f64, u64)> = Vec::new();
+    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
+        rss.push((started.elapsed().as_secs_f64(), kib));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let run = json(&j);
+    let rows = run["threads"].as_array().unwrap();
+    let names: Vec<String> = rows.iter().map(|t| format!("{} {}", t["tid"], t["comm"])).collect();
+    // The main thread, the up to 8 alive at the end, the exited threads' row.
+    assert!(rows.len() <= 10, "{} thread rows: {names:?}", rows.len());
+    let exited = rows.iter().find(|t| t["tid"] == 0).unwrap_or_else(|| panic!("an exited threads' row: {names:?}"));
+    let comm = exited["comm"].as_str().unwrap();
+    assert!(comm.ends_with("exited threads"), "{comm}");
+    let count: u64 = comm.split(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 50, "{comm}: thousands a second, even on a loaded VM");
+    assert!(exited["timed_waits"].as_u64().unwrap() > 0, "{exited}");
+    let most = |from: f64, to: f64| rss.iter().filter(|(t, _)| (from..to).contains(t)).map(|&(_, k)| k).max();
+    let (early, late) = (most(3.0, 4.5).unwrap(), most(6.5, 8.0).unwrap());
+    eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 6.5–8 s; {comm}; {rss:?}");
+    assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 3.5 s: {rss:?}", late.saturating_sub(early));
+}
+
+/// A loop pinned to CPU 0, moved by sched_setaffinity onto every CPU as
+/// rtick traces CPU 0: the run notes the CPUs it does not trace.
+#[test]
+fn a_thread_moved_onto_an_untraced_cpu_is_noted() {
+    if !ready() {
+        return;
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(n >= 2, "this test needs two CPUs");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = periodic(dir.path(), "rtick-moved") else { return };
+    let mut prog = start_loop(0, &exe, &dir.path().join("moved.txt"), 20_000, 1000);
+    std::thread::sleep(Duration::from_millis(300));
+    let j = dir.path().join("moved.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "4", "-q", "--json", path_str(&j)]);
+    wait_for_instance(&a);
+    std::thread::sleep(Duration::from_millis(500));
+    let all = format!("0-{}", n - 1);
+    let moved = Command::new("taskset").args(["-apc", &all, &prog.id().to_string()]).output().unwrap();
+    assert!(moved.status.success(), "{moved:?}");
+    let o = finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let run = json(&j);
+    assert_eq!(run["cpus"], serde_json::json!([0]), "{}", run["cpus"]);
+    let notes: Vec<&str> = run["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let untraced = if n == 2 { "CPU 1,".to_string() } else { format!("CPU 1-{},", n - 1) };
+    assert!(notes.iter().any(|n| n.contains(&untraced) && n.contains("which rtick does not trace")), "{notes:?}");
+}
+
 /// The real python3 (not a shim that would run at SCHED_FIFO 80 first), or
 /// `None` (skipped) without one.
 fn python() -> Option<String> {
@@ -123,12 +214,13 @@ fn python() -> Option<String> {
     }
 }
 
-/// Once started: pins itself to CPU `cpu`, takes SCHED_FIFO 80, then from
-/// 1.5 s on (rtick traces by then) runs busy for 3 ms every 350 ms, four times.
+/// Started once rtick's trace instance exists: pins itself to CPU `cpu`,
+/// takes SCHED_FIFO 80, then from 1 s on (rtick traces by then) runs busy
+/// for 3 ms every 350 ms, four times.
 const HOG: &str = "import os, sys, time\n\
 os.sched_setaffinity(0, {int(sys.argv[1])})\n\
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(80))\n\
-time.sleep(1.5)\n\
+time.sleep(1.0)\n\
 for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0.003: pass\n    time.sleep(0.35)\n";
 
 /// The C loop at SCHED_FIFO 50, pinned to a CPU at 1 kHz, and a SCHED_FIFO
@@ -143,7 +235,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-victim") else { return };
     let Some(py) = python() else { return };
-    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 4500, 1000);
+    let mut prog = start_loop(test_cpu(), &exe, &dir.path().join("victim.txt"), 6000, 1000);
     std::thread::sleep(Duration::from_millis(100));
     let (j, csv) = (dir.path().join("victim.json"), dir.path().join("victim.csv"));
     let png = dir.path().join("victim.png");
@@ -162,6 +254,8 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         path_str(&png),
     ];
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
+    // The bursts come while rtick traces, however long it took to start.
+    wait_for_instance(&a);
     let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
     let o = finish(a);
     assert!(hog.wait().unwrap().success(), "the busy thread ran");

@@ -84,6 +84,12 @@ impl Extremes {
         self.max = self.max.max(v);
     }
 
+    fn absorb(&mut self, other: &Extremes) {
+        self.h.absorb(&other.h);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     /// `q`-quantile (0: the exact minimum, 1: the exact maximum).
     fn at(&self, q: f64) -> Nanos {
         Nanos(match q {
@@ -160,6 +166,17 @@ impl Cycle {
             }
         }
         self.last = Some((w.requested, w.exit));
+    }
+
+    /// Adds another thread's waits, jitter, compute, margin and overruns
+    /// (not its period: threads' periods are their own, so a pooled cycle
+    /// has none).
+    pub fn absorb(&mut self, other: &Cycle) {
+        self.waits += other.waits;
+        self.overruns += other.overruns;
+        self.jitter.absorb(&other.jitter);
+        self.compute.absorb(&other.compute);
+        self.margin.absorb(&other.margin);
     }
 
     /// Counts interval `d` among the candidate periods.

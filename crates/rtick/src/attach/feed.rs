@@ -38,6 +38,9 @@ pub struct Feed {
     before: HashMap<i32, (TimedWait, Time, Option<OverrunCause>)>,
     /// Each thread's latest system call exit: it ran then.
     last_exit: HashMap<i32, Time>,
+    /// The exited threads' figures, pooled, and how many they were.
+    exited: ThreadStats,
+    exited_count: usize,
     top: usize,
     events: u64,
 }
@@ -54,6 +57,8 @@ impl Feed {
             overruns: BTreeMap::new(),
             before: HashMap::new(),
             last_exit: HashMap::new(),
+            exited: ThreadStats::new(),
+            exited_count: 0,
             top,
             events: 0,
         }
@@ -69,6 +74,31 @@ impl Feed {
     pub fn follow_threads_from(&mut self, tids: &[i32], from: Time) {
         self.follower.follow_threads_from(tids, from);
         self.threads.extend(tids);
+    }
+
+    /// Stops following `tids`, threads that exited (every event of theirs
+    /// taken): their figures join the exited threads' ([`Feed::exited`]),
+    /// their worst waits and overruns are dropped, so what is kept is
+    /// bounded by the threads alive at once, however many come and go.
+    pub fn retire(&mut self, tids: &[i32]) {
+        self.follower.unfollow_threads(tids);
+        for t in tids {
+            if self.threads.remove(t) {
+                self.exited_count += 1;
+            }
+            if let Some(s) = self.stats.remove(t) {
+                self.exited.absorb(&s);
+            }
+            self.worst.remove(t);
+            self.overruns.remove(t);
+            self.before.remove(t);
+            self.last_exit.remove(t);
+        }
+    }
+
+    /// The threads that exited during the run, and their figures pooled.
+    pub fn exited(&self) -> (usize, &ThreadStats) {
+        (self.exited_count, &self.exited)
     }
 
     /// Takes event `e` of `cpu`, the next in time order of all CPUs';

@@ -69,7 +69,9 @@ pub enum End {
 /// What an attach found.
 #[derive(Debug)]
 pub struct Attached {
-    /// Per thread seen (in tid order), its figures.
+    /// Per thread alive at the end (in tid order), its figures; then, when
+    /// threads exited during the run, one row of tid 0 with their figures
+    /// pooled (its name says how many; its settings are the first's to exit).
     pub threads: Vec<ThreadSummary>,
     /// Per thread, its worst timed waits, the worst first, explained.
     pub worst: BTreeMap<i32, Vec<WorstWait>>,
@@ -146,8 +148,14 @@ struct Run<'a> {
     live: Live,
     merge: Merge,
     feed: Feed,
-    /// Every thread seen, as first read.
+    /// Every thread alive at the last look, as first read.
     seen: BTreeMap<i32, ThreadInfo>,
+    /// Threads gone from /proc, from when: retired once every event
+    /// recorded before then is taken.
+    gone: Vec<(Time, Vec<i32>)>,
+    /// The first thread that exited, as first read: the exited threads'
+    /// row shows its settings.
+    first_exited: Option<ThreadInfo>,
     /// The threads alive at the last look.
     tids: Vec<i32>,
     /// The most threads alive at once, and whether the kernel could filter their exits.
@@ -159,6 +167,8 @@ struct Run<'a> {
     cpus: Vec<usize>,
     reader_cpus: Option<Vec<usize>>,
     window_events: usize,
+    /// The CPUs outside `cpus` a thread was seen allowed on (noted once each).
+    untraced: Vec<usize>,
     notes: Vec<String>,
 }
 
@@ -209,6 +219,8 @@ impl<'a> Run<'a> {
             merge: Merge::new(),
             feed,
             seen,
+            gone: Vec::new(),
+            first_exited: None,
             tids,
             most,
             kernel_filtered,
@@ -217,6 +229,7 @@ impl<'a> Run<'a> {
             cpus,
             reader_cpus,
             window_events,
+            untraced: Vec::new(),
             notes,
         })
     }
@@ -225,7 +238,7 @@ impl<'a> Run<'a> {
     /// before the read began (every one read, when `last` and the buffers
     /// were emptied). Whether they were: else more waits to be read now.
     fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<bool> {
-        let Run { live, merge, feed, .. } = self;
+        let Run { live, merge, feed, gone, .. } = self;
         let (watermark, all) = live.read_each(READ_PAGES, &mut |cpu, e| merge.push(cpu, e))?;
         let watermark = if last && all { Time(i64::MAX) } else { watermark };
         // Into the window in the order taken: a wait's events are held when
@@ -239,6 +252,14 @@ impl<'a> Run<'a> {
         // The window keeps the last KEEP of what was taken, however far
         // behind the trace the reads are.
         live.recent_mut().advance(watermark);
+        // Threads gone before the watermark: their last events are taken.
+        gone.retain(|(at, tids)| {
+            let done = *at <= watermark;
+            if done {
+                feed.retire(tids);
+            }
+            !done
+        });
         Ok(all)
     }
 
@@ -250,19 +271,61 @@ impl<'a> Run<'a> {
             return Ok(false);
         }
         if now != self.tids {
+            let at = ClockId::Monotonic.now();
+            let gone: Vec<i32> = self.tids.iter().copied().filter(|t| now.binary_search(t).is_err()).collect();
+            for t in &gone {
+                if let Some(i) = self.seen.remove(t) {
+                    self.first_exited.get_or_insert(i);
+                }
+            }
+            if !gone.is_empty() {
+                self.gone.push((at, gone));
+            }
             let new: Vec<i32> = now.iter().copied().filter(|t| !self.seen.contains_key(t)).collect();
+            // A tid gone and back already is a new thread: the old one's
+            // figures are retired now.
+            let reused: Vec<i32> = new.iter().copied().filter(|t| self.gone.iter().any(|g| g.1.contains(t))).collect();
+            for g in &mut self.gone {
+                g.1.retain(|t| !reused.contains(t));
+            }
+            self.feed.retire(&reused);
             note(self.proc, &new, &mut self.seen);
             // Exited threads are dropped: the filter stays short, and a
             // reused tid is not followed.
             self.live.stream().set_syscall_pids(&now)?;
             // The new threads' exits are recorded from now on: their waits
             // are followed from then (the events taken lag the reads).
-            self.feed.follow_threads_from(&new, ClockId::Monotonic.now());
+            self.feed.follow_threads_from(&new, at);
             self.most = self.most.max(now.len());
             self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
             self.tids = now;
         }
+        let tids = std::mem::take(&mut self.tids);
+        self.check_affinity(&tids);
+        self.tids = tids;
         Ok(true)
+    }
+
+    /// Notes, once a CPU, a thread of `tids` allowed on a CPU not traced
+    /// (started so, or moved by sched_setaffinity): the CPUs traced are
+    /// those allowed when tracing began.
+    fn check_affinity(&mut self, tids: &[i32]) {
+        for &t in tids {
+            let Some(allowed) = ThreadInfo::affinity_now(self.proc, t) else { continue };
+            let new: Vec<usize> = allowed
+                .into_iter()
+                .filter(|c| self.cpus.binary_search(c).is_err() && !self.untraced.contains(c))
+                .collect();
+            if new.is_empty() {
+                continue;
+            }
+            self.untraced.extend(&new);
+            let comm = self.seen.get(&t).map_or("", |i| i.comm.as_str());
+            self.notes.push(format!(
+                "thread {t} ({comm}) may run on CPU {}, which rtick does not trace (only the CPUs the threads were allowed on when tracing began): its waits there are missed or counted unmatched; attach again to trace it",
+                crate::system::format_cpu_list(&new)
+            ));
+        }
     }
 
     /// What the run found, its trace removed; `blocked`: the kernel
@@ -277,11 +340,25 @@ impl<'a> Run<'a> {
                 self.most
             ));
         }
+        for (_, tids) in std::mem::take(&mut self.gone) {
+            self.feed.retire(&tids);
+        }
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
+        let exited = self.first_exited.take().map(|first| {
+            let (count, stats) = self.feed.exited();
+            ThreadSummary::of(exited_row(first, count), stats)
+        });
+        let (gone, _) = self.feed.exited();
+        let gone = (gone > 0).then(|| (0, self.feed.exited().1.lateness.clone()));
         let (stats, worst, overruns) = self.feed.finish();
-        let lateness =
-            stats.iter().filter(|(_, s)| s.lateness.count() > 0).map(|(t, s)| (*t, s.lateness.summary())).collect();
+        let lateness = stats
+            .iter()
+            .map(|(t, s)| (*t, &s.lateness))
+            .chain(gone.as_ref().map(|(t, l)| (*t, l)))
+            .filter(|(_, l)| l.count() > 0)
+            .map(|(t, l)| (t, l.summary()))
+            .collect();
         let none = ThreadStats::new();
         let threads = self
             .seen
@@ -291,6 +368,7 @@ impl<'a> Run<'a> {
                 in_progress: waiting.contains(&t.tid),
                 ..ThreadSummary::of(t.clone(), stats.get(&t.tid).unwrap_or(&none))
             })
+            .chain(exited)
             .collect();
         Ok(Attached {
             threads,
@@ -309,6 +387,13 @@ impl<'a> Run<'a> {
             notes: self.notes,
         })
     }
+}
+
+/// The row of the `count` threads that exited during the run, their
+/// figures pooled: tid 0, named for how many they were, with the settings
+/// of `first`, the first to exit.
+fn exited_row(first: ThreadInfo, count: usize) -> ThreadInfo {
+    ThreadInfo { tid: 0, comm: crate::text::count(count as u64, "exited thread"), ..first }
 }
 
 /// Reads the threads of `tids` not yet seen into `seen` (those already

@@ -90,6 +90,29 @@ impl ThreadStats {
             Wake::Unmatched => self.unmatched += 1,
         }
     }
+
+    /// Adds another thread's figures (an exited one's, into the exited
+    /// threads' row): its wakers join these up to [`WAKERS`].
+    pub fn absorb(&mut self, other: &ThreadStats) {
+        self.lateness.absorb(&other.lateness);
+        self.slack.absorb(&other.slack);
+        for (s, o) in self.phases.iter_mut().zip(&other.phases) {
+            s.absorb(o);
+        }
+        self.event_scheduling.absorb(&other.event_scheduling);
+        for (w, n) in &other.wakers {
+            if let Some(m) = self.wakers.get_mut(w) {
+                *m += n;
+            } else if self.wakers.len() < WAKERS {
+                self.wakers.insert(w.clone(), *n);
+            } else {
+                self.other_wakers += n;
+            }
+        }
+        self.other_wakers += other.other_wakers;
+        self.unmatched += other.unmatched;
+        self.cycle.absorb(&other.cycle);
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +134,22 @@ mod tests {
         assert_eq!((s.wakers.len(), s.other_wakers, s.unmatched), (WAKERS, 10, 1));
         assert_eq!(s.wakers[&Waker::Task(0, "w".into())], 2);
         assert_eq!(s.event_scheduling.count(), WAKERS as u64 + 11);
+    }
+
+    /// Two threads' figures pooled are those of all their waits in one.
+    #[test]
+    fn absorbed_figures_are_those_of_every_wait() {
+        let waits: Vec<Wake> =
+            (1..=40).map(|k| Wake::Timed(super::super::testing::timed(k * 1_000_000, 50, [k * 10, 0, 0, 0]))).collect();
+        let (mut a, mut b, mut all) = (ThreadStats::new(), ThreadStats::new(), ThreadStats::new());
+        for (k, w) in waits.iter().enumerate() {
+            if k % 3 == 0 { &mut a } else { &mut b }.add(w);
+            all.add(w);
+        }
+        b.add(&Wake::Unmatched);
+        a.absorb(&b);
+        assert_eq!((a.lateness.summary(), a.unmatched), (all.lateness.summary(), 1));
+        assert_eq!(a.phases[0].summary(), all.phases[0].summary());
+        assert_eq!((a.slack.count(), a.cycle.summary().waits), (40, 40));
     }
 }

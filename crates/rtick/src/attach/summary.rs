@@ -85,14 +85,39 @@ impl ThreadSummary {
 
     /// The finding of its timer slack, if it has one: one line, with the fix.
     pub fn slack_finding(&self) -> Option<String> {
-        let slack = self.slack_p50.filter(|s| *s >= SLACK_FINDING)?;
-        let t = &self.thread;
-        let why = if t.has_slack_policy() { format!("it runs {}, ", t.policy_text()) } else { String::new() };
-        Some(format!(
-            "thread {} ({}) has {slack} of timer slack: {why}so the kernel may fire each of its timers up to {slack} after the time asked for, on purpose (to batch wake-ups). Fix: prctl(PR_SET_TIMERSLACK, 1) in that thread, or run it SCHED_FIFO/SCHED_RR (real-time threads get no slack)",
-            t.tid, t.comm
-        ))
+        let slack = self.finding_slack()?;
+        Some(slack_finding(&[self], slack))
     }
+
+    /// Its timer slack, p50, when it is a finding.
+    fn finding_slack(&self) -> Option<Nanos> {
+        self.slack_p50.filter(|s| *s >= SLACK_FINDING)
+    }
+}
+
+/// Threads named in a finding of several, at most; the others counted.
+const NAMED: usize = 5;
+
+/// The finding of `threads`' timer slack, `slack` each, all of one policy:
+/// one line, with the fix.
+fn slack_finding(threads: &[&ThreadSummary], slack: Nanos) -> String {
+    let t = &threads[0].thread;
+    let (who, has, it, runs, that) = match threads {
+        [_] => (format!("thread {} ({})", t.tid, t.comm), "has", "its", "it runs", "that thread, or run it"),
+        _ => {
+            let mut named: Vec<String> =
+                threads.iter().take(NAMED).map(|s| format!("{} {}", s.thread.tid, s.thread.comm)).collect();
+            if threads.len() > NAMED {
+                named.push(format!("and {} more", threads.len() - NAMED));
+            }
+            let who = format!("{} threads ({})", threads.len(), named.join(", "));
+            (who, "have", "their", "they run", "each of those threads, or run them")
+        }
+    };
+    let why = if t.has_slack_policy() { format!("{runs} {}, ", t.policy_text()) } else { String::new() };
+    format!(
+        "{who} {has} {slack} of timer slack: {why}so the kernel may fire each of {it} timers up to {slack} after the time asked for, on purpose (to batch wake-ups). Fix: prctl(PR_SET_TIMERSLACK, 1) in {that} SCHED_FIFO/SCHED_RR (real-time threads get no slack)"
+    )
 }
 
 impl ThreadSummary {
@@ -120,9 +145,20 @@ impl ThreadSummary {
     }
 }
 
-/// The findings of a run: each thread's slack and margin findings.
+/// The findings of a run: the threads' slack, one finding per policy and
+/// slack (hundreds of alike threads make one line), then each thread's margin.
 pub fn findings(threads: &[ThreadSummary]) -> Vec<String> {
-    threads.iter().flat_map(|t| [t.slack_finding(), t.margin_finding()]).flatten().collect()
+    let mut groups: Vec<(String, Nanos, Vec<&ThreadSummary>)> = Vec::new();
+    for t in threads {
+        let Some(slack) = t.finding_slack() else { continue };
+        let policy = t.thread.policy_text();
+        match groups.iter_mut().find(|g| g.0 == policy && g.1 == slack) {
+            Some(g) => g.2.push(t),
+            None => groups.push((policy, slack, vec![t])),
+        }
+    }
+    let slack = groups.iter().map(|(_, slack, ts)| slack_finding(ts, *slack));
+    slack.chain(threads.iter().filter_map(|t| t.margin_finding())).collect()
 }
 
 #[cfg(test)]
@@ -205,6 +241,29 @@ mod tests {
         );
         assert_eq!(findings(&[s]).len(), 1);
         assert_eq!(margin(200_000).margin_finding(), None);
+    }
+
+    /// Threads of one policy and slack make one finding, naming a few.
+    #[test]
+    fn alike_threads_make_one_slack_finding() {
+        let with = |tid: i32, policy: Policy, slack: i64| ThreadSummary {
+            thread: ThreadInfo { tid, ..info(policy) },
+            ..ThreadSummary::of(info(policy), &stats(&[timed(5, slack)]))
+        };
+        let mut threads: Vec<ThreadSummary> = (1..=8).map(|t| with(t, Policy::Other, 50_000)).collect();
+        threads.push(with(20, Policy::Other, 100_000));
+        threads.push(with(30, Policy::Batch, 50_000));
+        let f = findings(&threads);
+        assert_eq!(f.len(), 3, "{f:#?}");
+        assert!(
+            f[0].starts_with("8 threads (1 app, 2 app, 3 app, 4 app, 5 app, and 3 more) have 50.0 µs of timer slack: they run SCHED_OTHER nice 0, so the kernel may fire each of their timers"),
+            "{}",
+            f[0]
+        );
+        assert!(f[0]
+            .ends_with("in each of those threads, or run them SCHED_FIFO/SCHED_RR (real-time threads get no slack)"));
+        assert!(f[1].starts_with("thread 20 (app) has 100.0 µs of timer slack: it runs SCHED_OTHER"), "{}", f[1]);
+        assert!(f[2].starts_with("thread 30 (app) has 50.0 µs of timer slack: it runs SCHED_BATCH"), "{}", f[2]);
     }
 
     #[test]

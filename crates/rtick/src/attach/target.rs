@@ -86,9 +86,14 @@ impl ThreadInfo {
             policy: Policy::from_raw(stat.policy),
             rt_priority: stat.rt_priority,
             nice: stat.nice,
-            affinity: parse_cpu_list(field("Cpus_allowed_list:")?)?,
+            affinity: allowed(&status)?,
             timer_slack_ns: slack,
         })
+    }
+
+    /// The CPUs thread `tid` may run on now (`None`: it is gone).
+    pub fn affinity_now(proc: &Path, tid: i32) -> Option<Vec<usize>> {
+        allowed(&fs::read_to_string(proc.join(tid.to_string()).join("status")).ok()?)
     }
 
     /// The kernel function thread `tid` is blocked in (`/proc/TID/wchan`:
@@ -140,6 +145,9 @@ struct Stat {
     rt_priority: i32,
     policy: i32,
     processor: usize,
+    /// When it started, in clock ticks since boot: with its pid, names it
+    /// (a pid is reused, not with the same start).
+    starttime: u64,
 }
 
 impl Stat {
@@ -159,6 +167,7 @@ impl Stat {
             rt_priority: at(40)? as i32,
             policy: at(41)? as i32,
             processor: at(39)? as usize,
+            starttime: at(22)? as u64,
         })
     }
 }
@@ -174,6 +183,9 @@ pub struct Target {
     pub whole_process: bool,
     /// The threads named (for a list of tids).
     pub tids: Vec<i32>,
+    /// When the process started (`/proc/PID/stat` field 22): another with
+    /// its pid later is another process.
+    pub starttime: u64,
 }
 
 impl Target {
@@ -203,12 +215,17 @@ impl Target {
             first.get_or_insert((tgid, stat.comm));
         }
         let (pid, comm) = first.ok_or(TargetError::NoSuch(pid))?;
-        Ok(Target { pid, comm, whole_process: whole, tids })
+        let starttime = start_of(proc, pid).ok_or(TargetError::NoSuch(pid))?;
+        Ok(Target { pid, comm, whole_process: whole, tids, starttime })
     }
 
     /// The threads alive now (empty: the target has exited; a zombie
-    /// waiting for its parent to reap it has).
+    /// waiting for its parent to reap it has, and so has a process whose
+    /// pid another now has).
     pub fn threads(&self, proc: &Path) -> Vec<i32> {
+        if start_of(proc, self.pid) != Some(self.starttime) {
+            return Vec::new();
+        }
         let alive = |t: &i32| {
             let stat = fs::read_to_string(proc.join(t.to_string()).join("stat")).unwrap_or_default();
             stat.rfind(')')
@@ -224,6 +241,16 @@ impl Target {
         t.sort_unstable();
         t
     }
+}
+
+/// The CPUs of `Cpus_allowed_list:` in `/proc/TID/status` text.
+fn allowed(status: &str) -> Option<Vec<usize>> {
+    parse_cpu_list(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim())
+}
+
+/// When process or thread `pid` started (`None`: it is gone).
+fn start_of(proc: &Path, pid: i32) -> Option<u64> {
+    Some(Stat::parse(&fs::read_to_string(proc.join(pid.to_string()).join("stat")).ok()?)?.starttime)
 }
 
 /// The one process named `name`, rtick excepted.
@@ -302,6 +329,14 @@ mod tests {
         assert_eq!((t.pid, t.threads(p)), (100, vec![102]));
         fs::write(p.join("102/stat"), stat(102, "app", 0, 1).replace(" S ", " Z ")).unwrap();
         assert_eq!(t.threads(p), Vec::<i32>::new(), "a zombie has exited");
+        // Its pid reused by another process, started later: the target has exited.
+        let t = Target::resolve_in(p, &Spec::Pid(100), 400).unwrap();
+        assert_eq!(t.threads(p).len(), 2);
+        let later: Vec<String> = stat(100, "app", 0, 1).split(' ').map(String::from).collect();
+        let later: Vec<String> =
+            later.iter().enumerate().map(|(i, v)| if i == 21 { "777".into() } else { v.clone() }).collect();
+        fs::write(p.join("100/stat"), later.join(" ")).unwrap();
+        assert_eq!(t.threads(p), Vec::<i32>::new(), "another process has its pid");
         assert_eq!(Target::resolve_in(p, &Spec::Comm("app".into()), 400).unwrap().pid, 100);
         let err = |s: Spec| Target::resolve_in(p, &s, 400).unwrap_err().to_string();
         assert!(err(Spec::Pid(999)).starts_with("no process or thread 999"));

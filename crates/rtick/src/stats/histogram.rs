@@ -62,6 +62,18 @@ impl SignedHistogram {
         }
     }
 
+    /// Adds every value `other` holds (a value too large for a fixed
+    /// histogram is recorded as its largest, like [`SignedHistogram::record`]).
+    pub fn absorb(&mut self, other: &SignedHistogram) {
+        for (h, o) in [(&mut self.pos, &other.pos), (&mut self.neg, &other.neg)] {
+            if h.add(o).is_err() {
+                for v in o.iter_recorded() {
+                    h.saturating_record_n(o.highest_equivalent(v.value_iterated_to()), v.count_at_value());
+                }
+            }
+        }
+    }
+
     /// Records `n` occurrences of `v`.
     pub fn record_n(&mut self, v: i64, n: u64) {
         let (h, m) = if v >= 0 { (&mut self.pos, v as u64) } else { (&mut self.neg, v.unsigned_abs()) };

@@ -56,6 +56,16 @@ impl LatencyStats {
         self.sum_sq += (v as i128) * (v as i128);
     }
 
+    /// Adds every value `other` recorded.
+    pub fn absorb(&mut self, other: &LatencyStats) {
+        self.hist.absorb(&other.hist);
+        self.count += other.count;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
     /// Values recorded.
     pub fn count(&self) -> u64 {
         self.count
