@@ -33,6 +33,7 @@ pub mod observe;
 pub mod run;
 pub mod source;
 pub mod spin;
+mod spinners;
 pub mod tick;
 
 use std::path::PathBuf;
