@@ -156,6 +156,14 @@ fn notes(r: &NoiseRun) -> String {
     for c in r.cpus.iter().filter(|c| c.unattributed > 0) {
         let _ = writeln!(o, "\nnote: CPU {}: {} gaps left unattributed (past the memory bound)", c.cpu, c.unattributed);
     }
+    for c in r.cpus.iter().filter(|c| c.dropped_instances > 0) {
+        let _ = writeln!(
+            o,
+            "\nnote: CPU {}: {} pieces of kernel work from the trace dropped past the memory bound: \
+             gaps around them may be attributed short",
+            c.cpu, c.dropped_instances
+        );
+    }
     for n in &r.notes {
         let _ = writeln!(o, "\nnote: {n}");
     }

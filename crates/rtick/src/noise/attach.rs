@@ -170,7 +170,7 @@ fn show(cpus: &[usize], f: &mut [Follower], now: Time, observe: &mut dyn Observe
 }
 
 fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Nanos>, nohz_full: bool) -> CpuNoise {
-    let unattributed = f.attr.dropped + f.attr.pending_gaps() as u64;
+    let unattributed = f.attr.dropped_gaps + f.attr.pending_gaps() as u64;
     let sources = f.attr.ranked();
     CpuNoise {
         cpu,
@@ -185,6 +185,7 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         sources,
         below_threshold: f.attr.below_threshold,
         unattributed,
+        dropped_instances: f.attr.dropped_instances,
         lost_events,
         steal,
         worst: f.attr.worst,

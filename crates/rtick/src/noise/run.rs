@@ -67,6 +67,9 @@ pub struct CpuNoise {
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
     pub unattributed: u64,
+    /// Kernel work seen in the trace but dropped past the memory bound
+    /// (the gaps it fell in are attributed without it).
+    pub dropped_instances: u64,
     /// Trace events lost on this CPU.
     pub lost_events: u64,
     /// The host's steal time of this CPU over the run, when /proc/stat says.
@@ -304,7 +307,8 @@ fn figures(
         resolution: sp.resolution,
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
         below_threshold: s.attr.below_threshold,
-        unattributed: if attribution { sp.unqueued + s.attr.dropped + pending } else { 0 },
+        unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
+        dropped_instances: s.attr.dropped_instances,
         lost_events,
         steal,
         worst: s.attr.worst,
