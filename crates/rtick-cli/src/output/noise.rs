@@ -130,7 +130,8 @@ fn sources(c: &CpuNoise) -> String {
         let steal = c.steal.map_or("unknown".into(), |s| format!("{} ms", s.as_ns() / 1_000_000));
         let _ = writeln!(
             o,
-            "  hardware or host: {} µs in gaps without a kernel event; the host's steal time over the run: {steal}",
+            "  hardware or host: {} µs in gaps without a kernel event; the host's steal time over the run: {steal} \
+             (/proc/stat counts it in 10 ms units, and a guest's short exits to the host are not steal)",
             us(hw.1.total)
         );
     }
