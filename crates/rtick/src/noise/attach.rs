@@ -99,7 +99,8 @@ pub fn run_attached(
         }
     };
     let steal1 = StealSample::sample(cpus);
-    let lost: Vec<u64> = cpus.iter().map(|&c| stream.counts(c).map_or(0, |r| r.losses())).collect();
+    let lost: Vec<u64> =
+        cpus.iter().map(|&c| stream.lost_on(c).map(|l| l.count_read())).collect::<std::result::Result<_, _>>()?;
     let missing = stream.missing_events().to_vec();
     stream.remove()?;
     drop(main);

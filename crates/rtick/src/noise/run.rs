@@ -165,10 +165,12 @@ pub fn run_observed(
         let steal1 = StealSample::sample(&plan.cpus);
         let spun = spinners.join()?;
         each_round(&mut spinners.0)?;
-        let lost: HashMap<usize, u64> = stream
-            .as_ref()
-            .map(|st| plan.cpus.iter().map(|&c| (c, st.counts(c).map_or(0, |r| r.losses()))).collect())
-            .unwrap_or_default();
+        let mut lost: HashMap<usize, u64> = HashMap::new();
+        if let Some(st) = stream.as_ref() {
+            for &c in &plan.cpus {
+                lost.insert(c, st.lost_on(c)?.count_read());
+            }
+        }
         let cpus: Vec<CpuNoise> = (spinners.take().into_iter().zip(spun))
             .map(|(s, sp)| {
                 let (steal, lost) = (steal_of(&steal0, &steal1, s.cpu), lost.get(&s.cpu).copied().unwrap_or(0));
