@@ -64,7 +64,8 @@ fn noise_loop_allocates_nothing() {
         let mut l = Loop::on(clock.clone(), Nanos(1), ring);
         let shared = Shared::default();
         let until = rtick::ClockId::Monotonic.now() + Nanos::from_ms(50);
-        let (n, span) = allocations(|| l.spin(Some(until), &shared));
+        let run_stop = std::sync::atomic::AtomicBool::new(false);
+        let (n, span) = allocations(|| l.spin(Some(until), &shared, &run_stop));
         assert_eq!(n, (0, 0), "the noise loop allocated (allocations, reallocations) on {}", clock.describe());
         let spun = l.finish(0, span);
         assert!(spun.gaps.len() > 1024 && spun.unqueued > 0, "{spun:?}");

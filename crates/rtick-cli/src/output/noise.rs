@@ -130,7 +130,8 @@ fn sources(c: &CpuNoise) -> String {
         let steal = c.steal.map_or("unknown".into(), |s| format!("{} ms", s.as_ns() / 1_000_000));
         let _ = writeln!(
             o,
-            "  hardware or host: {} µs in gaps without a kernel event; the host's steal time over the run: {steal}",
+            "  hardware or host: {} µs in gaps without a kernel event; the host's steal time over the run: {steal} \
+             (/proc/stat counts it in 10 ms units, and a guest's short exits to the host are not steal)",
             us(hw.1.total)
         );
     }
@@ -155,6 +156,14 @@ fn notes(r: &NoiseRun) -> String {
     }
     for c in r.cpus.iter().filter(|c| c.unattributed > 0) {
         let _ = writeln!(o, "\nnote: CPU {}: {} gaps left unattributed (past the memory bound)", c.cpu, c.unattributed);
+    }
+    for c in r.cpus.iter().filter(|c| c.dropped_instances > 0) {
+        let _ = writeln!(
+            o,
+            "\nnote: CPU {}: {} pieces of kernel work from the trace dropped past the memory bound: \
+             gaps around them may be attributed short",
+            c.cpu, c.dropped_instances
+        );
     }
     for n in &r.notes {
         let _ = writeln!(o, "\nnote: {n}");

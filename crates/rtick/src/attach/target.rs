@@ -123,10 +123,7 @@ impl ThreadInfo {
     /// The thread's kernel priority, as trace events show it: 99 − p for
     /// SCHED_FIFO/RR p, 120 + nice for the normal policies.
     pub fn kernel_prio(&self) -> i32 {
-        match self.policy {
-            Some(Policy::Fifo | Policy::Rr) => 99 - self.rt_priority,
-            _ => 120 + self.nice,
-        }
+        self.policy.unwrap_or_default().kernel_prio(self.rt_priority, self.nice)
     }
 
     /// Whether the kernel gives it timer slack (the normal policies).

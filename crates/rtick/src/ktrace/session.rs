@@ -112,6 +112,24 @@ impl LostEvents {
         self.malformed += read.malformed;
     }
 
+    /// Adds another CPU's (or set's) losses.
+    pub fn add_cpu(&mut self, o: &LostEvents) {
+        self.overrun += o.overrun;
+        self.commit_overrun += o.commit_overrun;
+        self.dropped += o.dropped;
+        self.unread += o.unread;
+        self.missed_in_pages += o.missed_in_pages;
+        self.uncounted_gaps += o.uncounted_gaps;
+        self.corrupt_pages += o.corrupt_pages;
+        self.malformed += o.malformed;
+    }
+
+    /// [`LostEvents::count`] but for what is still unread: events recorded
+    /// after a run's last read are not lost, only past its end.
+    pub fn count_read(&self) -> u64 {
+        LostEvents { unread: 0, ..*self }.count()
+    }
+
     /// Whether anything at all was lost.
     pub fn any(&self) -> bool {
         *self != LostEvents::default()
@@ -385,6 +403,32 @@ fn open_pipe(instance: &Instance, cpu: usize) -> Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Per-CPU losses add up field by field; what is still unread after a
+    /// run's last read is not counted as lost by `count_read`.
+    #[test]
+    fn per_cpu_losses_add_up_and_unread_is_apart() {
+        let one =
+            LostEvents { overrun: 3, dropped: 1, missed_in_pages: 2, unread: 7, malformed: 1, ..Default::default() };
+        let two = LostEvents { commit_overrun: 2, missed_in_pages: 9, uncounted_gaps: 1, ..Default::default() };
+        let mut all = LostEvents::default();
+        all.add_cpu(&one);
+        all.add_cpu(&two);
+        assert_eq!(
+            all,
+            LostEvents {
+                overrun: 3,
+                commit_overrun: 2,
+                dropped: 1,
+                missed_in_pages: 11,
+                uncounted_gaps: 1,
+                unread: 7,
+                malformed: 1,
+                ..Default::default()
+            }
+        );
+        assert_eq!((one.count(), one.count_read()), (4 + 7 + 1, 4 + 1));
+    }
 
     #[test]
     fn lost_events_are_counted_once() {

@@ -89,7 +89,18 @@ impl Stream {
     pub fn lost(&self) -> Result<LostEvents> {
         let mut lost = LostEvents::default();
         for p in &self.pipes {
-            lost.add(&self.instance.buffer_stats(p.cpu)?, &p.counts);
+            lost.add_cpu(&self.lost_on(p.cpu)?);
+        }
+        Ok(lost)
+    }
+
+    /// The events lost so far on `cpu` (none if it is not traced), as
+    /// [`Stream::lost`] counts them: its buffer's counters and what its
+    /// reads counted.
+    pub fn lost_on(&self, cpu: usize) -> Result<LostEvents> {
+        let mut lost = LostEvents::default();
+        if let Some(p) = self.pipes.iter().find(|p| p.cpu == cpu) {
+            lost.add(&self.instance.buffer_stats(cpu)?, &p.counts);
         }
         Ok(lost)
     }

@@ -99,7 +99,8 @@ pub fn run_attached(
         }
     };
     let steal1 = StealSample::sample(cpus);
-    let lost: Vec<u64> = cpus.iter().map(|&c| stream.counts(c).map_or(0, |r| r.losses())).collect();
+    let lost: Vec<u64> =
+        cpus.iter().map(|&c| stream.lost_on(c).map(|l| l.count_read())).collect::<std::result::Result<_, _>>()?;
     let missing = stream.missing_events().to_vec();
     stream.remove()?;
     drop(main);
@@ -170,7 +171,7 @@ fn show(cpus: &[usize], f: &mut [Follower], now: Time, observe: &mut dyn Observe
 }
 
 fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Nanos>, nohz_full: bool) -> CpuNoise {
-    let unattributed = f.attr.dropped + f.attr.pending_gaps() as u64;
+    let unattributed = f.attr.dropped_gaps + f.attr.pending_gaps() as u64;
     let sources = f.attr.ranked();
     CpuNoise {
         cpu,
@@ -185,6 +186,7 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         sources,
         below_threshold: f.attr.below_threshold,
         unattributed,
+        dropped_instances: f.attr.dropped_instances,
         lost_events,
         steal,
         worst: f.attr.worst,

@@ -93,8 +93,11 @@ pub struct Attributor {
     threads_named: usize,
     /// Kernel work between gaps: it delayed the spinner by less than the threshold.
     pub below_threshold: Tally,
-    /// Instances or gaps dropped past the memory bound.
-    pub dropped: u64,
+    /// Gaps dropped past the memory bound: left unattributed.
+    pub dropped_gaps: u64,
+    /// Instances (kernel work from the trace) dropped past the memory
+    /// bound: the gaps they fell in are attributed without them.
+    pub dropped_instances: u64,
     /// The largest gaps, with their sources.
     pub worst: Vec<GapRecord>,
     /// Whether the tick stopped, and what kept it (`timer:tick_stop`).
@@ -237,7 +240,7 @@ impl Attributor {
         }
         if self.instances.len() >= MAX_PENDING {
             self.instances.pop_front();
-            self.dropped += 1;
+            self.dropped_instances += 1;
         }
         self.instances.push_back(i);
     }
@@ -246,7 +249,7 @@ impl Attributor {
     pub fn gap(&mut self, g: Gap) {
         if self.gaps.len() >= MAX_PENDING {
             self.gaps.pop_front();
-            self.dropped += 1;
+            self.dropped_gaps += 1;
         }
         self.gaps.push_back(g);
     }

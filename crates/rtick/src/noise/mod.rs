@@ -33,6 +33,7 @@ pub mod observe;
 pub mod run;
 pub mod source;
 pub mod spin;
+mod spinners;
 pub mod tick;
 
 use std::path::PathBuf;
@@ -100,11 +101,7 @@ impl Plan {
     /// The spinners' kernel priority, as trace events show it (99 − p for
     /// SCHED_FIFO p; 120 for SCHED_OTHER at nice 0).
     pub fn kernel_prio(&self) -> i32 {
-        if self.policy.is_realtime() {
-            99 - self.priority
-        } else {
-            120
-        }
+        self.policy.kernel_prio(self.priority, 0)
     }
 }
 

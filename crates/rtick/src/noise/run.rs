@@ -4,30 +4,27 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::attribute::{Attributor, Gap, GapRecord};
+use super::attribute::GapRecord;
 use super::observe::{Live, Observer, Unobserved};
 use super::source::{Source, Tally};
-use super::spin::{spin, Shared, Spun, StepsUs};
+use super::spin::{Spun, StepsUs};
+use super::spinners::{Spinner, Spinners};
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::attach::ThreadInfo;
 use crate::clock::ClockId;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::explain::StealSample;
 use crate::ktrace::{self, Event, Options, Stream, Tracepoint};
-use crate::rt::{Setup, SetupGuard, ThreadSetup};
+use crate::rt::{Setup, SetupGuard};
 use crate::session::{Request, Session};
 use crate::system::{format_cpu_list, SysRoot};
 use crate::time::{Nanos, Time};
 
 /// How often the trace and the gaps are read.
 pub(super) const ROUND: Duration = Duration::from_millis(100);
-/// Gaps a spinner can hand over between two reads.
-const RING: usize = 1 << 16;
 /// Trace buffer per measured CPU, KiB: tens of thousands of events (16 to
 /// 64 bytes each) between two reads a tenth of a second apart.
 pub(super) const BUFFER_KB: usize = 4096;
@@ -70,6 +67,9 @@ pub struct CpuNoise {
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
     pub unattributed: u64,
+    /// Kernel work seen in the trace but dropped past the memory bound
+    /// (the gaps it fell in are attributed without it).
+    pub dropped_instances: u64,
     /// Trace events lost on this CPU.
     pub lost_events: u64,
     /// The host's steal time of this CPU over the run, when /proc/stat says.
@@ -116,16 +116,6 @@ pub struct NoiseRun {
     pub attached: Option<ThreadInfo>,
 }
 
-struct Spinner {
-    cpu: usize,
-    tid: i32,
-    shared: Arc<Shared>,
-    ring: rtrb::Consumer<Gap>,
-    handle: JoinHandle<Option<Spun>>,
-    attr: Attributor,
-    carry: Vec<Event>,
-}
-
 /// Runs `plan` until `opts.duration` passes or `stop` is set.
 pub fn run(plan: &Plan, opts: &NoiseOptions, stop: &AtomicBool) -> Result<NoiseRun> {
     run_observed(plan, opts, stop, &mut Unobserved)
@@ -161,42 +151,40 @@ pub fn run_observed(
     };
     let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
     let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
-    let mut spinners = start_spinners(plan, opts, until)?;
-    let steal0 = StealSample::sample(&plan.cpus);
-    let end = loop {
-        std::thread::sleep(ROUND);
-        round(&mut spinners, stream.as_mut(), observe)?;
-        show(&spinners, observe);
-        if stop.load(Ordering::Relaxed) {
-            break End::Interrupted;
+    // Scoped: the spinners watch `stop` too. Whichever way this ends, the
+    // spinners are stopped and joined (`Spinners`' drop) before it returns.
+    let (cpus, end) = std::thread::scope(|scope| {
+        let mut spinners = Spinners::start(scope, plan, opts, until, stop)?;
+        let mut each_round = |sp: &mut [Spinner<'_>]| {
+            round(sp, stream.as_mut(), observe)?;
+            show(sp, observe);
+            Ok(())
+        };
+        let steal0 = StealSample::sample(&plan.cpus);
+        let end = spinners.measure(stop, &mut each_round)?;
+        let steal1 = StealSample::sample(&plan.cpus);
+        let spun = spinners.join()?;
+        each_round(&mut spinners.0)?;
+        let mut lost: HashMap<usize, u64> = HashMap::new();
+        if let Some(st) = stream.as_ref() {
+            for &c in &plan.cpus {
+                lost.insert(c, st.lost_on(c)?.count_read());
+            }
         }
-        if spinners.iter().all(|s| s.handle.is_finished()) {
-            break End::Duration;
-        }
-    };
-    spinners.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
-    let steal1 = StealSample::sample(&plan.cpus);
-    let spun = join(&mut spinners)?;
-    round(&mut spinners, stream.as_mut(), observe)?;
-    show(&spinners, observe);
-    let lost: HashMap<usize, u64> = stream
-        .as_ref()
-        .map(|st| plan.cpus.iter().map(|&c| (c, st.counts(c).map_or(0, |r| r.losses()))).collect())
-        .unwrap_or_default();
+        let cpus: Vec<CpuNoise> = (spinners.take().into_iter().zip(spun))
+            .map(|(s, sp)| {
+                let (steal, lost) = (steal_of(&steal0, &steal1, s.cpu), lost.get(&s.cpu).copied().unwrap_or(0));
+                let nohz = nohz_full.contains(&s.cpu);
+                figures(s, sp, opts.attribution, lost, steal, nohz)
+            })
+            .collect();
+        Ok::<_, crate::Error>((cpus, end))
+    })?;
     if let Some(mut st) = stream.take() {
         st.remove()?;
     }
     drop(session);
     drop(main);
-    let cpus = spinners
-        .into_iter()
-        .zip(spun)
-        .map(|(s, sp)| {
-            let (steal, lost) = (steal_of(&steal0, &steal1, s.cpu), lost.get(&s.cpu).copied().unwrap_or(0));
-            let nohz = nohz_full.contains(&s.cpu);
-            figures(s, sp, opts.attribution, lost, steal, nohz)
-        })
-        .collect();
     Ok(NoiseRun {
         cpus,
         threshold: opts.threshold,
@@ -209,18 +197,6 @@ pub fn run_observed(
     })
 }
 
-/// Each spinner's figures, once it has stopped.
-fn join(spinners: &mut [Spinner]) -> Result<Vec<Spun>> {
-    let mut spun = Vec::with_capacity(spinners.len());
-    for s in spinners {
-        let h = std::mem::replace(&mut s.handle, std::thread::spawn(|| None));
-        spun.push(
-            h.join().ok().flatten().ok_or_else(|| Error::Invalid(format!("the spinner of CPU {} failed", s.cpu)))?,
-        );
-    }
-    Ok(spun)
-}
-
 /// Pins the calling thread (which reads the trace) off the measured CPUs
 /// when another CPU is allowed; put back when the guard drops.
 pub(super) fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
@@ -228,46 +204,6 @@ pub(super) fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
     match others.is_empty() {
         true => Ok(None),
         false => Setup::new().affinity(&others).apply().map(Some),
-    }
-}
-
-/// One spinner per CPU, set up, started together.
-fn start_spinners(plan: &Plan, opts: &NoiseOptions, until: Option<Time>) -> Result<Vec<Spinner>> {
-    let gate = Arc::new(Barrier::new(plan.cpus.len() + 1));
-    let mut out = Vec::new();
-    let mut failed = None;
-    for &cpu in &plan.cpus {
-        let shared = Arc::new(Shared::default());
-        let (producer, ring) = rtrb::RingBuffer::new(RING);
-        let (tx, rx) = mpsc::channel();
-        let setup = ThreadSetup { policy: plan.policy, priority: plan.priority, cpus: vec![cpu], timer_slack: None };
-        let (sh, g, thr) = (Arc::clone(&shared), Arc::clone(&gate), opts.threshold);
-        let handle = std::thread::Builder::new()
-            .name(format!("rtick-noise-{cpu}"))
-            .spawn(move || spin(setup, thr, until, sh, g, tx, producer))
-            .map_err(|e| Error::sys("spawning a spinner thread", e, ""))?;
-        let tid = match rx.recv() {
-            Ok(Ok(tid)) => tid,
-            Ok(Err(e)) => {
-                failed.get_or_insert(e);
-                0
-            }
-            Err(_) => 0,
-        };
-        let mut attr = Attributor::new(tid, plan.kernel_prio());
-        attr.observed = Some(Vec::new());
-        out.push(Spinner { cpu, tid, shared, ring, handle, attr, carry: Vec::new() });
-    }
-    if failed.is_some() {
-        out.iter().for_each(|s| s.shared.stop.store(true, Ordering::Release));
-    }
-    gate.wait();
-    match failed {
-        Some(e) => {
-            out.into_iter().for_each(|s| drop(s.handle.join()));
-            Err(e)
-        }
-        None => Ok(out),
     }
 }
 
@@ -373,7 +309,8 @@ fn figures(
         resolution: sp.resolution,
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
         below_threshold: s.attr.below_threshold,
-        unattributed: if attribution { sp.unqueued + s.attr.dropped + pending } else { 0 },
+        unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
+        dropped_instances: s.attr.dropped_instances,
         lost_events,
         steal,
         worst: s.attr.worst,

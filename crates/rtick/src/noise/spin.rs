@@ -20,7 +20,7 @@
 //! lock-free ring the main thread drains, and progress into atomics.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{mpsc, Arc, Barrier, OnceLock};
+use std::sync::{mpsc, OnceLock, RwLock};
 
 use super::attribute::Gap;
 use crate::clock::ClockId;
@@ -253,26 +253,34 @@ impl Loop {
         }
     }
 
-    /// Spins until `until` or `shared.stop`, publishing its first read and
-    /// its progress in `shared`; returns its first and last reads. The loop
+    /// Spins until `until`, `shared.stop` or `run_stop` (the whole run's
+    /// flag: a spinner ends on it even if the thread that would set
+    /// `shared.stop` never runs), publishing its first read and its
+    /// progress in `shared`; returns its first and last reads. The loop
     /// allocates nothing, takes no lock and makes no system call
     /// (crates/rtick/tests/alloc_free.rs checks the first).
-    pub fn spin(&mut self, until: Option<Time>, shared: &Shared) -> (Time, Time) {
+    pub fn spin(&mut self, until: Option<Time>, shared: &Shared, run_stop: &AtomicBool) -> (Time, Time) {
         match &self.clock {
             #[cfg(target_arch = "x86_64")]
             LoopClock::Tsc(c) => {
                 let tsc = Tsc { clock: *c, max_width: c.ticks(ANCHOR_WIDTH) };
-                self.spin_on(tsc, until, shared)
+                self.spin_on(tsc, until, shared, run_stop)
             }
             // Only x86-64 has a TSC clock ([`tsc_clock::usable`]).
             #[cfg(not(target_arch = "x86_64"))]
-            LoopClock::Tsc(_) => self.spin_on(Vdso, until, shared),
-            LoopClock::Vdso(_) => self.spin_on(Vdso, until, shared),
+            LoopClock::Tsc(_) => self.spin_on(Vdso, until, shared, run_stop),
+            LoopClock::Vdso(_) => self.spin_on(Vdso, until, shared, run_stop),
         }
     }
 
     #[inline(always)]
-    fn spin_on(&mut self, mut clock: impl Reader, until: Option<Time>, shared: &Shared) -> (Time, Time) {
+    fn spin_on(
+        &mut self,
+        mut clock: impl Reader,
+        until: Option<Time>,
+        shared: &Shared,
+        run_stop: &AtomicBool,
+    ) -> (Time, Time) {
         let end = until.map_or(i64::MAX, |t| t.as_ns());
         clock.check();
         let first = clock.read();
@@ -308,7 +316,7 @@ impl Loop {
                 floor = clock.time(now).max(floor);
                 let t = floor.as_ns();
                 shared.progress.store(t, Ordering::Release);
-                if t >= end || shared.stop.load(Ordering::Relaxed) {
+                if t >= end || shared.stop.load(Ordering::Relaxed) || run_stop.load(Ordering::Relaxed) {
                     break;
                 }
             }
@@ -359,29 +367,39 @@ impl Loop {
     }
 }
 
-/// Runs on its own thread: sets itself up on `cpu`, says its tid (or
-/// why it could not), waits at `gate`, then spins until `shared.stop` or `until`.
+/// What a spinner thread is to do: its setup, its threshold, its end.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    pub setup: ThreadSetup,
+    pub threshold: Nanos,
+    pub until: Option<Time>,
+}
+
+/// Runs on its own thread: sets itself up as `job` says, says its tid (or
+/// why it could not), waits for `gate` to open (its write lock released:
+/// every spinner starts then), then spins until `job.until`,
+/// `shared.stop` or `run_stop`.
 pub(super) fn spin(
-    setup: ThreadSetup,
-    threshold: Nanos,
-    until: Option<Time>,
-    shared: Arc<Shared>,
-    gate: Arc<Barrier>,
+    job: Job,
+    shared: &Shared,
+    run_stop: &AtomicBool,
+    gate: &RwLock<()>,
     ready: mpsc::Sender<Result<i32>>,
     ring: rtrb::Producer<Gap>,
 ) -> Option<Spun> {
-    let applied = setup.apply().map(|_| crate::sys::timer::gettid());
+    let applied = job.setup.apply().map(|_| crate::sys::timer::gettid());
     // Decided (and the TSC calibrated) once, before the gate opens.
     LoopClock::get();
     let ok = applied.is_ok();
     let tid = applied.as_ref().copied().unwrap_or(0);
     let _ = ready.send(applied);
-    gate.wait();
-    if !ok || shared.stop.load(Ordering::Acquire) {
+    // A poisoned gate is open all the same.
+    drop(gate.read());
+    if !ok || shared.stop.load(Ordering::Acquire) || run_stop.load(Ordering::Acquire) {
         return None;
     }
-    let mut l = Loop::new(threshold, ring);
-    let span = l.spin(until, &shared);
+    let mut l = Loop::new(job.threshold, ring);
+    let span = l.spin(job.until, shared, run_stop);
     Some(l.finish(tid, span))
 }
 
@@ -445,7 +463,7 @@ mod tests {
             let (producer, _ring) = rtrb::RingBuffer::new(4);
             let mut l = Loop::on(clock, Nanos(1000), producer);
             let before = ClockId::Monotonic.now();
-            let (start, end) = l.spin(Some(before + Nanos::from_ms(20)), &Shared::default());
+            let (start, end) = l.spin(Some(before + Nanos::from_ms(20)), &Shared::default(), &AtomicBool::new(false));
             let after = ClockId::Monotonic.now();
             let slack = Nanos(1000);
             assert!(
@@ -494,7 +512,7 @@ mod tests {
         let (producer, mut ring) = rtrb::RingBuffer::new(8);
         let mut l = Loop::on(LoopClock::Vdso(NotUsable::NotX86_64), Nanos(1000), producer);
         let clock = Scripted { reads: std::cell::Cell::new(0), offset: 0 };
-        let (start, end) = l.spin_on(clock, Some(Time(15_000)), &Shared::default());
+        let (start, end) = l.spin_on(clock, Some(Time(15_000)), &Shared::default(), &AtomicBool::new(false));
         let gaps: Vec<Gap> = std::iter::from_fn(|| ring.pop().ok()).collect();
         assert_eq!(gaps.len(), 2, "{gaps:?}");
         assert!(gaps.iter().all(|g| g.end - g.start == Nanos(2010)), "{gaps:?}");

@@ -231,3 +231,19 @@ fn a_thread_to_attach_to_is_checked_before_anything_runs() {
     assert_eq!(init.thread.tid, 1);
     assert!(!init.plan.cpus.is_empty() && init.plan.cpus.iter().all(|c| init.thread.affinity.contains(c)));
 }
+
+/// Instances past the memory bound are counted apart from gaps: only
+/// dropped gaps are left unattributed.
+#[test]
+fn dropped_instances_are_not_counted_as_dropped_gaps() {
+    let mut a = Attributor::new(SPINNER, 120);
+    for k in 0..(1i64 << 16) + 3 {
+        a.event(&irq(1000 + 10 * k, true));
+        a.event(&irq(1005 + 10 * k, false));
+    }
+    assert_eq!((a.dropped_instances, a.dropped_gaps), (3, 0));
+    for k in 0..(1i64 << 16) + 2 {
+        a.gap(Gap { start: Time(10_000_000 + 10 * k), end: Time(10_000_005 + 10 * k) });
+    }
+    assert_eq!((a.dropped_instances, a.dropped_gaps), (3, 2));
+}

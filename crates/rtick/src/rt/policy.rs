@@ -76,6 +76,15 @@ impl Policy {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
 
+    /// A thread's kernel priority under this policy, as trace events show
+    /// it: 99 − `rt_priority` for SCHED_FIFO/RR, 120 + `nice` for the others.
+    pub fn kernel_prio(self, rt_priority: i32, nice: i32) -> i32 {
+        match self.is_realtime() {
+            true => 99 - rt_priority,
+            false => 120 + nice,
+        }
+    }
+
     /// From the kernel constant.
     pub fn from_raw(raw: libc::c_int) -> Option<Policy> {
         Policy::ALL.into_iter().find(|p| p.raw() == raw)
@@ -176,6 +185,15 @@ pub fn probe(setup: &ThreadSetup) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_priorities_are_as_trace_events_show_them() {
+        assert_eq!(Policy::Fifo.kernel_prio(50, 0), 49);
+        assert_eq!(Policy::Rr.kernel_prio(99, 5), 0);
+        assert_eq!(Policy::Other.kernel_prio(0, -5), 115);
+        assert_eq!(Policy::Batch.kernel_prio(0, 19), 139);
+        assert_eq!(Policy::Idle.kernel_prio(0, 0), 120);
+    }
 
     #[test]
     fn names_and_kernel_numbers() {
