@@ -346,9 +346,12 @@ fn explain_ab_compares_traced_and_plain_stretches_of_one_run() {
         assert_eq!((w[0].2, w[1].2), (k % 2 == 1, k % 2 == 0), "alternating, off first: {switches:?}");
     }
     // Both sides have wake-ups; with those at the switches they are all of the run's.
+    // (A switch turns every explain event on or off: a few ms here, tens of ms
+    // on a loaded machine, whose wake-ups count at the switches: each side
+    // keeps hundreds of the ~3000, not a fixed share.)
     let r = &ab["results"][0];
     let n = |side: &str| r[side]["wakeups"].as_u64().unwrap();
-    assert!(n("traced") >= 500 && n("plain") >= 500, "{r}");
+    assert!(n("traced") >= 200 && n("plain") >= 200, "{r}");
     assert_eq!(n("traced") + n("plain") + n("at_switches"), j["results"][0]["count"].as_u64().unwrap());
     // The ratios are traced ÷ plain, in the JSON and on the terminal.
     let ratio = r["ratio_p50"].as_f64().unwrap();
