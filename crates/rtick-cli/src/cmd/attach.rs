@@ -260,7 +260,8 @@ fn worst(a: &Attached) -> String {
     let mut o = String::new();
     for s in &a.threads {
         let Some(waits) = a.worst.get(&s.thread.tid).filter(|w| !w.is_empty()) else { continue };
-        let _ = writeln!(o, "\n{} {}: its {} worst timed waits explained:", s.thread.tid, s.thread.comm, waits.len());
+        let worst = rtick::text::count(waits.len() as u64, "worst timed wait");
+        let _ = writeln!(o, "\n{} {}: its {worst} explained:", s.thread.tid, s.thread.comm);
         for w in waits {
             let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
         }
