@@ -30,6 +30,10 @@ pub struct RunParts {
 /// are read from the text, once, so an error has its line: it starts with
 /// it (`12: …`), else a space.
 pub fn from_json(v: &serde_json::Value, text: &str) -> Result<RunParts, String> {
+    // attach and noise files carry their command (attach's has findings too).
+    if let Some(c @ ("attach" | "noise")) = v.get("command").and_then(|c| c.as_str()) {
+        return Err(format!(" an rtick {c} file: report reads rtick measure results (rtick {c} prints its own)"));
+    }
     if v.get("findings").is_some() {
         return Err(" an rtick audit file; expected rtick measure results".into());
     }
@@ -241,5 +245,17 @@ mod tests {
         let text = format!("{TRACE_HEADER}\n0,timerfd,0,{},{max},-1\n", -2);
         let err = from_trace(&text).map(|_| ()).expect_err("actual − planned overflows");
         assert!(err.starts_with("2: latency_ns is not actual_ns − planned_ns"), "{err}");
+    }
+
+    #[test]
+    fn attach_and_noise_files_are_named_as_such_not_as_audits() {
+        let err = |text: &str| from_json(&serde_json::from_str(text).unwrap(), text).map(|_| ()).unwrap_err();
+        let attach = r#"{"command": "attach", "findings": [], "threads": []}"#;
+        assert_eq!(
+            err(attach),
+            " an rtick attach file: report reads rtick measure results (rtick attach prints its own)"
+        );
+        assert!(err(r#"{"command": "noise", "cpus": []}"#).starts_with(" an rtick noise file"));
+        assert!(err(r#"{"findings": []}"#).starts_with(" an rtick audit file"));
     }
 }
