@@ -252,13 +252,15 @@ fn attach_agrees_with_the_programs_own_clock_and_reports_slack_apart() {
     let w = wake_ups(&to, other_pid);
     assert!(w.values().all(|&(_, slack)| slack == 50_000), "the kernel's default slack on every wait");
     assert_eq!(run["threads"][0]["slack_p50_ns"], 50_000);
-    // The slack the kernel took is apart from the IRQ delay: that counts
-    // from when it meant to fire, well within the slack at the median.
+    // The slack the kernel took is apart from the IRQ delay (which counts
+    // from when it meant to fire: waits::tests has the exact numbers; a
+    // bound on it here would be a timing on a shared machine): within the
+    // slack, and with the phases it makes up each wait's lateness
+    // (`wake_ups` checks every row).
     let taken = run["threads"][0]["slack_taken_p50_ns"].as_i64().unwrap();
     let irq = &run["threads"][0]["phases_ns"][0];
     assert_eq!(irq["phase"], "irq_delay", "{irq}");
     assert!((0..=50_000).contains(&taken), "slack taken p50 {taken} ns");
-    assert!(irq["p50"].as_i64().unwrap() < 25_000, "IRQ delay p50 well below the 50 µs slack: {irq}");
     check_against_truth(&timed_truth(&ground_truth(&d.join("other.txt")), other_pid), &w, 1000, 0.9);
     let out = stdout(&b);
     assert!(out.contains("timer slack 50000 ns"), "{out}");
