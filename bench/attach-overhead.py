@@ -4,18 +4,19 @@
 A C loop (bench/c/attach_target.c) that records its own latency runs
 SCHED_FIFO, pinned to one CPU, memory locked, at each rate in turn. While it
 runs, stretches alternate untraced / traced (`rtick attach PID -D STRETCH
---json`). Every wake-up of the program is classed by the stretch its planned
-time falls in, on CLOCK_MONOTONIC (time.monotonic_ns here, the program's
-clock): untraced stretches from rtick's exit to the next start, traced ones
-while rtick's tracefs instance records (its tracing_on 1, polled every
-10 ms), so rtick's start-up and its figures after tracing count for neither
-(the wake-ups while it makes its figures, its instance removed, are shown
-apart as "after"); MARGIN is dropped at each edge.
+--json --trace`: the trace's rows are how the wake-ups are matched). Every
+wake-up of the program is classed by the stretch its planned time falls in,
+on CLOCK_MONOTONIC (time.monotonic_ns here, the program's clock): untraced
+stretches from rtick's exit to the next start, traced ones while rtick's
+tracefs instance records (its tracing_on 1, polled every 10 ms), so rtick's
+start-up and its figures after tracing count for neither (the wake-ups while
+it makes its figures, its instance removed, are shown apart as "after");
+MARGIN is dropped at each edge.
 
 Reported per rate: the program's own latency (actual − planned wake-up) p50,
 p99 and max untraced vs traced and their ratios (goal: p50 and p99 ≤ 1.10×),
 the events rtick lost (its JSON), the share of the traced wake-ups rtick
-matched (its wake_ups[] by requested time), and rtick's own CPU time
+matched (its --trace rows by requested time), and rtick's own CPU time
 (os.wait4: utime + stime) per second traced, with the CPUs its threads ran
 on while tracing (schedstat, sampled every 10 ms).
 
@@ -25,6 +26,7 @@ Needs root, tracefs, cc and cargo; the script itself runs off the target's CPU.
 import argparse
 import array
 import bisect
+import csv
 import json
 import math
 import os
@@ -203,7 +205,7 @@ def traced_stretch(a, rtick, pid, tracefs, out, rate, k):
     """One `rtick attach`: its JSON, its window, its CPU time."""
     base = os.path.join(out, f"attach-{rate}-{k}")
     cpus = a.rtick_cpus or a.all_cpus
-    cmd = [rtick, "attach", str(pid), "-D", f"{a.stretch}s", "--json", base + ".json"]
+    cmd = [rtick, "attach", str(pid), "-D", f"{a.stretch}s", "--json", base + ".json", "--trace", base + ".csv"]
     t0 = time.monotonic_ns()
     with open(base + ".txt", "w") as so, open(base + ".err", "w") as se:
         p = subprocess.Popen(cmd, stdout=so, stderr=se, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
@@ -222,6 +224,7 @@ def traced_stretch(a, rtick, pid, tracefs, out, rate, k):
         err = read(base + ".err").strip().splitlines()
         fail(f"rtick attach exited with {p.returncode}: {err[-1] if err else '(no message)'} ({' '.join(cmd)})")
     j = json.loads(read(base + ".json"))
+    j["asked"] = asked_times(base + ".csv")
     seen = watch.on is not None
     on, off, gone = (watch.on, watch.off, watch.gone) if seen else (t0, t1, t1)
     return {"t0": t0, "t1": t1, "on": on, "off": off, "gone": gone, "instance_seen": seen,
@@ -278,10 +281,16 @@ def latencies(planned, actual, lo, hi):
 MATCH_NS = 1000
 
 
+def asked_times(csv_path):
+    """The times asked for of the timed waits in rtick's --trace rows (sorted)."""
+    with open(csv_path, newline="") as f:
+        return sorted(int(r["requested_ns"]) for r in csv.DictReader(f) if r["kind"] == "timed" and r["requested_ns"])
+
+
 def match(when, j):
     """How many of the planned times `when` rtick saw asked for, and by how
     much its times differed from the program's (ns, each match)."""
-    asked = sorted(w["requested_ns"] for t in j.get("threads", []) for w in t.get("wake_ups", []))
+    asked = j["asked"]
     found, diffs = 0, []
     for p in when:
         i = bisect.bisect_left(asked, p)
