@@ -324,3 +324,64 @@ pub fn run(a: &MonitorArgs, t: &MonitorTarget) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+    use rtick::attach::{EventWake, Waker};
+    use rtick::Time;
+
+    fn thread(tid: i32, affinity: Vec<usize>) -> ThreadInfo {
+        ThreadInfo {
+            tid,
+            tgid: 1000,
+            comm: format!("w{tid}"),
+            policy: None,
+            rt_priority: 0,
+            nice: 0,
+            affinity,
+            timer_slack_ns: None,
+        }
+    }
+
+    fn text(c: &AttachCollector) -> String {
+        let mut s = String::new();
+        encode(&mut s, &c.exporter.registry).unwrap();
+        s
+    }
+
+    /// The first THREAD_LABELS threads have series of their own (a pinned
+    /// one labelled with its CPU), later ones count together under
+    /// "other"; an exited thread's series leave, "other" stays.
+    #[test]
+    fn thread_labels_stay_bounded_and_exited_threads_leave() {
+        let mut c = AttachCollector::new(&SystemInfo::read(), "SCHED_FIFO", 50, None);
+        let n = THREAD_LABELS as i32 + 3;
+        let threads: BTreeMap<i32, ThreadInfo> =
+            (1..=n).map(|t| (t, thread(t, if t == 1 { vec![1] } else { vec![0, 1] }))).collect();
+        let lost = rtick::ktrace::LostEvents::default();
+        c.poll(&Polled { threads: &threads, retired: &[], lost });
+        let event = Wake::Event(EventWake { woken: Time(0), scheduling: Nanos(500), waker: Waker::Irq });
+        for t in 1..=n {
+            c.wait(t, &event);
+        }
+        c.wait(2, &Wake::Unmatched);
+        let t = text(&c);
+        let events = |labels: &str| format!("rtick_attach_event_wakeups_total{{mechanism=\"attach\",{labels}}}");
+        assert!(t.contains(&format!("{} 1", events("cpu=\"1\",thread=\"1 w1\""))), "{t}");
+        assert!(t.contains(&format!("{} 1", events("cpu=\"any\",thread=\"64 w64\""))), "{t}");
+        assert!(t.contains(&format!("{} 3", events("cpu=\"any\",thread=\"other\""))), "{t}");
+        assert!(!t.contains("thread=\"65 w65\""), "{t}");
+        assert!(t.contains("rtick_attach_unmatched_waits_total{mechanism=\"attach\",cpu=\"any\",thread=\"2 w2\"} 1"));
+        let series = t.lines().filter(|l| l.starts_with("rtick_attach_event_wakeups_total")).count();
+        assert_eq!(series, THREAD_LABELS + 1, "{t}");
+        // Thread 2 and one of the pooled exit.
+        c.poll(&Polled { threads: &threads, retired: &[2, n], lost });
+        let t = text(&c);
+        assert!(!t.contains("thread=\"2 w2\""), "{t}");
+        assert!(t.contains(&format!("{} 3", events("cpu=\"any\",thread=\"other\""))), "{t}");
+    }
+}
