@@ -14,7 +14,7 @@ use crate::units;
 mod attach;
 mod maintenance;
 mod noise;
-pub use attach::AttachArgs;
+pub use attach::{AttachArgs, MonitorTarget};
 pub use maintenance::{AssetsArgs, CleanupArgs};
 pub use noise::NoiseArgs;
 
@@ -393,6 +393,10 @@ pub struct MonitorArgs {
     /// Instead of the measuring loop, run rtick noise's spinners on these CPUs (e.g. 1-3), continuously: per CPU and source, noise seconds and counts, and a gap histogram at /metrics (docs/monitor.md). -p makes them SCHED_FIFO.
     #[arg(long, value_name = "CPUSET", conflicts_with_all = ["mechanisms", "interval", "threads", "affinity", "smp", "policy", "clock", "mlock", "no_mlock", "dma_latency", "timer_slack", "overrun", "hybrid_slack", "spike", "explain"])]
     pub noise: Option<String>,
+
+    /// Another program's threads instead of the loop: --attach PID, --tid, --comm.
+    #[command(flatten)]
+    pub target: attach::MonitorTarget,
 }
 
 /// The overrun policies `rtick measure` offers (`fail` is for applications:

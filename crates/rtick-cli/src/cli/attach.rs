@@ -55,3 +55,41 @@ pub struct AttachArgs {
     #[arg(short, long)]
     pub quiet: bool,
 }
+
+/// `rtick monitor`'s other program: a PID, --tid or --comm, at most one,
+/// none with the measuring loop's options or --noise.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("attach_target").multiple(false).args(["attach", "tid", "comm"]).conflicts_with_all(MONITOR_LOOP)))]
+pub struct MonitorTarget {
+    /// Instead of the measuring loop, follow this running program's threads (all of them, later ones too), as rtick attach does, continuously: each thread's timed waits (lateness histogram, counts, overruns, slack) and event-driven wake-ups at /metrics, labelled thread="TID COMM"; with --spike its late waits explained at /spikes (docs/monitor.md). Ends with Ctrl-C, SIGTERM, -D or the program's exit.
+    #[arg(long, value_name = "PID")]
+    pub attach: Option<i32>,
+
+    /// As --attach, only these threads (comma-separated thread ids).
+    #[arg(long, value_name = "TID[,TID…]", value_delimiter = ',')]
+    pub tid: Option<Vec<i32>>,
+
+    /// As --attach, the one process of this name (/proc/PID/comm).
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+}
+
+/// The options of `rtick monitor` that shape its own loop (or --noise's
+/// spinners): they make no sense with another program's threads.
+const MONITOR_LOOP: [&str; 15] = [
+    "mechanisms",
+    "interval",
+    "threads",
+    "affinity",
+    "smp",
+    "priority",
+    "policy",
+    "clock",
+    "mlock",
+    "no_mlock",
+    "dma_latency",
+    "timer_slack",
+    "overrun",
+    "hybrid_slack",
+    "noise",
+];

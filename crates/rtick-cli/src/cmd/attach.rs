@@ -23,14 +23,15 @@ use crate::Usage;
 
 /// Runs `rtick attach`.
 pub fn run(a: &AttachArgs) -> Result<ExitCode> {
-    let target = Target::resolve(&spec(a)?).map_err(|e| Usage(e.to_string()))?;
+    let target = resolve(spec((a.pid, "PID"), a.tid.as_deref(), a.comm.as_deref())?)?;
     let json = AtomicFile::create_opt("--json", a.json.as_deref())?;
     let trace_out = AtomicFile::create_opt("--trace", a.trace.as_deref())?;
     let plot = PlotFile::create_opt("--plot", a.plot.as_deref())?;
     let mut trace = trace_out.as_ref().map(|f| f.try_clone().and_then(trace::TraceCsv::new)).transpose()?;
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
+    let opts =
+        AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top, spike: None };
     // Each wait, as it ends, a --trace row and into --plot's bounded
     // series: the JSON file holds figures only.
     let mut series = plot.as_ref().map(|_| series::Plotted::new(rtick::ClockId::Monotonic.now()));
@@ -85,18 +86,25 @@ fn gates(g: &Gates, a: &Attached, timed: bool) -> GatesJson {
     g.evaluate(&rows, &asked, &unavailable, timed && a.end == End::Interrupted, Vec::new())
 }
 
-/// The target as given: exactly one of PID, --tid, --comm (clap sees to it).
-fn spec(a: &AttachArgs) -> Result<Spec, Usage> {
+/// The target as given: exactly one of a pid (and the name it goes by:
+/// `PID`, `--attach`), --tid, --comm (clap sees to it).
+pub fn spec((pid, named): (Option<i32>, &str), tid: Option<&[i32]>, comm: Option<&str>) -> Result<Spec, Usage> {
     let positive = |p: i32, what: &str| match p > 0 {
         true => Ok(p),
         false => Err(Usage(format!("{what} {p} is not a process id: give a positive number (ps -eLo pid,tid,comm)"))),
     };
-    Ok(match (&a.pid, &a.tid, &a.comm) {
-        (Some(p), _, _) => Spec::Pid(positive(*p, "PID")?),
+    Ok(match (pid, tid, comm) {
+        (Some(p), _, _) => Spec::Pid(positive(p, named)?),
         (_, Some(t), _) => Spec::Tids(t.iter().map(|&t| positive(t, "--tid")).collect::<Result<_, _>>()?),
-        (_, _, Some(c)) if !c.is_empty() => Spec::Comm(c.clone()),
+        (_, _, Some(c)) if !c.is_empty() => Spec::Comm(c.to_string()),
         _ => return Err(Usage("--comm needs a name: the one /proc/PID/comm shows (ps -eo pid,comm)".into())),
     })
+}
+
+/// The target of `spec`, checked against /proc (no such process, a
+/// kernel thread, rtick itself: usage errors).
+pub fn resolve(spec: Spec) -> Result<Target> {
+    Ok(Target::resolve(&spec).map_err(|e| Usage(e.to_string()))?)
 }
 
 /// What was attached to, for how long, and its threads' settings.

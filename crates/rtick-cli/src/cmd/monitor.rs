@@ -10,6 +10,7 @@
 //! store atomics; the thread that watches the run collects them into the
 //! metrics (see `metrics`), and the HTTP thread only reads.
 
+mod attach;
 mod http;
 mod metrics;
 mod noise;
@@ -52,6 +53,17 @@ fn beside_the_loop(cfg: &MeasureConfig) -> Result<(Option<rtick::rt::SetupGuard>
     Ok((Some(guard), Some(others)))
 }
 
+/// Moves this thread — and the endpoint's thread it starts next — off
+/// `cpus` (the spinners', the attached program's) when another CPU is
+/// allowed; the guard puts the affinity back.
+fn off_cpus(cpus: &[usize]) -> Result<Option<rtick::rt::SetupGuard>> {
+    let others: Vec<usize> = rtick::info::allowed_cpus()?.into_iter().filter(|c| !cpus.contains(c)).collect();
+    match others.is_empty() {
+        true => Ok(None),
+        false => Ok(Some(rtick::rt::Setup::new().affinity(&others).apply().context("moving off the measured CPUs")?)),
+    }
+}
+
 /// Seconds of wake-ups a trace ring holds if the collector stalls. The
 /// collector runs at normal priority, by design: on a machine loaded far
 /// beyond its CPUs (load average 60–97 seen with two busy loops and parallel
@@ -70,6 +82,10 @@ const ROW_BYTES: usize = std::mem::size_of::<measure::TraceRow>();
 pub fn run(a: &MonitorArgs) -> Result<()> {
     if let Some(set) = &a.noise {
         return noise::run(a, set);
+    }
+    let t = &a.target;
+    if t.attach.is_some() || t.tid.is_some() || t.comm.is_some() {
+        return attach::run(a, t);
     }
     let plan = loop_plan(&a.looping, false, &Cpus::detect()?)?;
     let req = request(&plan, a.looping.dma_latency);

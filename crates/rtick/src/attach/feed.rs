@@ -1,7 +1,9 @@
 //! The merged events of a run taken one at a time: each wait that ends
 //! goes into its thread's figures ([`ThreadStats`]) and, when it ranks
 //! among the thread's worst, is explained from the recent window
-//! ([`Worst`]). Nothing here grows with the run's length.
+//! ([`Worst`]); with a spike threshold (`rtick monitor --attach`), so is
+//! every wait later than it, a bounded number each read ([`Ended::spike`]).
+//! Nothing here grows with the run's length.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -10,7 +12,7 @@ use super::overruns::{Overrun, OverrunCause, Overruns};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
-use crate::explain::{Recent, Recorded};
+use crate::explain::{Recent, Recorded, Spike, Unexplained};
 use crate::ktrace::{Event, EventKind};
 use crate::time::{Nanos, Time};
 
@@ -21,6 +23,24 @@ const LOOKBACK: Nanos = Nanos::from_ms(10);
 
 /// Overruns kept with their cause per thread (the largest).
 pub const OVERRUNS_KEPT: usize = 5;
+
+/// The spikes explained in one read at most ([`Feed::new_read`]): later
+/// ones are [`Unexplained::Crowded`]. A read of 400 pages a CPU holds some
+/// thousands of waits; explaining one reads the events of a period.
+pub const SPIKES_PER_READ: usize = 256;
+
+/// A wait of a followed thread that ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// Its thread.
+    pub tid: i32,
+    /// How it ended.
+    pub wake: Wake,
+    /// For a timed wait later than the spike threshold, whose lateness
+    /// the kernel held all of (not a catch-up after a stall, see
+    /// [`Feed::take`]): its explanation, or why it has none.
+    pub spike: Option<Result<Spike, Unexplained>>,
+}
 
 /// Each thread's figures, worst waits and largest overruns, in tid order.
 pub type Finished = (BTreeMap<i32, ThreadStats>, BTreeMap<i32, Vec<WorstWait>>, BTreeMap<i32, Vec<Overrun>>);
@@ -43,6 +63,10 @@ pub struct Feed {
     exited_count: usize,
     top: usize,
     events: u64,
+    /// Timed waits later than this are spikes, explained.
+    spike: Option<Nanos>,
+    /// Spikes still explained in this read.
+    budget: usize,
 }
 
 impl Feed {
@@ -61,7 +85,20 @@ impl Feed {
             exited_count: 0,
             top,
             events: 0,
+            spike: None,
+            budget: SPIKES_PER_READ,
         }
+    }
+
+    /// Explains too every timed wait later than `threshold` (`None`: none).
+    pub fn with_spikes(mut self, threshold: Option<Nanos>) -> Feed {
+        self.spike = threshold;
+        self
+    }
+
+    /// A read begins: [`SPIKES_PER_READ`] spikes may be explained again.
+    pub fn new_read(&mut self) {
+        self.budget = SPIKES_PER_READ;
     }
 
     /// Follows `tids` too, from their next event on.
@@ -104,18 +141,19 @@ impl Feed {
     /// Takes event `e` of `cpu`, the next in time order of all CPUs';
     /// `recent` holds every traced CPU's events up to it at least. Returns
     /// the wait that ended with it, if one did.
-    pub fn take(&mut self, cpu: usize, e: &Event, recent: &Recent) -> Option<(i32, Wake)> {
+    pub fn take(&mut self, cpu: usize, e: &Event, recent: &Recent) -> Option<Ended> {
         self.events += 1;
-        let ended = self.follower.feed(cpu, e);
-        if let Some((tid, w)) = &ended {
-            self.stats.entry(*tid).or_default().add(w);
-            if let Wake::Timed(t) = w {
-                let from = self.from(*tid, t);
-                self.rank(*tid, t, from, recent);
-                let cause = self.overran(*tid, t, recent);
-                self.before.insert(*tid, (*t, from, cause));
+        let ended = self.follower.feed(cpu, e).map(|(tid, wake)| {
+            self.stats.entry(tid).or_default().add(&wake);
+            let mut spike = None;
+            if let Wake::Timed(t) = &wake {
+                let from = self.from(tid, t);
+                spike = self.rank(tid, t, from, recent);
+                let cause = self.overran(tid, t, recent);
+                self.before.insert(tid, (*t, from, cause));
             }
-        }
+            Ended { tid, wake, spike }
+        });
         if matches!(e.kind, EventKind::SysExit { .. }) && self.threads.contains(&e.pid) {
             self.last_exit.insert(e.pid, e.ts);
         }
@@ -128,8 +166,9 @@ impl Feed {
         self.last_exit.get(&tid).copied().unwrap_or(t.requested).min(t.requested - LOOKBACK)
     }
 
-    /// Explains `t`, a timed wait of `tid` that just ended, if it ranks among its worst.
-    fn rank(&mut self, tid: i32, t: &TimedWait, from: Time, recent: &Recent) {
+    /// Explains `t`, a timed wait of `tid` that just ended, if it ranks
+    /// among its worst or is a spike; a spike's explanation is returned.
+    fn rank(&mut self, tid: i32, t: &TimedWait, from: Time, recent: &Recent) -> Option<Result<Spike, Unexplained>> {
         // One rule: a wait is ranked when the kernel held all of its
         // lateness, i.e. the thread ran none of its own code after the
         // time it asked for. Not so for a catch-up after a stall: armed
@@ -140,18 +179,34 @@ impl Feed {
         // or its overrun's (`overran`).
         let ran_after = self.last_exit.get(&tid).is_some_and(|&x| x > t.requested);
         if t.overrun() > Nanos::ZERO || ran_after {
-            return;
+            return None;
         }
+        let over = self.spike.is_some_and(|s| t.lateness > s);
         let top = self.top;
         let worst = self.worst.entry(tid).or_insert_with(|| Worst::new(top));
-        if !worst.ranks(t) {
-            return;
+        let ranks = worst.ranks(t);
+        if !ranks && !over {
+            return None;
         }
-        let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
-        // Explained from when the kernel meant to fire: the slack it took
-        // was allowed, no task's doing.
-        let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
-        worst.add(WorstWait { wait: *t, explained: recent.explain_matched(wake, t.matched, from) });
+        let explained = if ranks || self.budget > 0 {
+            self.budget = self.budget.saturating_sub(usize::from(over));
+            let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
+            // Explained from when the kernel meant to fire: the slack it took
+            // was allowed, no task's doing.
+            let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
+            recent.explain_matched(wake, t.matched, from)
+        } else {
+            Err(Unexplained::Crowded)
+        };
+        match (ranks, over) {
+            (true, true) => worst.add(WorstWait { wait: *t, explained: explained.clone() }),
+            (true, false) => {
+                worst.add(WorstWait { wait: *t, explained });
+                return None;
+            }
+            _ => {}
+        }
+        Some(explained)
     }
 
     /// The cause of `t`'s overrun, a timed wait of `tid` that just ended,
@@ -244,19 +299,16 @@ mod tests {
         ev(ts, T, 0, EventKind::SysExit { id: 230, ret: 0 })
     }
 
-    /// A wait whose thread a task of higher priority held off the CPU is
-    /// explained, culprit named; the catch-up waits after it (armed after the
-    /// time they asked for) are counted but not ranked, and the first keeps
-    /// the stall's overrun, its cause the preempted wait.
-    #[test]
-    fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
+    /// A wait (for 10 µs) that a task of higher priority held off the CPU,
+    /// 3.2 µs late; then two catch-ups, armed after the time they asked for.
+    fn preempted() -> Vec<Event> {
         let waking = |ts, by| {
             let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 49, target_cpu: 0 };
             ev(ts, by, 0x09, EventKind::SchedWaking(w))
         };
         let expire =
             |ts| ev(ts, HOG, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER });
-        let events = [
+        vec![
             exit(0),
             start(100, 10_000),
             switch(200, (T, 49), (HOG, 19)),
@@ -273,7 +325,16 @@ mod tests {
             expire(13_510),
             waking(13_520, T),
             exit(13_600),
-        ];
+        ]
+    }
+
+    /// A wait whose thread a task of higher priority held off the CPU is
+    /// explained, culprit named; the catch-up waits after it (armed after the
+    /// time they asked for) are counted but not ranked, and the first keeps
+    /// the stall's overrun, its cause the preempted wait.
+    #[test]
+    fn a_preempted_wait_is_explained_and_its_catch_up_is_not_ranked() {
+        let events = preempted();
         let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
         let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
         feed.follow_threads(&[T]);
@@ -304,5 +365,36 @@ mod tests {
         let spike = w.explained.as_ref().unwrap();
         assert_eq!(spike.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
         assert_eq!(spike.phases.total(), w.wait.lateness);
+    }
+
+    /// With a spike threshold, the late wait is a spike, explained even
+    /// when no worst wait is kept; the catch-ups are not spikes (their
+    /// lateness is the stall's); past the read's budget a spike is only counted.
+    #[test]
+    fn a_wait_over_the_threshold_is_an_explained_spike() {
+        let run = |budget: usize| {
+            let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+            let mut feed =
+                Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 0).with_spikes(Some(Nanos::from_us(1)));
+            feed.follow_threads(&[T]);
+            feed.new_read();
+            feed.budget = budget;
+            let mut spikes = Vec::new();
+            for e in preempted() {
+                recent.push(0, e.clone());
+                if let Some(Ended { tid, wake: Wake::Timed(t), spike: Some(s) }) = feed.take(0, &e, &recent) {
+                    spikes.push((tid, t.lateness, s));
+                }
+            }
+            let (_, worst, _) = feed.finish();
+            assert!(worst.values().all(Vec::is_empty), "no worst wait kept: {worst:?}");
+            spikes
+        };
+        let spikes = run(SPIKES_PER_READ);
+        let [(tid, late, Ok(s))] = &spikes[..] else { panic!("one spike, explained: {spikes:?}") };
+        assert_eq!((*tid, *late), (T, Nanos(3_200)));
+        assert_eq!(s.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
+        let crowded = run(0);
+        assert!(matches!(crowded[..], [(T, _, Err(Unexplained::Crowded))]), "{crowded:?}");
     }
 }

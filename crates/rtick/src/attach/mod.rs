@@ -20,6 +20,8 @@
 //! - [`cycle`]: a thread's cycle: period, jitter, compute, margin;
 //! - [`overruns`]: a thread's largest overruns, each with its cause;
 //! - [`feed`]: each event taken, each wait that ends counted and ranked;
+//! - [`observe`]: what watches the run as it goes (its waits, spikes and
+//!   threads);
 //! - [`summary`]: the figures per thread and the findings;
 //! - [`run`](mod@run): the trace from start to its end (a duration,
 //!   Ctrl-C, or the target's exit), read as it runs.
@@ -33,6 +35,7 @@ pub mod bases;
 pub mod cycle;
 pub mod feed;
 pub mod merge;
+pub mod observe;
 pub mod overruns;
 pub mod run;
 pub mod stats;
@@ -45,6 +48,8 @@ pub mod waits;
 pub mod worst;
 
 pub use cycle::CycleSummary;
+pub use feed::SPIKES_PER_READ;
+pub use observe::{Observer, Polled};
 pub use overruns::{Overrun, OverrunCause};
 pub use run::{attach, AttachOptions, Attached, End};
 pub use stats::ThreadStats;

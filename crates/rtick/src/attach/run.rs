@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::bases::BaseOffsets;
 use super::feed::Feed;
 use super::merge::Merge;
+use super::observe::{Observer, Polled};
 use super::overruns::Overrun;
 use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
@@ -53,6 +54,9 @@ pub struct AttachOptions {
     pub duration: Option<Nanos>,
     /// Each thread's worst timed waits explained.
     pub explain_top: usize,
+    /// Timed waits later than this are spikes, each explained as it ends
+    /// ([`Observer::spike`]; at most [`SPIKES_PER_READ`](super::feed::SPIKES_PER_READ) a read).
+    pub spike: Option<Nanos>,
 }
 
 /// Why the attach ended.
@@ -104,12 +108,13 @@ pub struct Attached {
 }
 
 /// Traces `target` until `opts.duration` passes, `stop` is set, or it
-/// exits; each wait that ends is handed to `on_wait` with its thread's id.
+/// exits; `observer` is handed each wait as it ends, each spike, and the
+/// target after every look at it.
 pub fn attach(
     target: &Target,
     opts: &AttachOptions,
     stop: &AtomicBool,
-    on_wait: &mut dyn FnMut(i32, &Wake),
+    observer: &mut dyn Observer,
 ) -> Result<Attached> {
     let mut run = Run::start(target, opts)?;
     let began = run.began;
@@ -124,7 +129,8 @@ pub fn attach(
         if !run.follow_new_threads()? {
             break End::TargetExited;
         }
-        emptied = run.pass(false, on_wait)?;
+        run.report(observer)?;
+        emptied = run.pass(false, observer)?;
         if stop.load(Ordering::Relaxed) {
             break End::Interrupted;
         }
@@ -136,7 +142,7 @@ pub fn attach(
     let blocked: BTreeMap<i32, String> =
         run.tids.iter().filter_map(|&t| Some((t, ThreadInfo::blocked_in(run.proc, t)?))).collect();
     run.live.stream().stop_recording()?;
-    while !run.pass(true, on_wait)? {}
+    while !run.pass(true, observer)? {}
     run.finish(end, elapsed, &blocked)
 }
 
@@ -158,6 +164,8 @@ struct Run<'a> {
     first_exited: Option<ThreadInfo>,
     /// The threads alive at the last look.
     tids: Vec<i32>,
+    /// The threads retired since the observer was last told.
+    retired: Vec<i32>,
     /// The most threads alive at once, and whether the kernel could filter their exits.
     most: usize,
     kernel_filtered: bool,
@@ -182,9 +190,7 @@ impl<'a> Run<'a> {
         if seen.is_empty() {
             return Err(Error::Invalid(format!("{} ({}) exited before tracing began", target.pid, target.comm)));
         }
-        let mut cpus: Vec<usize> = seen.values().flat_map(|t| t.affinity.iter().copied()).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
+        let cpus = ThreadInfo::cpus_of(seen.values());
         // Off the target's CPUs before anything else runs: threads started
         // from here on inherit it.
         let reader_cpus = ktrace::keep_off(&cpus);
@@ -209,7 +215,7 @@ impl<'a> Run<'a> {
                 None
             }
         };
-        let mut feed = Feed::new(sleeper, bases, opts.explain_top);
+        let mut feed = Feed::new(sleeper, bases, opts.explain_top).with_spikes(opts.spike);
         feed.follow_threads(&tids);
         let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
         Ok(Run {
@@ -222,6 +228,7 @@ impl<'a> Run<'a> {
             gone: Vec::new(),
             first_exited: None,
             tids,
+            retired: Vec::new(),
             most,
             kernel_filtered,
             started,
@@ -237,16 +244,20 @@ impl<'a> Run<'a> {
     /// Reads the trace and takes, in time order, every event recorded
     /// before the read began (every one read, when `last` and the buffers
     /// were emptied). Whether they were: else more waits to be read now.
-    fn pass(&mut self, last: bool, on_wait: &mut dyn FnMut(i32, &Wake)) -> Result<bool> {
-        let Run { live, merge, feed, gone, .. } = self;
+    fn pass(&mut self, last: bool, observer: &mut dyn Observer) -> Result<bool> {
+        let Run { live, merge, feed, gone, retired, .. } = self;
         let (watermark, all) = live.read_each(READ_PAGES, &mut |cpu, e| merge.push(cpu, e))?;
+        feed.new_read();
         let watermark = if last && all { Time(i64::MAX) } else { watermark };
         // Into the window in the order taken: a wait's events are held when
         // it ends, however many one read brought.
         merge.release(watermark, &mut |cpu, e| {
             live.recent_mut().push(cpu, e.clone());
-            if let Some((tid, w)) = feed.take(cpu, &e, live.recent()) {
-                on_wait(tid, &w);
+            if let Some(ended) = feed.take(cpu, &e, live.recent()) {
+                observer.wait(ended.tid, &ended.wake);
+                if let (Wake::Timed(t), Some(s)) = (&ended.wake, &ended.spike) {
+                    observer.spike(ended.tid, t, s);
+                }
             }
         });
         // The window keeps the last KEEP of what was taken, however far
@@ -257,6 +268,7 @@ impl<'a> Run<'a> {
             let done = *at <= watermark;
             if done {
                 feed.retire(tids);
+                retired.extend(tids);
             }
             !done
         });
@@ -289,6 +301,7 @@ impl<'a> Run<'a> {
                 g.1.retain(|t| !reused.contains(t));
             }
             self.feed.retire(&reused);
+            self.retired.extend(&reused);
             note(self.proc, &new, &mut self.seen);
             // Exited threads are dropped: the filter stays short, and a
             // reused tid is not followed.
@@ -304,6 +317,15 @@ impl<'a> Run<'a> {
         self.check_affinity(&tids);
         self.tids = tids;
         Ok(true)
+    }
+
+    /// Tells `observer` the threads followed, those retired since it was
+    /// last told, and the events lost so far.
+    fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        let lost = self.live.stream().lost()?;
+        observer.poll(&Polled { threads: &self.seen, retired: &self.retired, lost });
+        self.retired.clear();
+        Ok(())
     }
 
     /// Notes, once a CPU, a thread of `tids` allowed on a CPU not traced

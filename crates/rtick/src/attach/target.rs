@@ -72,6 +72,14 @@ pub struct ThreadInfo {
 }
 
 impl ThreadInfo {
+    /// The CPUs any of `threads` may run on, in order: those an attach traces.
+    pub fn cpus_of<'a>(threads: impl IntoIterator<Item = &'a ThreadInfo>) -> Vec<usize> {
+        let mut cpus: Vec<usize> = threads.into_iter().flat_map(|t| t.affinity.iter().copied()).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+
     /// Reads thread `tid` from `proc` (normally `/proc`).
     pub fn read(proc: &Path, tid: i32) -> Option<ThreadInfo> {
         let dir = proc.join(tid.to_string());

@@ -39,6 +39,8 @@ pub enum Unexplained {
     EventsLost,
     /// Its events were there but did not match ([`Unmatched`]).
     Unmatched(Unmatched),
+    /// More spikes came in one read than are explained: it is counted only.
+    Crowded,
 }
 
 impl Unexplained {
@@ -50,6 +52,7 @@ impl Unexplained {
             }
             Unexplained::EventsLost => "the kernel lost trace events around it (a trace buffer overflowed)",
             Unexplained::Unmatched(u) => u.reason(),
+            Unexplained::Crowded => "more spikes came at once than are explained (the first of each read are)",
         }
     }
 
@@ -61,6 +64,7 @@ impl Unexplained {
             Unexplained::Unmatched(Unmatched::DidNotSleep) => "did_not_sleep",
             Unexplained::Unmatched(Unmatched::NoWaking) => "no_waking",
             Unexplained::Unmatched(Unmatched::NoTimer) => "no_timer",
+            Unexplained::Crowded => "too_many",
         }
     }
 }

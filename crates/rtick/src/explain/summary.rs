@@ -103,6 +103,11 @@ impl BoundedNames {
         BoundedNames { max, kept: HashSet::new() }
     }
 
+    /// Whether `label` is a name kept (not `other`).
+    pub fn is_kept(&self, label: &str) -> bool {
+        self.kept.contains(label)
+    }
+
     /// `name` as the label says it.
     pub fn label(&mut self, name: String) -> String {
         if self.kept.contains(&name) {

@@ -30,7 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
-use rtick::explain::{BoundedNames, Drained, Live, SpikeWatcher, WINDOW_SECS};
+use rtick::explain::{BoundedNames, Drained, Live, Spike, SpikeWatcher, WINDOW_SECS};
 use rtick::measure::{MeasureConfig, Progress, TraceConsumer};
 use rtick::system::SystemInfo;
 use rtick::{ClockId, Nanos};
@@ -71,7 +71,7 @@ pub struct SpikeLabels {
 /// first seen; any further one is `other`, so the series stay bounded.
 pub const CULPRIT_NAMES: usize = 16;
 
-type Float = Gauge<f64, AtomicU64>;
+pub type Float = Gauge<f64, AtomicU64>;
 
 /// What the HTTP workers read: the registry and the spike log.
 pub struct Exporter {
@@ -129,22 +129,30 @@ impl Series {
     }
 }
 
-/// The metric families, registered: a series takes its metrics from them.
-struct Families {
-    latency: Family<SeriesLabels, Histogram>,
-    wakeups: Family<SeriesLabels, Counter>,
-    overruns: Family<SeriesLabels, Counter>,
-    missed: Family<SeriesLabels, Counter>,
-    dropped: Family<SeriesLabels, Counter>,
-    max: Family<SeriesLabels, Float>,
-    spikes_total: Family<SpikeLabels, Counter>,
-    trace_lost: Counter,
+/// The metric families, registered: a series takes its metrics from them
+/// (the measuring loop's, and `--attach`'s threads').
+pub struct Families {
+    pub latency: Family<SeriesLabels, Histogram>,
+    pub wakeups: Family<SeriesLabels, Counter>,
+    pub overruns: Family<SeriesLabels, Counter>,
+    pub missed: Family<SeriesLabels, Counter>,
+    pub dropped: Family<SeriesLabels, Counter>,
+    pub max: Family<SeriesLabels, Float>,
+    pub spikes_total: Family<SpikeLabels, Counter>,
+    pub trace_lost: Counter,
 }
 
 impl Families {
-    /// Registers every metric: `rtick_spikes` with `--spike` (`spikes`),
-    /// `rtick_trace_events_lost` with `--explain` (`tracing`).
-    fn register(registry: &mut Registry, cfg: &MeasureConfig, sys: &SystemInfo, spikes: bool, tracing: bool) -> Self {
+    /// Registers every metric: `rtick_interval` with an `interval`,
+    /// `rtick_system` with the labels `system`, `rtick_spikes` with
+    /// `--spike` (`spikes`), `rtick_trace_events_lost` when tracing.
+    pub fn register(
+        registry: &mut Registry,
+        interval: Option<Nanos>,
+        system: Vec<(&'static str, String)>,
+        spikes: bool,
+        tracing: bool,
+    ) -> Self {
         let latency = Family::<SeriesLabels, Histogram>::new_with_constructor(latency::histogram);
         registry.register_with_unit(
             "rtick_wakeup_latency",
@@ -174,11 +182,13 @@ impl Families {
             Unit::Seconds,
             max.clone(),
         );
-        let interval = Float::default();
-        interval.set(cfg.interval.as_secs_f64());
-        registry.register_with_unit("rtick_interval", "The period between wake-ups", Unit::Seconds, interval);
+        if let Some(i) = interval {
+            let interval = Float::default();
+            interval.set(i.as_secs_f64());
+            registry.register_with_unit("rtick_interval", "The period between wake-ups", Unit::Seconds, interval);
+        }
         registry.register("rtick_build", "rtick's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
-        registry.register("rtick_system", "What the figures depend on", Info::new(system_labels(cfg, sys, tracing)));
+        registry.register("rtick_system", "What the figures depend on", Info::new(system));
         let spikes_total = Family::<SpikeLabels, Counter>::default();
         if spikes {
             registry.register(
@@ -251,7 +261,9 @@ impl Collector {
         consumers: Vec<TraceConsumer>,
     ) -> Self {
         let mut registry = Registry::default();
-        let families = Families::register(&mut registry, cfg, sys, spike.is_some(), live.is_some());
+        let t0 = &cfg.threads[0];
+        let system = system_labels(sys, t0.policy.kernel_name(), t0.priority, live.is_some());
+        let families = Families::register(&mut registry, Some(cfg.interval), system, spike.is_some(), live.is_some());
         let series = families.series(cfg);
         let spikes = spike.map(|s| Mutex::new(SpikeLog::new(s)));
         Collector {
@@ -334,18 +346,14 @@ impl Collector {
         // than the log keeps: not explained (`too_many`), or not traced at all.
         let crowded_as = ("unknown", if self.watcher.explaining() { "too_many" } else { "untraced" });
         for &i in &crowded {
-            Self::count(&self.spikes_total, &self.series[i].labels, crowded_as, ("none", String::new()));
+            count_spike(&self.spikes_total, &self.series[i].labels, crowded_as, ("none", String::new()));
         }
         let mut spikes = Vec::with_capacity(found.len());
         for w in found {
             let (s, row) = (&self.series[w.series], w.row);
-            let (blamed, (kind, name)) = match &w.explained {
-                None => (("unknown", "untraced"), ("none", String::new())),
-                Some(Ok(b)) => ((b.largest_phase(), b.cause.token()), b.culprit_label()),
-                Some(Err(why)) => (("unknown", why.token()), ("none", String::new())),
-            };
-            let name = if name.is_empty() { name } else { self.culprit_names.label(name) };
-            Self::count(&self.spikes_total, &s.labels, blamed, (kind, name));
+            let explained = w.explained.as_ref().map(|e| e.as_ref().map_err(|why| why.token()));
+            let (blamed, culprit) = blame(explained, &mut self.culprit_names);
+            count_spike(&self.spikes_total, &s.labels, blamed, culprit);
             let latency = row.actual - row.planned;
             let ago = clock_now - row.actual;
             spikes.push(LoggedSpike {
@@ -357,46 +365,63 @@ impl Collector {
                 cycle: row.cycle,
                 latency_ns: latency.as_ns(),
                 explain: w.explained.map(|e| e.map(|b| Box::new((&b).into())).map_err(|why| why.reason())),
+                attached: None,
             });
         }
         let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
         log.not_offered(crowded.len() as u64);
         spikes.into_iter().for_each(|s| log.offer(s));
     }
-
-    /// Counts a spike of the series labelled `l`, blamed on (phase, cause)
-    /// and its culprit (kind, name).
-    fn count(
-        family: &Family<SpikeLabels, Counter>,
-        l: &SeriesLabels,
-        (phase, cause): (&str, &str),
-        (kind, culprit): (&str, String),
-    ) {
-        let labels = SpikeLabels {
-            mechanism: l.mechanism.clone(),
-            cpu: l.cpu.clone(),
-            thread: l.thread.clone(),
-            phase: phase.into(),
-            cause: cause.into(),
-            culprit_kind: kind.into(),
-            culprit,
-        };
-        family.get_or_create(&labels).inc();
-    }
 }
 
-/// The info metric's labels: kernel, preemption model, clocksource, policy
-/// and priority (after any fallback), virtualization. Values are tokens, so
-/// that a query can match them (`preempt="rt"`).
-fn system_labels(cfg: &MeasureConfig, sys: &SystemInfo, tracing: bool) -> Vec<(&'static str, String)> {
-    let t0 = &cfg.threads[0];
+/// What a spike is blamed on, as `rtick_spikes_total` labels it: (its
+/// largest phase, its cause's token) and its culprit (kind, name among the
+/// bounded `names`). `explained`: `None` untraced, else its breakdown or
+/// the token of why it has none.
+pub fn blame(
+    explained: Option<Result<&Spike, &'static str>>,
+    names: &mut BoundedNames,
+) -> ((&'static str, &'static str), (&'static str, String)) {
+    let (blamed, (kind, name)) = match explained {
+        None => (("unknown", "untraced"), ("none", String::new())),
+        Some(Ok(b)) => ((b.largest_phase(), b.cause.token()), b.culprit_label()),
+        Some(Err(why)) => (("unknown", why), ("none", String::new())),
+    };
+    (blamed, (kind, if name.is_empty() { name } else { names.label(name) }))
+}
+
+/// Counts a spike of the series labelled `l`, blamed on (phase, cause)
+/// and its culprit (kind, name).
+pub fn count_spike(
+    family: &Family<SpikeLabels, Counter>,
+    l: &SeriesLabels,
+    (phase, cause): (&str, &str),
+    (kind, culprit): (&str, String),
+) {
+    let labels = SpikeLabels {
+        mechanism: l.mechanism.clone(),
+        cpu: l.cpu.clone(),
+        thread: l.thread.clone(),
+        phase: phase.into(),
+        cause: cause.into(),
+        culprit_kind: kind.into(),
+        culprit,
+    };
+    family.get_or_create(&labels).inc();
+}
+
+/// The info metric's labels: kernel, preemption model, clocksource, the
+/// (first) thread's `policy` (kernel name) and `priority` (after any
+/// fallback), virtualization. Values are tokens, so that a query can match
+/// them (`preempt="rt"`).
+pub fn system_labels(sys: &SystemInfo, policy: &str, priority: i32, tracing: bool) -> Vec<(&'static str, String)> {
     vec![
         ("kernel", sys.kernel_release.clone()),
         ("preempt", sys.preempt.model.map_or("unknown", rtick::system::Preempt::name).to_string()),
         ("preempt_dynamic", sys.preempt.dynamic.to_string()),
         ("clocksource", sys.clocksource.clone().unwrap_or_else(|| "unknown".into())),
-        ("policy", t0.policy.kernel_name().to_string()),
-        ("priority", t0.priority.to_string()),
+        ("policy", policy.to_string()),
+        ("priority", priority.to_string()),
         ("virtualization", sys.virtualization.token()),
         // --explain traces the measured CPUs all the time, which adds to
         // every latency: figures of traced and untraced machines differ.

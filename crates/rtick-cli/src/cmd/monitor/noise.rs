@@ -26,7 +26,7 @@ use prometheus_client::registry::{Registry, Unit};
 use rtick::noise::{GapRecord, Live, NoiseOptions, Observer, Source, DEFAULT_THRESHOLD};
 
 use super::metrics::Exporter;
-use super::{http, serving};
+use super::{http, off_cpus, serving};
 use crate::cli::MonitorArgs;
 use crate::cmd::plan::{cpu_list, Cpus};
 use crate::Usage;
@@ -176,11 +176,7 @@ pub fn run(a: &MonitorArgs, set: &str) -> Result<()> {
     };
     let mut collector = NoiseCollector::new(&plan.cpus, &policy);
     // The endpoint's thread, started next, inherits this: off the spinners.
-    let others: Vec<usize> = rtick::info::allowed_cpus()?.into_iter().filter(|c| !plan.cpus.contains(c)).collect();
-    let _beside = match others.is_empty() {
-        true => None,
-        false => Some(rtick::rt::Setup::new().affinity(&others).apply().context("moving off the measured CPUs")?),
-    };
+    let _beside = off_cpus(&plan.cpus)?;
     http::serve(listener, collector.exporter())?;
     let stop = crate::stop_flag()?;
     if !a.quiet {

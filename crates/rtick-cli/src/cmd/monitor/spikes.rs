@@ -40,6 +40,21 @@ pub struct LoggedSpike {
     pub latency_ns: i64,
     /// With `--explain`: its breakdown, or why it has none.
     pub explain: Option<Result<Box<SpikeJson>, &'static str>>,
+    /// With `--attach`: the target's thread and its wait.
+    pub attached: Option<AttachedWait>,
+}
+
+/// A spike of `monitor --attach`: its `thread` is the tid; this says the
+/// rest.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttachedWait {
+    /// The thread's name.
+    pub comm: String,
+    /// The time it asked for (CLOCK_MONOTONIC ns).
+    pub requested_ns: i64,
+    /// The timer slack the kernel took (part of the latency, no task's
+    /// doing: the breakdown's phases are the rest).
+    pub slack_taken_ns: i64,
 }
 
 /// The last [`CAPACITY`] spikes over a threshold.
@@ -114,6 +129,9 @@ struct LoggedSpikeJson {
     /// With --explain, for a spike without a breakdown: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     unexplained: Option<&'static str>,
+    /// With --attach: the thread's name, the time asked for, the slack taken.
+    #[serde(flatten)]
+    attached: Option<AttachedWait>,
 }
 
 impl From<&LoggedSpike> for LoggedSpikeJson {
@@ -128,6 +146,7 @@ impl From<&LoggedSpike> for LoggedSpikeJson {
             latency_ns: s.latency_ns,
             explain: s.explain.as_ref().and_then(|e| e.as_ref().ok()).map(|b| SpikeJson::clone(b)),
             unexplained: s.explain.as_ref().and_then(|e| e.as_ref().err()).copied(),
+            attached: s.attached.clone(),
         }
     }
 }
@@ -146,6 +165,7 @@ mod tests {
             cycle,
             latency_ns,
             explain: None,
+            attached: None,
         }
     }
 
