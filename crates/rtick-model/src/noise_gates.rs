@@ -275,6 +275,7 @@ mod tests {
             ],
             below_threshold: src("", 0, 0),
             unattributed_gaps: 0,
+            dropped_instances: 0,
             lost_events: 0,
             steal_ns: None,
             largest_gaps: Vec::new(),

@@ -85,7 +85,7 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
     if !a.quiet {
         out += &crate::output::noise::header(&r, &plan, &file);
     }
-    out += &crate::output::noise::render(&r);
+    out += &crate::output::noise::render(&file);
     print!("{out}");
     if let Some(j) = json {
         j.write_json(&file)?;

@@ -17,6 +17,10 @@ pub struct AttachFile {
     /// RFC 3339, UTC.
     pub started_at: String,
     pub elapsed_ns: i64,
+    /// When tracing began (CLOCK_MONOTONIC ns): the file's times less this
+    /// are since the start (0 in files written before it was recorded).
+    #[serde(default)]
+    pub started_ns: i64,
     /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited".
     pub ended_by: String,
     pub system: SystemJson,
@@ -287,6 +291,7 @@ impl AttachFile {
             command: "attach".into(),
             started_at,
             elapsed_ns: a.elapsed.as_ns(),
+            started_ns: a.started.0,
             ended_by: match a.end {
                 End::Duration => "duration",
                 End::Interrupted => "interrupted",

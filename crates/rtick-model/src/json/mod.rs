@@ -17,7 +17,7 @@ pub use attach::{
 pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
-pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson};
+pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson, NoiseTickJson};
 
 use rtick::measure::{MeasureReport, ThreadResult};
 use rtick::stats::{Summary, PERCENTILE_LABELS};

@@ -75,6 +75,11 @@ pub struct NoiseCpuJson {
     pub below_threshold: NoiseSourceJson,
     /// Gaps left unattributed (memory bounds).
     pub unattributed_gaps: u64,
+    /// Pieces of kernel work from the trace dropped past the memory bound
+    /// (gaps around them may be attributed short); apart from the gaps
+    /// left unattributed.
+    #[serde(default)]
+    pub dropped_instances: u64,
     pub lost_events: u64,
     /// The host's steal time of this CPU over the run (/proc/stat, 10 ms ticks); null when unread.
     pub steal_ns: Option<i64>,
@@ -186,6 +191,7 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
         sources: c.sources.iter().map(named).collect(),
         below_threshold: source("", "below the threshold".into(), &c.below_threshold),
         unattributed_gaps: c.unattributed,
+        dropped_instances: c.dropped_instances,
         lost_events: c.lost_events,
         steal_ns: c.steal.map(|s| s.as_ns()),
         largest_gaps: c
