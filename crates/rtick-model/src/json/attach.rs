@@ -321,33 +321,16 @@ pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
     let thread = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid);
     a.lateness
         .iter()
-        .map(|(&tid, s)| ResultJson {
-            source: None,
-            mechanism: thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default(),
-            thread: tid as usize,
-            tid: Some(tid),
-            cpu: None,
-            count: s.count,
-            min_ns: s.min,
-            max_ns: s.max,
-            mean_ns: s.mean,
-            stddev_ns: Some(s.stddev),
-            percentiles_ns: Some(s.into()),
+        .map(|(&tid, s)| {
+            let comm = thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default();
+            let mut r = ResultJson::with_figures(comm, tid as usize, s.count, s.min, s.max, s.mean);
+            r.tid = Some(tid);
+            r.stddev_ns = Some(s.stddev);
+            r.percentiles_ns = Some(s.into());
             // Its waits armed after their own request (the cycle's).
-            overruns: thread(tid).map(|t| t.cycle.overruns),
-            missed_periods: None,
-            early_wakeups: Some(s.negative),
-            cpu_percent: None,
-            trace_rows_dropped: 0,
-            hybrid_slack_ns: None,
-            period_min_ns: None,
-            period_max_ns: None,
-            period_percentiles_ns: None,
-            clock_steps: 0,
-            clock_stepped_ns: 0,
-            histogram_ns: Vec::new(),
-            phase: None,
-            warm_up_discarded: 0,
+            r.overruns = thread(tid).map(|t| t.cycle.overruns);
+            r.early_wakeups = Some(s.negative);
+            r
         })
         .collect()
 }

@@ -239,6 +239,46 @@ pub struct ResultJson {
 }
 
 impl ResultJson {
+    /// A row of `count` latencies of `mechanism` on `thread` with only
+    /// these figures known: every other one null (unknown), zero or empty,
+    /// for the caller to fill in what its source has.
+    pub fn with_figures(
+        mechanism: String,
+        thread: usize,
+        count: u64,
+        min_ns: i64,
+        max_ns: i64,
+        mean_ns: f64,
+    ) -> ResultJson {
+        ResultJson {
+            source: None,
+            mechanism,
+            thread,
+            tid: None,
+            cpu: None,
+            count,
+            min_ns,
+            max_ns,
+            mean_ns,
+            stddev_ns: None,
+            percentiles_ns: None,
+            overruns: None,
+            missed_periods: None,
+            early_wakeups: None,
+            cpu_percent: None,
+            trace_rows_dropped: 0,
+            hybrid_slack_ns: None,
+            period_min_ns: None,
+            period_max_ns: None,
+            period_percentiles_ns: None,
+            clock_steps: 0,
+            clock_stepped_ns: 0,
+            histogram_ns: Vec::new(),
+            phase: None,
+            warm_up_discarded: 0,
+        }
+    }
+
     pub fn from_result(r: &ThreadResult) -> ResultJson {
         let s = r.latency.summary();
         let p = r.period.summary();

@@ -185,31 +185,10 @@ pub fn row(
         let p = analysis::percentiles(dist, max);
         PercentilesJson { p50: p[0], p90: p[1], p99: p[2], p99_9: p[3], p99_99: p[4], p99_999: p[5] }
     });
-    ResultJson {
-        source: None,
-        mechanism: mechanism.to_string(),
-        thread,
-        tid: None,
-        cpu,
-        count,
-        min_ns: min,
-        max_ns: max,
-        mean_ns: mean,
-        stddev_ns: None,
-        percentiles_ns: percentiles,
-        overruns: None,
-        missed_periods: None,
-        early_wakeups: Some(dist.weighted.iter().filter(|w| w.0 < 0).map(|w| w.1).sum()),
-        cpu_percent: None,
-        trace_rows_dropped: 0,
-        hybrid_slack_ns: None,
-        period_min_ns: None,
-        period_max_ns: None,
-        period_percentiles_ns: None,
-        histogram_ns: dist.weighted.clone(),
-        clock_steps: 0,
-        clock_stepped_ns: 0,
-        phase: None,
-        warm_up_discarded: 0,
-    }
+    let mut r = ResultJson::with_figures(mechanism.to_string(), thread, count, min, max, mean);
+    r.cpu = cpu;
+    r.percentiles_ns = percentiles;
+    r.early_wakeups = Some(dist.weighted.iter().filter(|w| w.0 < 0).map(|w| w.1).sum());
+    r.histogram_ns = dist.weighted.clone();
+    r
 }
