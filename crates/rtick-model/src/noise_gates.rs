@@ -10,6 +10,8 @@
 //! percentage, its total share of the runtime. A source that never struck
 //! took nothing: it passes.
 
+use serde::{Deserialize, Serialize};
+
 use crate::gates::Op;
 use crate::json::NoiseCpuJson;
 use crate::units::{parse_time, Plain};
@@ -134,6 +136,33 @@ pub struct NoiseViolation {
     pub op: Op,
 }
 
+/// The `gates` object of a noise run file: the verdict as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseGatesJson {
+    /// Each condition as given.
+    pub conditions: Vec<String>,
+    pub violations: Vec<NoiseViolationJson>,
+    /// Conditions on sources a run without attribution cannot check: they fail.
+    pub unchecked: Vec<String>,
+    /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
+    pub interrupted: bool,
+    pub passed: bool,
+}
+
+/// One condition that held on one CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseViolationJson {
+    pub condition: String,
+    pub cpu: usize,
+    /// What was compared: "max", "noise", "longest local_timer" …
+    pub what: String,
+    pub value: f64,
+    pub op: String,
+    pub limit: f64,
+    /// "ns", "%" or "count".
+    pub unit: String,
+}
+
 /// The verdict of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NoiseVerdict {
@@ -143,6 +172,37 @@ pub struct NoiseVerdict {
     /// Conditions on sources of a run without attribution cannot be checked.
     pub unchecked: Vec<String>,
     pub passed: bool,
+}
+
+impl NoiseVerdict {
+    /// The verdict as the run file holds it, for the conditions `g`.
+    pub fn json(&self, g: &NoiseGates) -> NoiseGatesJson {
+        let violations = self
+            .violations
+            .iter()
+            .map(|v| NoiseViolationJson {
+                condition: v.condition.clone(),
+                cpu: v.cpu,
+                what: v.what.clone(),
+                value: v.value,
+                op: v.op.symbol().into(),
+                limit: limit_value(v.limit),
+                unit: match v.limit {
+                    Limit::Time(_) => "ns",
+                    Limit::Percent(_) => "%",
+                    Limit::Count(_) => "count",
+                }
+                .into(),
+            })
+            .collect();
+        NoiseGatesJson {
+            conditions: g.0.iter().map(|c| c.text.clone()).collect(),
+            violations,
+            unchecked: self.unchecked.clone(),
+            interrupted: self.interrupted,
+            passed: self.passed,
+        }
+    }
 }
 
 impl NoiseGates {
@@ -335,7 +395,12 @@ mod tests {
     #[test]
     fn renders_each_violation_with_its_cpu_and_values() {
         let g = parse("max>20us,noise>0.1%").unwrap();
-        let r = g.render(&g.evaluate(&[cpu()], true, false), 1);
+        let v = g.evaluate(&[cpu()], true, false);
+        let j = v.json(&g);
+        assert_eq!((j.conditions.len(), j.passed, j.violations.len()), (2, false, 2));
+        let n = &j.violations[1];
+        assert_eq!((n.what.as_str(), n.cpu, n.op.as_str(), n.limit, n.unit.as_str()), ("noise", 1, ">", 0.1, "%"));
+        let r = g.render(&v, 1);
         assert_eq!(r, "FAIL max of CPU 1: 60 µs > 20 µs (max>20us)\nFAIL noise of CPU 1: 0.2 % > 0.1 % (noise>0.1%)\n");
     }
 

@@ -11,10 +11,9 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, Wake};
+use rtick::attach::{attach, AttachOptions, Attached, Spec, Target, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::gates::Gates;
-use rtick_model::json::{lateness_rows, AttachFile, GatesJson, UnavailableJson};
+use rtick_model::json::AttachFile;
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -31,9 +30,10 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts = AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top };
-    // Each wait, as it ends, a --trace row and into --plot's bounded
-    // series: the JSON file holds figures only.
-    let mut series = plot.as_ref().map(|_| series::Plotted::new(rtick::ClockId::Monotonic.now()));
+    // Each wait, as it ends, a --trace row and into the bounded series
+    // --plot draws and the JSON file holds (its figures, not its waits).
+    let wanted = plot.is_some() || json.is_some();
+    let mut series = wanted.then(|| series::Plotted::new(rtick::ClockId::Monotonic.now()));
     let mut on_wait = |tid: i32, w: &Wake| {
         if let Some(t) = trace.as_mut() {
             t.add(tid, w);
@@ -44,8 +44,11 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let mut file = AttachFile::of(&attached, &target, system, started_at);
-    file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
+    let mut file = AttachFile::of(&attached, &target, a.duration, system, started_at);
+    if let Some(s) = &series {
+        s.fill(&mut file);
+    }
+    file.gates = a.fail_if.as_ref().map(|g| file.gates(g));
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);
@@ -60,29 +63,13 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
         j.write_json(&file)?;
         j.commit()?;
     }
-    if let (Some(p), Some(s)) = (plot, series) {
-        p.write_picture(&s.picture(&attached, &target))?;
+    if let Some(p) = plot {
+        p.write_picture(&crate::plot::attach::AttachPlot::of(&file))?;
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
-    print!("{}", gates.render(g, file.threads.len(), attached.elapsed, false));
+    print!("{}", gates.render(g, file.threads.len(), rtick::Nanos(file.elapsed_ns), false));
     Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
-}
-
-/// --fail-if's conditions checked against each thread's lateness; without
-/// a timed wait there is no figure to check, which fails. A run stopped by
-/// Ctrl-C before its `-D` is partial; without `-D`, Ctrl-C is its end.
-fn gates(g: &Gates, a: &Attached, timed: bool) -> GatesJson {
-    let rows = lateness_rows(a);
-    let none = "timed waits".to_string();
-    let (asked, unavailable) = match rows.is_empty() {
-        true => {
-            let why = "no timed wait of the target ended in the run".to_string();
-            (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
-        }
-        false => (Vec::new(), Vec::new()),
-    };
-    g.evaluate(&rows, &asked, &unavailable, timed && a.end == End::Interrupted, Vec::new())
 }
 
 /// The target as given: exactly one of PID, --tid, --comm (clap sees to it).

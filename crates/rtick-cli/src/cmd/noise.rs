@@ -80,7 +80,11 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
         None => run_observed(&plan, &opts, &stop, &mut observe).context("noise")?,
     };
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let file = NoiseFile::of(&r, &plan, system, started_at);
+    let mut file = NoiseFile::of(&r, &plan, system, started_at);
+    // --fail-if's verdict, in the file too.
+    let verdict =
+        a.fail_if.as_ref().map(|g| (g, g.evaluate(&file.cpus, file.attribution, file.ended_by == "interrupted")));
+    file.gates = verdict.as_ref().map(|(g, v)| v.json(g));
     let mut out = String::new();
     if !a.quiet {
         out += &crate::output::noise::header(&r, &plan, &file);
@@ -104,16 +108,11 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
     if let (Some(p), Some(points)) = (plot, points) {
         p.write_picture(&NoisePlot { run: &r, points: &points })?;
     }
-    Ok(verdict(a, &file))
-}
-
-/// --fail-if's verdict, printed last: exit 3 unless it passed.
-fn verdict(a: &NoiseArgs, file: &NoiseFile) -> ExitCode {
-    let Some(gates) = &a.fail_if else { return ExitCode::SUCCESS };
-    let v = gates.evaluate(&file.cpus, file.attribution, file.ended_by == "interrupted");
+    // The verdict printed last: exit 3 unless it passed.
+    let Some((gates, v)) = verdict else { return Ok(ExitCode::SUCCESS) };
     print!("{}", gates.render(&v, file.cpus.len()));
-    match v.passed {
+    Ok(match v.passed {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(crate::EXIT_FAIL),
-    }
+    })
 }

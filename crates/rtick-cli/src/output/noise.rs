@@ -40,7 +40,8 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
         us(r.threshold),
         if r.attribution { "gaps attributed from trace events" } else { "no attribution" }
     );
-    o += &super::header::system_lines(&file.system, &rtick::noise::spin::LoopClock::get().describe());
+    let clock = file.loop_clock.as_ref().map_or("", |c| c.description.as_str());
+    o += &super::header::system_lines(&file.system, clock);
     let policy = match plan.priority {
         0 => plan.policy.kernel_name().to_string(),
         p => format!("{} {p}", plan.policy.kernel_name()),

@@ -5,7 +5,8 @@ use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, 
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
-use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
+use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, UnavailableJson, SCHEMA_VERSION};
+use crate::gates::Gates;
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -23,6 +24,9 @@ pub struct AttachFile {
     pub started_ns: i64,
     /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited".
     pub ended_by: String,
+    /// The duration asked for (-D); null: until Ctrl-C or the target's exit.
+    #[serde(default)]
+    pub duration_ns: Option<i64>,
     pub system: SystemJson,
     pub target: TargetJson,
     /// The CPUs traced: those the target's threads may run on.
@@ -45,6 +49,11 @@ pub struct AttachFile {
     /// the kernel's filter, an unreadable /proc/kallsyms).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Each thread with a timed wait, its lateness as a `measure` results
+    /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
+    /// --fail-if checks.
+    #[serde(default)]
+    pub results: Vec<ResultJson>,
     /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<GatesJson>,
@@ -97,6 +106,32 @@ pub struct AttachedThreadJson {
     pub spikes: Vec<AttachSpikeJson>,
     /// Its cycle, found from its timed waits.
     pub cycle: CycleJson,
+    /// Its lateness over time, for --plot (null without a timed wait, or
+    /// in a file written before it was recorded).
+    #[serde(default)]
+    pub over_time: Option<OverTimeJson>,
+}
+
+/// A thread's timed waits in time buckets: each bucket's worst wait.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverTimeJson {
+    /// The first bucket's start (CLOCK_MONOTONIC ns).
+    pub start_ns: i64,
+    /// Each bucket's width: 5 ms doubled until the run fits 400 buckets.
+    pub width_ns: i64,
+    /// The buckets with a wait, in time order.
+    pub buckets: Vec<BucketJson>,
+}
+
+/// One time bucket: how many timed waits asked for a time in it, and the latest of them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BucketJson {
+    /// Its place: it begins at start_ns + index × width_ns.
+    pub index: usize,
+    pub waits: u64,
+    pub lateness_ns: i64,
+    /// Its phases: irq_delay, wakeup_path, scheduling, return_to_user.
+    pub phases_ns: [i64; 4],
 }
 
 /// A thread's cycle (docs/attach.md, "The cycle").
@@ -282,9 +317,15 @@ impl AttachSpikeJson {
 }
 
 impl AttachFile {
-    /// The file of the attach `a` to `target`: figures, not a row per
-    /// wait (those are --trace's).
-    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
+    /// The file of the attach `a` to `target` for `duration` (-D):
+    /// figures, not a row per wait (those are --trace's).
+    pub fn of(
+        a: &Attached,
+        target: &Target,
+        duration: Option<rtick::Nanos>,
+        system: SystemJson,
+        started_at: String,
+    ) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
@@ -298,6 +339,7 @@ impl AttachFile {
                 End::TargetExited => "target_exited",
             }
             .into(),
+            duration_ns: duration.map(|d| d.as_ns()),
             system,
             target: TargetJson { pid: target.pid, comm: target.comm.clone(), whole_process: target.whole_process },
             cpus: a.cpus.clone(),
@@ -308,8 +350,26 @@ impl AttachFile {
             threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
+            results: lateness_rows(a),
             gates: None,
         }
+    }
+
+    /// --fail-if's conditions `g` checked against each thread's lateness
+    /// (`results`); without a timed wait there is no figure to check,
+    /// which fails. A run stopped by Ctrl-C before its -D is partial;
+    /// without -D, Ctrl-C is its end.
+    pub fn gates(&self, g: &Gates) -> GatesJson {
+        let none = "timed waits".to_string();
+        let (asked, unavailable) = match self.results.is_empty() {
+            true => {
+                let why = "no timed wait of the target ended in the run".to_string();
+                (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
+            }
+            false => (Vec::new(), Vec::new()),
+        };
+        let partial = self.duration_ns.is_some() && self.ended_by == "interrupted";
+        g.evaluate(&self.results, &asked, &unavailable, partial, Vec::new())
     }
 }
 
@@ -317,7 +377,7 @@ impl AttachFile {
 /// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
 /// figures of a measured loop's own (missed periods, CPU time) have no
 /// value here; its overruns are its cycle's.
-pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
+fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
     let thread = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid);
     a.lateness
         .iter()
@@ -368,5 +428,6 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
             .get(&t.tid)
             .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
         cycle: CycleJson::of(&s.cycle, a.overruns.get(&t.tid).map_or(&[], Vec::as_slice)),
+        over_time: None,
     }
 }

@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
 pub use attach::{
-    lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, CycleJson, OverrunJson, TargetJson,
+    AttachFile, AttachSpikeJson, AttachedThreadJson, BucketJson, CulpritJson, CycleJson, OverTimeJson, OverrunJson,
+    TargetJson,
 };
 pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
-pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson, NoiseTickJson};
+pub use noise::{LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson, NoiseTickJson};
 
 use rtick::measure::{MeasureReport, ThreadResult};
 use rtick::stats::{Summary, PERCENTILE_LABELS};

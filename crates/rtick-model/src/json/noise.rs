@@ -1,10 +1,12 @@
 //! The JSON file of `rtick noise --json`: its own schema (docs/json.md,
 //! "rtick noise"), built from the library's [`NoiseRun`] by [`NoiseFile::of`].
 
+use rtick::noise::spin::LoopClock;
 use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source, Tally};
 use serde::{Deserialize, Serialize};
 
 use super::{SystemJson, SCHEMA_VERSION};
+use crate::noise_gates::NoiseGatesJson;
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -35,6 +37,33 @@ pub struct NoiseFile {
     /// With --attach: the thread followed (null: rtick's spinners).
     #[serde(default)]
     pub attached: Option<NoiseAttachedJson>,
+    /// The clock the spinners' loop read (null with --attach: no loop of rtick's).
+    #[serde(default)]
+    pub loop_clock: Option<LoopClockJson>,
+    /// With --fail-if: its conditions checked against every CPU, and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<NoiseGatesJson>,
+}
+
+/// The clock of the spinning loop.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LoopClockJson {
+    /// "tsc" (rdtsc, calibrated against CLOCK_MONOTONIC) or "vdso" (CLOCK_MONOTONIC through the vDSO).
+    pub clock: String,
+    /// As the header says it: the TSC's rate and error, or why not the TSC.
+    pub description: String,
+}
+
+impl LoopClockJson {
+    /// This process's loop clock.
+    pub fn get() -> LoopClockJson {
+        let c = LoopClock::get();
+        let clock = match c {
+            LoopClock::Tsc(_) => "tsc",
+            LoopClock::Vdso(_) => "vdso",
+        };
+        LoopClockJson { clock: clock.into(), description: c.describe() }
+    }
 }
 
 /// The thread `--attach` followed.
@@ -158,6 +187,8 @@ impl NoiseFile {
                 policy: t.policy_text(),
                 cpus: plan.cpus.clone(),
             }),
+            loop_clock: r.attached.is_none().then(LoopClockJson::get),
+            gates: None,
         }
     }
 }
