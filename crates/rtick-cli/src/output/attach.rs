@@ -56,7 +56,7 @@ pub fn render(f: &AttachFile) -> String {
 
 /// A thread as the lines name it.
 fn name(t: &AttachedThreadJson) -> String {
-    format!("{} {}", t.tid, t.comm)
+    t.label()
 }
 
 /// Why no wait ended: the threads still waiting when tracing stopped (a
@@ -151,4 +151,31 @@ fn worst(f: &AttachFile) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(tid: i32, comm: &str) -> AttachedThreadJson {
+        let cycle = serde_json::json!({"waits": 0, "skipped": 0, "overruns": 0, "worst_overruns": []});
+        serde_json::from_value(serde_json::json!({
+            "tid": tid, "comm": comm, "rt_priority": 0, "nice": 0, "affinity": [0], "timed_waits": 0,
+            "phases_ns": [], "event_driven": 0, "wakers": [], "unmatched": 0, "cycle": cycle
+        }))
+        .unwrap()
+    }
+
+    /// The exited threads' pooled row has no tid: its comm names it.
+    #[test]
+    fn the_exited_threads_row_is_named_without_a_tid() {
+        assert_eq!(name(&thread(0, "3 exited threads")), "3 exited threads");
+        assert_eq!(name(&thread(42, "app")), "42 app");
+        let mut t = thread(0, "1 exited thread");
+        t.blocked_in = Some("hrtimer_nanosleep".into());
+        assert_eq!(
+            no_waits(&[t]),
+            "\nno timed wait of the target ended in the run; still waiting when tracing stopped: 1 exited thread (blocked in hrtimer_nanosleep)\n"
+        );
+    }
 }

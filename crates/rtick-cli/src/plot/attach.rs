@@ -70,7 +70,7 @@ impl AttachPlot {
                     }
                 }
                 ThreadPlot {
-                    label: format!("{} {}", t.tid, t.comm),
+                    label: t.label(),
                     width_s: series.width_ns as f64 / 1e9,
                     buckets: series.buckets.iter().map(|b| (at(b.index), b.phases_ns.map(us))).collect(),
                     spikes: t.spikes.iter().map(|w| (s(w.requested_ns), us(w.lateness_ns))).collect(),

@@ -134,6 +134,17 @@ pub struct BucketJson {
     pub phases_ns: [i64; 4],
 }
 
+impl AttachedThreadJson {
+    /// How the lines name it: "tid comm"; the exited threads' pooled row
+    /// (tid 0) by its comm alone, "3 exited threads".
+    pub fn label(&self) -> String {
+        match self.tid {
+            0 => self.comm.clone(),
+            tid => format!("{tid} {}", self.comm),
+        }
+    }
+}
+
 /// A thread's cycle (docs/attach.md, "The cycle").
 #[derive(Debug, Serialize, Deserialize)]
 pub struct CycleJson {

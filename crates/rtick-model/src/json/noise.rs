@@ -17,6 +17,10 @@ pub struct NoiseFile {
     pub command: String,
     /// RFC 3339, UTC.
     pub started_at: String,
+    /// When the run began (CLOCK_MONOTONIC ns): a gap's start_ns less this
+    /// is its time since the start (0 in files written before it was recorded).
+    #[serde(default)]
+    pub started_ns: i64,
     /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited" (the thread of --attach).
     pub ended_by: String,
     pub system: SystemJson,
@@ -159,13 +163,19 @@ pub struct NoiseGapJson {
 }
 
 impl NoiseFile {
-    /// The file of the run `r` of `plan`.
-    pub fn of(r: &NoiseRun, plan: &Plan, system: SystemJson, started_at: String) -> NoiseFile {
+    /// The file of the run `r` of `plan`, begun at `started` (CLOCK_MONOTONIC).
+    pub fn of(
+        r: &NoiseRun,
+        plan: &Plan,
+        system: SystemJson,
+        (started_at, started): (String, rtick::Time),
+    ) -> NoiseFile {
         NoiseFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
             command: "noise".into(),
             started_at,
+            started_ns: started.0,
             ended_by: match r.end {
                 End::Duration => "duration",
                 End::Interrupted => "interrupted",
