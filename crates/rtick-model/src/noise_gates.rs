@@ -10,10 +10,8 @@
 //! percentage, its total share of the runtime. A source that never struck
 //! took nothing: it passes.
 
-use serde::{Deserialize, Serialize};
-
 use crate::gates::Op;
-use crate::json::NoiseCpuJson;
+use crate::json::{NoiseCpuJson, NoiseGatesJson, NoiseViolationJson};
 use crate::units::{parse_time, Plain};
 
 /// What a condition looks at in one CPU's figures.
@@ -134,33 +132,6 @@ pub struct NoiseViolation {
     pub value: f64,
     pub limit: Limit,
     pub op: Op,
-}
-
-/// The `gates` object of a noise run file: the verdict as data.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NoiseGatesJson {
-    /// Each condition as given.
-    pub conditions: Vec<String>,
-    pub violations: Vec<NoiseViolationJson>,
-    /// Conditions on sources a run without attribution cannot check: they fail.
-    pub unchecked: Vec<String>,
-    /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
-    pub interrupted: bool,
-    pub passed: bool,
-}
-
-/// One condition that held on one CPU.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NoiseViolationJson {
-    pub condition: String,
-    pub cpu: usize,
-    /// What was compared: "max", "noise", "longest local_timer" …
-    pub what: String,
-    pub value: f64,
-    pub op: String,
-    pub limit: f64,
-    /// "ns", "%" or "count".
-    pub unit: String,
 }
 
 /// The verdict of a run.

@@ -48,7 +48,7 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     if let Some(s) = &series {
         s.fill(&mut file);
     }
-    file.gates = a.fail_if.as_ref().map(|g| file.gates(g));
+    file.gates = a.fail_if.as_ref().map(|g| g.evaluate_attach(&file));
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);

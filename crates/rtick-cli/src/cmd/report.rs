@@ -66,25 +66,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         plot::check_kind(&inputs, kind).map_err(Usage)?;
     }
 
-    for input in &inputs {
-        println!("== {} ({})", input.path.display(), input.kind.name());
-        if let Some(run) = &input.run {
-            println!("{}", report_runs::summary(run));
-            continue;
-        }
-        let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
-        if let Some(l) = &input.load {
-            println!("load: {}", header::load_line(l));
-        }
-        print!("{}", phases::render(&rows, a.nsecs));
-        if let Some(l) = &input.load {
-            print!("{}", header::load_summary(l));
-        }
-        if let Some(b) = &input.breakdown {
-            print!("{}", crate::output::explain::render(b, a.nsecs, None));
-        }
-        println!();
-    }
+    print_inputs(&inputs, a.nsecs);
     // Runs of rtick noise have no latency rows to set side by side.
     if inputs.len() > 1 && inputs.iter().all(|i| !i.series.is_empty()) {
         print!("{}", compare(&inputs, a.nsecs));
@@ -120,6 +102,30 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         (None, None) => false,
     };
     Ok(if failed { ExitCode::from(crate::EXIT_FAIL) } else { ExitCode::SUCCESS })
+}
+
+/// Each input: a measurement's table (and load, and phases), or the summary
+/// of an attach or noise run.
+fn print_inputs(inputs: &[Input], nsecs: bool) {
+    for input in inputs {
+        println!("== {} ({})", input.path.display(), input.kind.name());
+        if let Some(run) = &input.run {
+            println!("{}", report_runs::summary(run));
+            continue;
+        }
+        let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
+        if let Some(l) = &input.load {
+            println!("load: {}", header::load_line(l));
+        }
+        print!("{}", phases::render(&rows, nsecs));
+        if let Some(l) = &input.load {
+            print!("{}", header::load_summary(l));
+        }
+        if let Some(b) = &input.breakdown {
+            print!("{}", crate::output::explain::render(b, nsecs, None));
+        }
+        println!();
+    }
 }
 
 /// Prints the comparison with the baseline; true when it fails.

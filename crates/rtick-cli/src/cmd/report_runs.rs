@@ -119,7 +119,7 @@ pub fn verdict(g: &RunGates, inputs: &[Input]) -> bool {
         }
         let (text, passed) = match (g, input.run.as_deref()) {
             (RunGates::Attach(g), Some(RunFile::Attach(f))) => {
-                let v = f.gates(g);
+                let v = g.evaluate_attach(f);
                 (g.render(&v, f.threads.len(), Nanos(f.elapsed_ns), false), v.passed)
             }
             (RunGates::Noise(g), Some(RunFile::Noise(f))) => {

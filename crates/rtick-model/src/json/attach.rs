@@ -5,8 +5,7 @@ use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, 
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
-use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, UnavailableJson, SCHEMA_VERSION};
-use crate::gates::Gates;
+use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -364,23 +363,6 @@ impl AttachFile {
             results: lateness_rows(a),
             gates: None,
         }
-    }
-
-    /// --fail-if's conditions `g` checked against each thread's lateness
-    /// (`results`); without a timed wait there is no figure to check,
-    /// which fails. A run stopped by Ctrl-C before its -D is partial;
-    /// without -D, Ctrl-C is its end.
-    pub fn gates(&self, g: &Gates) -> GatesJson {
-        let none = "timed waits".to_string();
-        let (asked, unavailable) = match self.results.is_empty() {
-            true => {
-                let why = "no timed wait of the target ended in the run".to_string();
-                (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
-            }
-            false => (Vec::new(), Vec::new()),
-        };
-        let partial = self.duration_ns.is_some() && self.ended_by == "interrupted";
-        g.evaluate(&self.results, &asked, &unavailable, partial, Vec::new())
     }
 }
 

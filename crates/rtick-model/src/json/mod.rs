@@ -18,7 +18,10 @@ pub use attach::{
 pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
-pub use noise::{LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson, NoiseTickJson};
+pub use noise::{
+    LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseGatesJson, NoiseSourceJson, NoiseTickJson,
+    NoiseViolationJson,
+};
 
 use rtick::measure::{MeasureReport, ThreadResult};
 use rtick::stats::{Summary, PERCENTILE_LABELS};

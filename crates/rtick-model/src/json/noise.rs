@@ -6,7 +6,6 @@ use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source, Tally};
 use serde::{Deserialize, Serialize};
 
 use super::{SystemJson, SCHEMA_VERSION};
-use crate::noise_gates::NoiseGatesJson;
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -251,4 +250,31 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
             reasons: c.tick.reasons.iter().map(|r| (r.0.clone(), r.2)).collect(),
         }),
     }
+}
+
+/// The `gates` object of a noise run file: the verdict as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseGatesJson {
+    /// Each condition as given.
+    pub conditions: Vec<String>,
+    pub violations: Vec<NoiseViolationJson>,
+    /// Conditions on sources a run without attribution cannot check: they fail.
+    pub unchecked: Vec<String>,
+    /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
+    pub interrupted: bool,
+    pub passed: bool,
+}
+
+/// One condition that held on one CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseViolationJson {
+    pub condition: String,
+    pub cpu: usize,
+    /// What was compared: "max", "noise", "longest local_timer" …
+    pub what: String,
+    pub value: f64,
+    pub op: String,
+    pub limit: f64,
+    /// "ns", "%" or "count".
+    pub unit: String,
 }
