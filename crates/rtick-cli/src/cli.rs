@@ -63,7 +63,7 @@ pub enum Command {
 /// Options of `rtick report`. The kind of each file is detected from its content.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// rtick measure --json, --trace or --histogram files, cyclictest --json files or -h histograms.
+    /// rtick measure --json, --trace or --histogram files, cyclictest --json files or -h histograms; or rtick attach or noise --json files (of one kind at a time).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
@@ -106,6 +106,10 @@ pub struct ReportArgs {
     /// With --baseline: the percentiles compared, comma-separated [default: p99,p99.9].
     #[arg(long, value_name = "METRIC[,METRIC…]", value_delimiter = ',', value_parser = rtick_model::baseline::metric)]
     pub metrics: Option<Vec<usize>>,
+
+    /// rtick attach or noise files: check them against these conditions as the command's own --fail-if does (its figures: rtick attach --help, rtick noise --help) and exit 3 when one holds for any thread or CPU, or a run was cut short.
+    #[arg(long, value_name = "EXPR")]
+    pub fail_if: Option<String>,
 }
 
 /// A clap value parser for a count in `min..=max`: a value beyond is clap's

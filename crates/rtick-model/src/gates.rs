@@ -11,7 +11,7 @@
 use rtick::stats::PERCENTILE_LABELS;
 use rtick::Nanos;
 
-use crate::json::{ConditionJson, GatesJson, ResultJson, UnavailableJson, ViolationJson};
+use crate::json::{AttachFile, ConditionJson, GatesJson, ResultJson, UnavailableJson, ViolationJson};
 use crate::units::{fmt_latency, unit};
 use crate::units::{parse_time, Plain};
 
@@ -273,6 +273,23 @@ impl Gates {
             .collect();
         let passed = violations.is_empty() && !interrupted && load_failures.is_empty();
         GatesJson { conditions, violations, interrupted, load_failures, passed }
+    }
+
+    /// The conditions checked against each thread's lateness of the attach
+    /// run `f` (its `results`); without a timed wait there is no figure to
+    /// check, which fails. A run stopped by Ctrl-C before its -D is partial;
+    /// without -D, Ctrl-C is its end.
+    pub fn evaluate_attach(&self, f: &AttachFile) -> GatesJson {
+        let none = "timed waits".to_string();
+        let (asked, unavailable) = match f.results.is_empty() {
+            true => {
+                let why = "no timed wait of the target ended in the run".to_string();
+                (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
+            }
+            false => (Vec::new(), Vec::new()),
+        };
+        let partial = f.duration_ns.is_some() && f.ended_by == "interrupted";
+        self.evaluate(&f.results, &asked, &unavailable, partial, Vec::new())
     }
 
     /// The verdict for people: one `FAIL` line per violation (or one `PASS`

@@ -11,7 +11,7 @@
 //! took nothing: it passes.
 
 use crate::gates::Op;
-use crate::json::NoiseCpuJson;
+use crate::json::{NoiseCpuJson, NoiseGatesJson, NoiseViolationJson};
 use crate::units::{parse_time, Plain};
 
 /// What a condition looks at in one CPU's figures.
@@ -145,6 +145,37 @@ pub struct NoiseVerdict {
     pub passed: bool,
 }
 
+impl NoiseVerdict {
+    /// The verdict as the run file holds it, for the conditions `g`.
+    pub fn json(&self, g: &NoiseGates) -> NoiseGatesJson {
+        let violations = self
+            .violations
+            .iter()
+            .map(|v| NoiseViolationJson {
+                condition: v.condition.clone(),
+                cpu: v.cpu,
+                what: v.what.clone(),
+                value: v.value,
+                op: v.op.symbol().into(),
+                limit: limit_value(v.limit),
+                unit: match v.limit {
+                    Limit::Time(_) => "ns",
+                    Limit::Percent(_) => "%",
+                    Limit::Count(_) => "count",
+                }
+                .into(),
+            })
+            .collect();
+        NoiseGatesJson {
+            conditions: g.0.iter().map(|c| c.text.clone()).collect(),
+            violations,
+            unchecked: self.unchecked.clone(),
+            interrupted: self.interrupted,
+            passed: self.passed,
+        }
+    }
+}
+
 impl NoiseGates {
     /// Whether any condition needs the sources (attribution).
     pub fn needs_sources(&self) -> bool {
@@ -275,6 +306,7 @@ mod tests {
             ],
             below_threshold: src("", 0, 0),
             unattributed_gaps: 0,
+            dropped_instances: 0,
             lost_events: 0,
             steal_ns: None,
             largest_gaps: Vec::new(),
@@ -334,7 +366,12 @@ mod tests {
     #[test]
     fn renders_each_violation_with_its_cpu_and_values() {
         let g = parse("max>20us,noise>0.1%").unwrap();
-        let r = g.render(&g.evaluate(&[cpu()], true, false), 1);
+        let v = g.evaluate(&[cpu()], true, false);
+        let j = v.json(&g);
+        assert_eq!((j.conditions.len(), j.passed, j.violations.len()), (2, false, 2));
+        let n = &j.violations[1];
+        assert_eq!((n.what.as_str(), n.cpu, n.op.as_str(), n.limit, n.unit.as_str()), ("noise", 1, ">", 0.1, "%"));
+        let r = g.render(&v, 1);
         assert_eq!(r, "FAIL max of CPU 1: 60 µs > 20 µs (max>20us)\nFAIL noise of CPU 1: 0.2 % > 0.1 % (noise>0.1%)\n");
     }
 

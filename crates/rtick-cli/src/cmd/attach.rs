@@ -11,10 +11,9 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
+use rtick::attach::{attach, AttachOptions, Attached, Spec, Target, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
-use rtick_model::gates::Gates;
-use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, UnavailableJson};
+use rtick_model::json::AttachFile;
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -32,9 +31,10 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let opts =
         AttachOptions { tracefs: a.tracefs.clone(), duration: a.duration, explain_top: a.explain_top, spike: None };
-    // Each wait, as it ends, a --trace row and into --plot's bounded
-    // series: the JSON file holds figures only.
-    let mut series = plot.as_ref().map(|_| series::Plotted::new(rtick::ClockId::Monotonic.now()));
+    // Each wait, as it ends, a --trace row and into the bounded series
+    // --plot draws and the JSON file holds (its figures, not its waits).
+    let wanted = plot.is_some() || json.is_some();
+    let mut series = wanted.then(|| series::Plotted::new(rtick::ClockId::Monotonic.now()));
     let mut on_wait = |tid: i32, w: &Wake| {
         if let Some(t) = trace.as_mut() {
             t.add(tid, w);
@@ -45,13 +45,16 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     };
     let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let mut file = AttachFile::of(&attached, &target, system, started_at);
-    file.gates = a.fail_if.as_ref().map(|g| gates(g, &attached, a.duration.is_some()));
+    let mut file = AttachFile::of(&attached, &target, a.duration, system, started_at);
+    if let Some(s) = &series {
+        s.fill(&mut file);
+    }
+    file.gates = a.fail_if.as_ref().map(|g| g.evaluate_attach(&file));
     let mut out = String::new();
     if !a.quiet {
         out += &header(&attached, &target, &file);
     }
-    out += &render(&attached);
+    out += &crate::output::attach::render(&file);
     print!("{out}");
     if let (Some(t), Some(out)) = (trace, trace_out) {
         t.finish()?;
@@ -61,29 +64,13 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
         j.write_json(&file)?;
         j.commit()?;
     }
-    if let (Some(p), Some(s)) = (plot, series) {
-        p.write_picture(&s.picture(&attached, &target))?;
+    if let Some(p) = plot {
+        p.write_picture(&crate::plot::attach::AttachPlot::of(&file))?;
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
-    print!("{}", gates.render(g, file.threads.len(), attached.elapsed, false));
+    print!("{}", gates.render(g, file.threads.len(), rtick::Nanos(file.elapsed_ns), false));
     Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
-}
-
-/// --fail-if's conditions checked against each thread's lateness; without
-/// a timed wait there is no figure to check, which fails. A run stopped by
-/// Ctrl-C before its `-D` is partial; without `-D`, Ctrl-C is its end.
-fn gates(g: &Gates, a: &Attached, timed: bool) -> GatesJson {
-    let rows = lateness_rows(a);
-    let none = "timed waits".to_string();
-    let (asked, unavailable) = match rows.is_empty() {
-        true => {
-            let why = "no timed wait of the target ended in the run".to_string();
-            (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
-        }
-        false => (Vec::new(), Vec::new()),
-    };
-    g.evaluate(&rows, &asked, &unavailable, timed && a.end == End::Interrupted, Vec::new())
 }
 
 /// The target as given: exactly one of a pid (and the name it goes by:
@@ -144,135 +131,5 @@ fn header(a: &Attached, target: &Target, file: &AttachFile) -> String {
         );
     }
     o.push('\n');
-    o
-}
-
-/// The table per thread, the phases and event-driven wake-ups, the findings and notes.
-pub fn render(a: &Attached) -> String {
-    let dash = || "-".to_string();
-    let mut rows =
-        vec![["thread", "timed waits", "p50", "p90", "p99", "max", "slack p50", "event-driven", "unmatched"]
-            .map(String::from)
-            .to_vec()];
-    for s in &a.threads {
-        let mut r = vec![format!("{} {}", s.thread.tid, s.thread.comm), s.timed.to_string()];
-        match s.lateness {
-            Some(l) => r.extend(l.iter().map(|n| n.to_string())),
-            None => r.extend((0..4).map(|_| dash())),
-        }
-        r.push(s.slack_p50.map_or_else(dash, |n| n.to_string()));
-        r.extend([s.event_driven.to_string(), s.unmatched.to_string()]);
-        rows.push(r);
-    }
-    let mut o = String::from("lateness of timed waits (back in user space − time asked for):\n");
-    o += &crate::output::columns::layout(&rows, true);
-    for s in &a.threads {
-        o += &details(s);
-        o += &cycle(s, a);
-    }
-    o += &worst(a);
-    if a.threads.iter().all(|s| s.timed == 0 && s.event_driven == 0) {
-        o += &no_waits(&a.threads);
-    }
-    for f in rtick::attach::findings(&a.threads) {
-        let _ = writeln!(o, "\nfinding: {f}");
-    }
-    if a.lost.any() {
-        let _ = writeln!(o, "\nwarning: the kernel lost trace events ({:?}): waits around them are missing", a.lost);
-    }
-    for n in &a.notes {
-        let _ = writeln!(o, "\nnote: {n}");
-    }
-    match a.end {
-        End::TargetExited => o += "\nnote: the target exited; the figures cover its run until then\n",
-        End::Interrupted => o += "\nnote: interrupted; the figures cover the run until then\n",
-        End::Duration => {}
-    }
-    o
-}
-
-/// Why no wait ended: the threads still waiting when tracing stopped (a
-/// wait longer than the run), or that none was armed.
-fn no_waits(threads: &[ThreadSummary]) -> String {
-    let mut o = String::from("\nno timed wait of the target ended in the run");
-    let waiting: Vec<String> = threads
-        .iter()
-        .filter(|s| s.in_progress || s.blocked_in.is_some())
-        .map(|s| match &s.blocked_in {
-            Some(f) => format!("{} {} (blocked in {f})", s.thread.tid, s.thread.comm),
-            None => format!("{} {} (on its timer)", s.thread.tid, s.thread.comm),
-        })
-        .collect();
-    if waiting.is_empty() {
-        o += ": no thread of it armed a timer, or was woken by one it armed, while traced (a timer armed before the attach began is known from its next re-arm)\n";
-    } else {
-        let _ = writeln!(o, "; still waiting when tracing stopped: {}", waiting.join(", "));
-    }
-    o
-}
-
-/// A thread's phases and its event-driven wake-ups, a line each.
-fn details(s: &ThreadSummary) -> String {
-    let mut o = String::new();
-    let name = format!("{} {}", s.thread.tid, s.thread.comm);
-    if let Some(phases) = &s.phases {
-        let p: Vec<String> = phases
-            .iter()
-            .zip(rtick::explain::Phases::DISPLAY_NAMES)
-            .map(|((_, [p50, p99, max]), n)| format!("{n} {p50} / {p99} / {max}"))
-            .collect();
-        let _ = writeln!(o, "  {name}: phases p50 / p99 / max: {}", p.join("; "));
-    }
-    if let Some([p50, max]) = s.event_scheduling {
-        let mut by: Vec<String> = s.wakers.iter().take(3).map(|(w, n)| format!("{w} ×{n}")).collect();
-        if s.other_wakers > 0 {
-            by.push(format!("others ×{}", s.other_wakers));
-        }
-        let _ = writeln!(
-            o,
-            "  {name}: {} woken before their timer (data, a futex, a signal): scheduling p50 {p50}, max {max}; woken by {}",
-            s.event_driven,
-            by.join(", ")
-        );
-    }
-    o
-}
-
-/// A thread's cycle, a line, and its largest overruns with their cause, a line each.
-fn cycle(s: &ThreadSummary, a: &Attached) -> String {
-    let c = &s.cycle;
-    let (Some([j50, j99, jmax]), Some([c50, c99, cmax]), Some([mmin, m1, m50])) = (c.jitter, c.compute, c.margin)
-    else {
-        return String::new();
-    };
-    let period = match c.period {
-        Some(p) => format!("period {p} ({} skipped)", c.skipped),
-        None => "no fixed period".into(),
-    };
-    let mut o = format!(
-        "  {} {}: cycle: {period}; jitter p50 / p99 / max {j50} / {j99} / {jmax}; compute p50 / p99 / max {c50} / {c99} / {cmax}; margin min / p1 / p50 {mmin} / {m1} / {m50}; {}\n",
-        s.thread.tid,
-        s.thread.comm,
-        rtick::text::count(c.overruns, "overrun")
-    );
-    for ov in a.overruns.get(&s.thread.tid).into_iter().flatten() {
-        let at = AttachSpikeJson::label(ov.wait.requested, a.started);
-        let _ = writeln!(o, "    overran by {} ({at}): {}", ov.wait.overrun(), ov.cause.text());
-    }
-    o
-}
-
-/// Each thread's worst timed waits, explained: a line each, as
-/// `measure --explain` prints a spike (the time asked for instead of a cycle).
-fn worst(a: &Attached) -> String {
-    let mut o = String::new();
-    for s in &a.threads {
-        let Some(waits) = a.worst.get(&s.thread.tid).filter(|w| !w.is_empty()) else { continue };
-        let worst = rtick::text::count(waits.len() as u64, "worst timed wait");
-        let _ = writeln!(o, "\n{} {}: its {worst} explained:", s.thread.tid, s.thread.comm);
-        for w in waits {
-            let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
-        }
-    }
     o
 }

@@ -17,4 +17,5 @@ pub mod noise;
 pub mod phases;
 pub mod plan;
 pub mod report;
+pub mod report_runs;
 mod warnings;

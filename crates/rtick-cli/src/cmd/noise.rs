@@ -66,7 +66,8 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
     let stop = crate::stop_flag()?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut rows = trace.as_ref().map(|t| t.try_clone().and_then(GapTrace::new)).transpose()?;
-    let mut points = plot.as_ref().map(|_| GapPoints::new(ClockId::Monotonic.now()));
+    let t0 = ClockId::Monotonic.now();
+    let mut points = plot.as_ref().map(|_| GapPoints::new(t0));
     let mut observe = |cpu: usize, g: &GapRecord| {
         if let Some(t) = rows.as_mut() {
             t.row(cpu, g);
@@ -80,12 +81,16 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
         None => run_observed(&plan, &opts, &stop, &mut observe).context("noise")?,
     };
     let system = super::measure::run_file::system_json(&SystemInfo::read());
-    let file = NoiseFile::of(&r, &plan, system, started_at);
+    let mut file = NoiseFile::of(&r, &plan, system, (started_at, t0));
+    // --fail-if's verdict, in the file too.
+    let verdict =
+        a.fail_if.as_ref().map(|g| (g, g.evaluate(&file.cpus, file.attribution, file.ended_by == "interrupted")));
+    file.gates = verdict.as_ref().map(|(g, v)| v.json(g));
     let mut out = String::new();
     if !a.quiet {
         out += &crate::output::noise::header(&r, &plan, &file);
     }
-    out += &crate::output::noise::render(&r);
+    out += &crate::output::noise::render(&file);
     print!("{out}");
     if let Some(j) = json {
         j.write_json(&file)?;
@@ -102,18 +107,13 @@ pub fn run(a: &NoiseArgs) -> Result<ExitCode> {
         h.commit()?;
     }
     if let (Some(p), Some(points)) = (plot, points) {
-        p.write_picture(&NoisePlot { run: &r, points: &points })?;
+        p.write_picture(&NoisePlot { file: &file, points: &points })?;
     }
-    Ok(verdict(a, &file))
-}
-
-/// --fail-if's verdict, printed last: exit 3 unless it passed.
-fn verdict(a: &NoiseArgs, file: &NoiseFile) -> ExitCode {
-    let Some(gates) = &a.fail_if else { return ExitCode::SUCCESS };
-    let v = gates.evaluate(&file.cpus, file.attribution, file.ended_by == "interrupted");
+    // The verdict printed last: exit 3 unless it passed.
+    let Some((gates, v)) = verdict else { return Ok(ExitCode::SUCCESS) };
     print!("{}", gates.render(&v, file.cpus.len()));
-    match v.passed {
+    Ok(match v.passed {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(crate::EXIT_FAIL),
-    }
+    })
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::report_runs;
 use crate::cli::ReportArgs;
 use crate::export::atomic::AtomicFile;
 use crate::output::{self, fmt_latency, header, phases, unit};
@@ -60,26 +61,14 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         // The file named is not one report reads: the user's to fix, like an option's value.
         .map_err(Usage)?;
     let baseline = a.baseline.as_ref().map(|b| read::load(b, unit_of_hist)).transpose().map_err(Usage)?;
+    let run_gates = report_runs::check(a, &inputs, baseline.as_ref())?;
     if let Some(kind) = a.plot_kind {
         plot::check_kind(&inputs, kind).map_err(Usage)?;
     }
 
-    for input in &inputs {
-        println!("== {} ({})", input.path.display(), input.kind.name());
-        let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
-        if let Some(l) = &input.load {
-            println!("load: {}", header::load_line(l));
-        }
-        print!("{}", phases::render(&rows, a.nsecs));
-        if let Some(l) = &input.load {
-            print!("{}", header::load_summary(l));
-        }
-        if let Some(b) = &input.breakdown {
-            print!("{}", crate::output::explain::render(b, a.nsecs, None));
-        }
-        println!();
-    }
-    if inputs.len() > 1 {
+    print_inputs(&inputs, a.nsecs);
+    // Runs of rtick noise have no latency rows to set side by side.
+    if inputs.len() > 1 && inputs.iter().all(|i| !i.series.is_empty()) {
         print!("{}", compare(&inputs, a.nsecs));
         println!();
     }
@@ -87,9 +76,14 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         print_buckets(&inputs, width, a.nsecs)?;
     }
     if let (Some(f), Some(p)) = (plot_file, &a.plot) {
-        let kind = a.plot_kind.unwrap_or_else(|| plot::default_kind(&inputs));
-        f.write(&inputs, kind)?;
-        println!("plot: {} ({kind:?})", p.display());
+        if inputs[0].run.is_some() {
+            let note = report_runs::plot(f, &inputs[0])?;
+            println!("plot: {}{}", p.display(), note.map_or(String::new(), |n| format!(" ({n})")));
+        } else {
+            let kind = a.plot_kind.unwrap_or_else(|| plot::default_kind(&inputs));
+            f.write(&inputs, kind)?;
+            println!("plot: {} ({kind:?})", p.display());
+        }
     }
     if let Some(f) = json {
         f.write_json(&report_file(&inputs))?;
@@ -102,10 +96,36 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         drop(w);
         f.commit()?;
     }
-    Ok(match baseline {
-        Some(old) if against_baseline(a, &old, &inputs[0]) => ExitCode::from(crate::EXIT_FAIL),
-        _ => ExitCode::SUCCESS,
-    })
+    let failed = match (&baseline, &run_gates) {
+        (Some(old), _) => against_baseline(a, old, &inputs[0]),
+        (None, Some(g)) => report_runs::verdict(g, &inputs),
+        (None, None) => false,
+    };
+    Ok(if failed { ExitCode::from(crate::EXIT_FAIL) } else { ExitCode::SUCCESS })
+}
+
+/// Each input: a measurement's table (and load, and phases), or the summary
+/// of an attach or noise run.
+fn print_inputs(inputs: &[Input], nsecs: bool) {
+    for input in inputs {
+        println!("== {} ({})", input.path.display(), input.kind.name());
+        if let Some(run) = &input.run {
+            println!("{}", report_runs::summary(run));
+            continue;
+        }
+        let rows: Vec<ResultJson> = input.series.iter().map(|s| s.result.clone()).collect();
+        if let Some(l) = &input.load {
+            println!("load: {}", header::load_line(l));
+        }
+        print!("{}", phases::render(&rows, nsecs));
+        if let Some(l) = &input.load {
+            print!("{}", header::load_summary(l));
+        }
+        if let Some(b) = &input.breakdown {
+            print!("{}", crate::output::explain::render(b, nsecs, None));
+        }
+        println!();
+    }
 }
 
 /// Prints the comparison with the baseline; true when it fails.

@@ -1,5 +1,6 @@
 //! What `rtick` prints on the terminal.
 
+pub mod attach;
 pub mod baseline;
 pub mod columns;
 pub mod explain;

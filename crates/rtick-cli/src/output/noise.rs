@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source};
+use rtick::noise::{NoiseRun, Plan, Source};
 use rtick::system::format_cpu_list;
 use rtick::Nanos;
-use rtick_model::json::NoiseFile;
+use rtick_model::json::{NoiseCpuJson, NoiseFile};
 
 use super::columns::layout;
 
@@ -40,7 +40,8 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
         us(r.threshold),
         if r.attribution { "gaps attributed from trace events" } else { "no attribution" }
     );
-    o += &super::header::system_lines(&file.system, &rtick::noise::spin::LoopClock::get().describe());
+    let clock = file.loop_clock.as_ref().map_or("", |c| c.description.as_str());
+    o += &super::header::system_lines(&file.system, clock);
     let policy = match plan.priority {
         0 => plan.policy.kernel_name().to_string(),
         p => format!("{} {p}", plan.policy.kernel_name()),
@@ -66,56 +67,65 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
     o
 }
 
-/// The tables, the largest gaps and the notes.
-pub fn render(r: &NoiseRun) -> String {
+/// The tables, the largest gaps and the notes: what `rtick noise` prints
+/// at its end, and `rtick report` of its --json file.
+pub fn render(f: &NoiseFile) -> String {
     let mut rows = vec![["CPU", "runtime s", "noise µs", "available %", "max µs", "p50 µs", "p99 µs", "gaps"]
         .map(String::from)
         .to_vec()];
-    for c in &r.cpus {
+    let secs = |ns: i64| format!("{:.3}", ns as f64 / 1e9);
+    for c in &f.cpus {
         rows.push(vec![
             c.cpu.to_string(),
-            format!("{:.3}", c.runtime.as_secs_f64()),
-            us(c.noise),
-            format!("{:.4}", c.available_percent()),
-            us(c.max_gap),
-            us(c.gap_p50_p99.0),
-            us(c.gap_p50_p99.1),
+            secs(c.runtime_ns),
+            us(Nanos(c.noise_ns)),
+            format!("{:.4}", c.available_percent),
+            us(Nanos(c.max_gap_ns)),
+            us(Nanos(c.gap_p50_ns)),
+            us(Nanos(c.gap_p99_ns)),
             c.gaps.to_string(),
         ]);
     }
-    let mut o = super::noise_attach::title(r)
-        .unwrap_or_else(|| format!("noise per CPU (a gap: two clock reads more than {} µs apart):\n", us(r.threshold)));
+    let threshold = Nanos(f.threshold_ns);
+    let mut o = super::noise_attach::title(f)
+        .unwrap_or_else(|| format!("noise per CPU (a gap: two clock reads more than {} µs apart):\n", us(threshold)));
     o += &layout(&rows, true);
-    if r.attribution {
-        for c in &r.cpus {
+    if f.attribution {
+        for c in &f.cpus {
             o += &sources(c);
         }
     }
-    o + &notes(r)
+    o + &notes(f)
 }
 
 /// One CPU's sources, most time first, and its largest gap.
-fn sources(c: &CpuNoise) -> String {
+fn sources(c: &NoiseCpuJson) -> String {
     let mut o = format!("\nCPU {}: where the noise went, most time first\n", c.cpu);
     let mut rows = vec![["source", "count", "total µs", "max µs", "share %"].map(String::from).to_vec()];
-    let share = |t: Nanos| format!("{:.1}", 100.0 * t.as_ns() as f64 / c.noise.as_ns().max(1) as f64);
-    for (s, t) in c.sources.iter().take(SHOWN) {
-        rows.push(vec![s.to_string(), t.count.to_string(), us(t.total), us(t.max), share(t.total)]);
+    let share = |t: i64| format!("{:.1}", 100.0 * t as f64 / c.noise_ns.max(1) as f64);
+    for s in c.sources.iter().take(SHOWN) {
+        rows.push(vec![
+            s.name.clone(),
+            s.count.to_string(),
+            us(Nanos(s.total_ns)),
+            us(Nanos(s.max_ns)),
+            share(s.total_ns),
+        ]);
     }
     if let Some(rest) = c.sources.get(SHOWN..).filter(|r| !r.is_empty()) {
-        let (count, total) = rest.iter().fold((0, Nanos::ZERO), |(n, d), (_, t)| (n + t.count, d + t.total));
-        let max = rest.iter().map(|(_, t)| t.max).max().unwrap_or(Nanos::ZERO);
+        let (count, total) = rest.iter().fold((0, 0), |(n, d), s| (n + s.count, d + s.total_ns));
+        let max = rest.iter().map(|s| s.max_ns).max().unwrap_or(0);
         let name = format!("… {} more sources (--json lists them)", rest.len());
-        rows.push(vec![name, count.to_string(), us(total), us(max), share(total)]);
+        rows.push(vec![name, count.to_string(), us(Nanos(total)), us(Nanos(max)), share(total)]);
     }
     if c.sources.is_empty() {
         o += "  no gap\n";
     } else {
         o += &layout(&rows, true);
     }
-    if let Some(w) = c.worst.first() {
-        let parts: Vec<String> = w.sources.iter().take(4).map(|(s, d)| format!("{s} {} µs", us(*d))).collect();
-        let _ = writeln!(o, "  largest gap {} µs: {}", us(w.gap.len()), parts.join(", "));
+    if let Some(w) = c.largest_gaps.first() {
+        let parts: Vec<String> = w.sources.iter().take(4).map(|(s, d)| format!("{s} {} µs", us(Nanos(*d)))).collect();
+        let _ = writeln!(o, "  largest gap {} µs: {}", us(Nanos(w.length_ns)), parts.join(", "));
     }
     o += &super::noise_tick::line(c);
     if c.below_threshold.count > 0 {
@@ -123,41 +133,45 @@ fn sources(c: &CpuNoise) -> String {
             o,
             "  below the threshold: {} kernel entries, {} µs in all (shorter than a gap)",
             c.below_threshold.count,
-            us(c.below_threshold.total)
+            us(Nanos(c.below_threshold.total_ns))
         );
     }
-    if let Some(hw) = c.sources.iter().find(|(s, _)| *s == Source::HardwareOrHost) {
-        let steal = c.steal.map_or("unknown".into(), |s| format!("{} ms", s.as_ns() / 1_000_000));
+    if let Some(hw) = c.sources.iter().find(|s| s.kind == Source::HardwareOrHost.kind()) {
+        let steal = c.steal_ns.map_or("unknown".into(), |s| format!("{} ms", s / 1_000_000));
         let _ = writeln!(
             o,
             "  hardware or host: {} µs in gaps without a kernel event; the host's steal time over the run: {steal} \
              (/proc/stat counts it in 10 ms units, and a guest's short exits to the host are not steal)",
-            us(hw.1.total)
+            us(Nanos(hw.total_ns))
         );
     }
     o
 }
 
-fn notes(r: &NoiseRun) -> String {
+fn notes(f: &NoiseFile) -> String {
     let mut o = String::new();
-    if !r.missing.is_empty() {
+    if !f.missing_events.is_empty() {
         let _ = writeln!(
             o,
             "\nnote: this kernel lacks {}: their time counts as around kernel events",
-            r.missing.join(", ")
+            f.missing_events.join(", ")
         );
     }
-    for c in r.cpus.iter().filter(|c| c.lost_events > 0) {
+    for c in f.cpus.iter().filter(|c| c.lost_events > 0) {
         let _ = writeln!(
             o,
             "\nwarning: CPU {}: {} trace events lost: gaps around them may be misattributed",
             c.cpu, c.lost_events
         );
     }
-    for c in r.cpus.iter().filter(|c| c.unattributed > 0) {
-        let _ = writeln!(o, "\nnote: CPU {}: {} gaps left unattributed (past the memory bound)", c.cpu, c.unattributed);
+    for c in f.cpus.iter().filter(|c| c.unattributed_gaps > 0) {
+        let _ = writeln!(
+            o,
+            "\nnote: CPU {}: {} gaps left unattributed (past the memory bound)",
+            c.cpu, c.unattributed_gaps
+        );
     }
-    for c in r.cpus.iter().filter(|c| c.dropped_instances > 0) {
+    for c in f.cpus.iter().filter(|c| c.dropped_instances > 0) {
         let _ = writeln!(
             o,
             "\nnote: CPU {}: {} pieces of kernel work from the trace dropped past the memory bound: \
@@ -165,10 +179,10 @@ fn notes(r: &NoiseRun) -> String {
             c.cpu, c.dropped_instances
         );
     }
-    for n in &r.notes {
+    for n in &f.notes {
         let _ = writeln!(o, "\nnote: {n}");
     }
-    if r.end == End::Interrupted {
+    if f.ended_by == "interrupted" {
         o += "\nnote: interrupted; the figures cover the run until then\n";
     }
     o

@@ -39,11 +39,12 @@ pub fn header(r: &NoiseRun, plan: &Plan, file: &NoiseFile) -> String {
 }
 
 /// The title of the table of a run that followed a thread (`None` for spinners).
-pub fn title(r: &NoiseRun) -> Option<String> {
-    r.attached.as_ref().map(|t| {
+pub fn title(f: &NoiseFile) -> Option<String> {
+    f.attached.as_ref().map(|t| {
         format!(
             "noise of thread {} per CPU (runtime: its time on the CPU, running or waiting; a gap: over {}):\n",
-            t.tid, r.threshold
+            t.tid,
+            Nanos(f.threshold_ns)
         )
     })
 }

@@ -88,33 +88,15 @@ mod tests {
 
     fn r(mechanism: &str, thread: usize, p99: i64, cpu: f64, slack: Option<i64>) -> ResultJson {
         let p = PercentilesJson { p50: 0, p90: 0, p99, p99_9: p99, p99_99: p99, p99_999: p99 };
-        ResultJson {
-            source: None,
-            mechanism: mechanism.into(),
-            thread,
-            tid: Some(1),
-            cpu: None,
-            count: 10,
-            min_ns: 0,
-            max_ns: p99,
-            mean_ns: 0.0,
-            stddev_ns: Some(0.0),
-            percentiles_ns: Some(p.clone()),
-            overruns: Some(0),
-            missed_periods: Some(0),
-            early_wakeups: Some(0),
-            cpu_percent: Some(cpu),
-            trace_rows_dropped: 0,
-            hybrid_slack_ns: slack,
-            period_min_ns: Some(0),
-            period_max_ns: Some(0),
-            period_percentiles_ns: Some(p),
-            histogram_ns: Vec::new(),
-            clock_steps: 0,
-            clock_stepped_ns: 0,
-            phase: None,
-            warm_up_discarded: 0,
-        }
+        let mut r = ResultJson::with_figures(mechanism.into(), thread, 10, 0, p99, 0.0);
+        r.tid = Some(1);
+        r.stddev_ns = Some(0.0);
+        r.percentiles_ns = Some(p.clone());
+        (r.overruns, r.missed_periods, r.early_wakeups) = (Some(0), Some(0), Some(0));
+        r.cpu_percent = Some(cpu);
+        r.hybrid_slack_ns = slack;
+        (r.period_min_ns, r.period_max_ns, r.period_percentiles_ns) = (Some(0), Some(0), Some(p));
+        r
     }
 
     #[test]

@@ -14,6 +14,7 @@ use plotters::prelude::*;
 use super::breakdown::COLORS;
 use super::{Picture, FAMILY};
 use rtick::explain::Phases;
+use rtick_model::json::AttachFile;
 
 /// Threads drawn at most.
 pub const MAX_THREADS: usize = 6;
@@ -45,6 +46,47 @@ pub struct AttachPlot {
     /// How long it traced (s): the time axis's length.
     pub elapsed_s: f64,
     pub threads: Vec<ThreadPlot>,
+}
+
+impl AttachPlot {
+    /// The picture of the attach run `f`: the threads with the latest
+    /// waits, the worst first, at most [`MAX_THREADS`]; times since tracing
+    /// began. Threads without `over_time` (no timed wait) are not drawn.
+    pub fn of(f: &AttachFile) -> AttachPlot {
+        let s = |t: i64| (t - f.started_ns) as f64 / 1e9;
+        let us = |n: i64| n as f64 / 1e3;
+        let mut with: Vec<_> = f.threads.iter().filter_map(|t| Some((t, t.over_time.as_ref()?))).collect();
+        let plotted = with.len();
+        with.sort_by_key(|(t, _)| std::cmp::Reverse(t.lateness_ns.map(|l| l[3])));
+        let threads: Vec<ThreadPlot> = with
+            .into_iter()
+            .take(MAX_THREADS)
+            .map(|(t, series)| {
+                let at = |k: usize| s(series.start_ns + series.width_ns * k as i64);
+                let mut phases = [[0.0; 3]; 4];
+                for p in &t.phases_ns {
+                    if let Some(i) = Phases::NAMES.iter().position(|n| *n == p.phase) {
+                        phases[i] = [p.p50, p.p99, p.max].map(us);
+                    }
+                }
+                ThreadPlot {
+                    label: t.label(),
+                    width_s: series.width_ns as f64 / 1e9,
+                    buckets: series.buckets.iter().map(|b| (at(b.index), b.phases_ns.map(us))).collect(),
+                    spikes: t.spikes.iter().map(|w| (s(w.requested_ns), us(w.lateness_ns))).collect(),
+                    phases,
+                }
+            })
+            .collect();
+        let title = format!(
+            "rtick attach: pid {} ({}), {}: lateness of timed waits ({} of {plotted} threads with one)",
+            f.target.pid,
+            f.target.comm,
+            rtick::Nanos(f.elapsed_ns),
+            threads.len()
+        );
+        AttachPlot { title, elapsed_s: f.elapsed_ns as f64 / 1e9, threads }
+    }
 }
 
 impl Picture for AttachPlot {

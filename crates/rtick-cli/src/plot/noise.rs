@@ -13,8 +13,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, Picture, FAMILY};
-use rtick::noise::{GapRecord, NoiseRun};
+use rtick::noise::GapRecord;
 use rtick::{Nanos, Time};
+use rtick_model::json::{NoiseCpuJson, NoiseFile};
 
 /// Gaps kept per CPU.
 pub const KEEP: usize = 200_000;
@@ -60,28 +61,30 @@ impl GapPoints {
 
     /// One gap of `cpu`.
     pub fn add(&mut self, cpu: usize, g: &GapRecord) {
+        self.push(cpu, g.gap.start, g.gap.len(), g.sources.first().map(|(s, _)| s.to_string()));
+    }
+
+    /// A gap of `cpu` at `start`, `len` long, `main` the source that took most of it.
+    fn push(&mut self, cpu: usize, start: Time, len: Nanos, main: Option<String>) {
         let c = self.cpus.entry(cpu).or_default();
-        let us = g.gap.len().as_ns() as f32 / 1000.0;
+        let us = len.as_ns() as f32 / 1000.0;
         if us < c.floor_us {
             c.omitted += 1;
             return;
         }
-        let source = match g.sources.first() {
-            Some((s, _)) => {
-                let name = s.to_string();
-                match self.index.get(&name) {
-                    Some(&i) => i,
-                    None if self.names.len() < u16::MAX as usize => {
-                        self.names.push(name.clone());
-                        self.index.insert(name, self.names.len() as u16 - 1);
-                        self.names.len() as u16 - 1
-                    }
-                    None => u16::MAX,
+        let source = match main {
+            Some(name) => match self.index.get(&name) {
+                Some(&i) => i,
+                None if self.names.len() < u16::MAX as usize => {
+                    self.names.push(name.clone());
+                    self.index.insert(name, self.names.len() as u16 - 1);
+                    self.names.len() as u16 - 1
                 }
-            }
+                None => u16::MAX,
+            },
             None => u16::MAX,
         };
-        let t = (g.gap.start - self.t0).as_secs_f64().max(0.0) as f32;
+        let t = (start - self.t0).as_secs_f64().max(0.0) as f32;
         c.points.push(Point { t, us, source });
         if c.points.len() >= KEEP {
             let mut lens: Vec<f32> = c.points.iter().map(|p| p.us).collect();
@@ -95,21 +98,39 @@ impl GapPoints {
     }
 }
 
+impl GapPoints {
+    /// The gaps a run file `f` holds: each CPU's largest (at most
+    /// [`WORST_KEPT`](rtick::noise::attribute::WORST_KEPT)); the others counted as not drawn, below the shortest drawn.
+    pub fn of_file(f: &NoiseFile) -> GapPoints {
+        let mut p = GapPoints::new(Time(f.started_ns));
+        for c in &f.cpus {
+            for g in &c.largest_gaps {
+                let (start, len) = (Time(g.start_ns), Nanos(g.length_ns));
+                let main = g.sources.first().map(|(s, _)| s.clone());
+                p.push(c.cpu, start, len, main);
+            }
+            let cpu = p.cpus.entry(c.cpu).or_default();
+            cpu.omitted = c.gaps.saturating_sub(cpu.points.len() as u64);
+            cpu.floor_us = c.largest_gaps.iter().map(|g| g.length_ns as f32 / 1000.0).reduce(f32::min).unwrap_or(0.0);
+        }
+        p
+    }
+}
+
 /// The picture of a run and its gaps.
 pub struct NoisePlot<'a> {
-    pub run: &'a NoiseRun,
+    pub file: &'a NoiseFile,
     pub points: &'a GapPoints,
 }
 
 impl NoisePlot<'_> {
     /// Source names, most noise first over every CPU.
     fn ranked(&self) -> Vec<String> {
-        let mut total: HashMap<String, Nanos> = HashMap::new();
-        for (s, t) in self.run.cpus.iter().flat_map(|c| &c.sources) {
-            let e = total.entry(s.to_string()).or_insert(Nanos::ZERO);
-            *e = *e + t.total;
+        let mut total: HashMap<String, i64> = HashMap::new();
+        for s in self.file.cpus.iter().flat_map(|c| &c.sources) {
+            *total.entry(s.name.clone()).or_insert(0) += s.total_ns;
         }
-        let mut v: Vec<(String, Nanos)> = total.into_iter().collect();
+        let mut v: Vec<(String, i64)> = total.into_iter().collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v.into_iter().map(|(s, _)| s).collect()
     }
@@ -125,7 +146,7 @@ fn colour_of(ranked: &[String], name: &str) -> RGBColor {
 
 impl Picture for NoisePlot<'_> {
     fn size(&self) -> (u32, u32) {
-        (WIDTH, 50 + ROW * self.run.cpus.len().max(1) as u32)
+        (WIDTH, 50 + ROW * self.file.cpus.len().max(1) as u32)
     }
 
     fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
@@ -133,19 +154,20 @@ impl Picture for NoisePlot<'_> {
         DB::ErrorType: 'static,
     {
         let (title, rows) = root.split_vertically(50);
-        let what = if self.run.attribution { "coloured by the source that took most of it" } else { "no attribution" };
-        let whose = match &self.run.attached {
+        let f = self.file;
+        let what = if f.attribution { "coloured by the source that took most of it" } else { "no attribution" };
+        let whose = match &f.attached {
             Some(t) => format!(" of thread {} (tid {})", t.comm, t.tid),
             None => String::new(),
         };
         let heading = format!("OS noise{whose}: each gap over time, {what}");
         try_plot!(title.draw(&Text::new(heading, (20, 14), (FAMILY, 24))));
         let ranked = self.ranked();
-        for (c, area) in self.run.cpus.iter().zip(rows.split_evenly((self.run.cpus.len().max(1), 1))) {
+        for (c, area) in f.cpus.iter().zip(rows.split_evenly((f.cpus.len().max(1), 1))) {
             let (left, right) = area.split_horizontally(WIDTH - BARS);
             let pts = self.points.cpus.get(&c.cpu);
-            timeline(&left, c, pts, &self.points.names, &ranked, self.run)?;
-            if self.run.attribution {
+            timeline(&left, c, pts, &self.points.names, &ranked, f)?;
+            if f.attribution {
                 shares(&right, c, &ranked)?;
             }
         }
@@ -156,20 +178,20 @@ impl Picture for NoisePlot<'_> {
 /// One CPU's gaps over time.
 fn timeline<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    c: &rtick::noise::CpuNoise,
+    c: &NoiseCpuJson,
     pts: Option<&CpuPoints>,
     names: &[String],
     ranked: &[String],
-    run: &NoiseRun,
+    run: &NoiseFile,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let empty = Vec::new();
     let points = pts.map_or(&empty, |p| &p.points);
-    let tmax = (c.runtime.as_secs_f64() as f32).max(points.iter().map(|p| p.t).fold(0.0, f32::max)).max(1e-3);
-    let lo = (run.threshold.as_ns() as f64 / 1000.0 * 0.8).max(0.01);
-    let hi = (c.max_gap.as_ns() as f64 / 1000.0 * 1.5).max(lo * 10.0);
+    let tmax = ((c.runtime_ns as f64 / 1e9) as f32).max(points.iter().map(|p| p.t).fold(0.0, f32::max)).max(1e-3);
+    let lo = (run.threshold_ns as f64 / 1000.0 * 0.8).max(0.01);
+    let hi = (c.max_gap_ns as f64 / 1000.0 * 1.5).max(lo * 10.0);
     let omitted = match pts.filter(|p| p.omitted > 0) {
         Some(p) => format!("; {} under {:.1} µs not drawn", p.omitted, p.floor_us),
         None => String::new(),
@@ -178,8 +200,8 @@ where
         "CPU {}: {} gaps, {:.4} % available, max {:.1} µs{omitted}",
         c.cpu,
         c.gaps,
-        c.available_percent(),
-        c.max_gap.as_ns() as f64 / 1000.0
+        c.available_percent,
+        c.max_gap_ns as f64 / 1000.0
     );
     let mut chart = try_plot!(ChartBuilder::on(area)
         .caption(caption, (FAMILY, 18))
@@ -212,19 +234,15 @@ where
 }
 
 /// One CPU's sources: a bar each (the coloured ones, the rest together), % of its noise.
-fn shares<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    c: &rtick::noise::CpuNoise,
-    ranked: &[String],
-) -> Result<()>
+fn shares<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &NoiseCpuJson, ranked: &[String]) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let noise = c.noise.as_ns().max(1) as f64;
+    let noise = c.noise_ns.max(1) as f64;
     let mut rows: Vec<(String, f64, RGBColor)> = Vec::new();
     let mut rest = 0.0;
-    for (s, t) in &c.sources {
-        let (name, share) = (s.to_string(), 100.0 * t.total.as_ns() as f64 / noise);
+    for s in &c.sources {
+        let (name, share) = (s.name.clone(), 100.0 * s.total_ns as f64 / noise);
         let col = colour_of(ranked, &name);
         if col == GREY {
             rest += share;

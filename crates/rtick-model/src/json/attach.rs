@@ -17,8 +17,15 @@ pub struct AttachFile {
     /// RFC 3339, UTC.
     pub started_at: String,
     pub elapsed_ns: i64,
+    /// When tracing began (CLOCK_MONOTONIC ns): the file's times less this
+    /// are since the start (0 in files written before it was recorded).
+    #[serde(default)]
+    pub started_ns: i64,
     /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited".
     pub ended_by: String,
+    /// The duration asked for (-D); null: until Ctrl-C or the target's exit.
+    #[serde(default)]
+    pub duration_ns: Option<i64>,
     pub system: SystemJson,
     pub target: TargetJson,
     /// The CPUs traced: those the target's threads may run on.
@@ -41,6 +48,11 @@ pub struct AttachFile {
     /// the kernel's filter, an unreadable /proc/kallsyms).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Each thread with a timed wait, its lateness as a `measure` results
+    /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
+    /// --fail-if checks.
+    #[serde(default)]
+    pub results: Vec<ResultJson>,
     /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<GatesJson>,
@@ -93,6 +105,43 @@ pub struct AttachedThreadJson {
     pub spikes: Vec<AttachSpikeJson>,
     /// Its cycle, found from its timed waits.
     pub cycle: CycleJson,
+    /// Its lateness over time, for --plot (null without a timed wait, or
+    /// in a file written before it was recorded).
+    #[serde(default)]
+    pub over_time: Option<OverTimeJson>,
+}
+
+/// A thread's timed waits in time buckets: each bucket's worst wait.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OverTimeJson {
+    /// The first bucket's start (CLOCK_MONOTONIC ns).
+    pub start_ns: i64,
+    /// Each bucket's width: 5 ms doubled until the run fits 400 buckets.
+    pub width_ns: i64,
+    /// The buckets with a wait, in time order.
+    pub buckets: Vec<BucketJson>,
+}
+
+/// One time bucket: how many timed waits asked for a time in it, and the latest of them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BucketJson {
+    /// Its place: it begins at start_ns + index × width_ns.
+    pub index: usize,
+    pub waits: u64,
+    pub lateness_ns: i64,
+    /// Its phases: irq_delay, wakeup_path, scheduling, return_to_user.
+    pub phases_ns: [i64; 4],
+}
+
+impl AttachedThreadJson {
+    /// How the lines name it: "tid comm"; the exited threads' pooled row
+    /// (tid 0) by its comm alone, "3 exited threads".
+    pub fn label(&self) -> String {
+        match self.tid {
+            0 => self.comm.clone(),
+            tid => format!("{tid} {}", self.comm),
+        }
+    }
 }
 
 /// A thread's cycle (docs/attach.md, "The cycle").
@@ -278,21 +327,29 @@ impl AttachSpikeJson {
 }
 
 impl AttachFile {
-    /// The file of the attach `a` to `target`: figures, not a row per
-    /// wait (those are --trace's).
-    pub fn of(a: &Attached, target: &Target, system: SystemJson, started_at: String) -> AttachFile {
+    /// The file of the attach `a` to `target` for `duration` (-D):
+    /// figures, not a row per wait (those are --trace's).
+    pub fn of(
+        a: &Attached,
+        target: &Target,
+        duration: Option<rtick::Nanos>,
+        system: SystemJson,
+        started_at: String,
+    ) -> AttachFile {
         AttachFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
             command: "attach".into(),
             started_at,
             elapsed_ns: a.elapsed.as_ns(),
+            started_ns: a.started.0,
             ended_by: match a.end {
                 End::Duration => "duration",
                 End::Interrupted => "interrupted",
                 End::TargetExited => "target_exited",
             }
             .into(),
+            duration_ns: duration.map(|d| d.as_ns()),
             system,
             target: TargetJson { pid: target.pid, comm: target.comm.clone(), whole_process: target.whole_process },
             cpus: a.cpus.clone(),
@@ -303,6 +360,7 @@ impl AttachFile {
             threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
+            results: lateness_rows(a),
             gates: None,
         }
     }
@@ -312,37 +370,20 @@ impl AttachFile {
 /// and `tid`: its tid), for --fail-if: threads with a timed wait only; the
 /// figures of a measured loop's own (missed periods, CPU time) have no
 /// value here; its overruns are its cycle's.
-pub fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
+fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
     let thread = |tid: i32| a.threads.iter().find(|t| t.thread.tid == tid);
     a.lateness
         .iter()
-        .map(|(&tid, s)| ResultJson {
-            source: None,
-            mechanism: thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default(),
-            thread: tid as usize,
-            tid: Some(tid),
-            cpu: None,
-            count: s.count,
-            min_ns: s.min,
-            max_ns: s.max,
-            mean_ns: s.mean,
-            stddev_ns: Some(s.stddev),
-            percentiles_ns: Some(s.into()),
+        .map(|(&tid, s)| {
+            let comm = thread(tid).map(|t| t.thread.comm.clone()).unwrap_or_default();
+            let mut r = ResultJson::with_figures(comm, tid as usize, s.count, s.min, s.max, s.mean);
+            r.tid = Some(tid);
+            r.stddev_ns = Some(s.stddev);
+            r.percentiles_ns = Some(s.into());
             // Its waits armed after their own request (the cycle's).
-            overruns: thread(tid).map(|t| t.cycle.overruns),
-            missed_periods: None,
-            early_wakeups: Some(s.negative),
-            cpu_percent: None,
-            trace_rows_dropped: 0,
-            hybrid_slack_ns: None,
-            period_min_ns: None,
-            period_max_ns: None,
-            period_percentiles_ns: None,
-            clock_steps: 0,
-            clock_stepped_ns: 0,
-            histogram_ns: Vec::new(),
-            phase: None,
-            warm_up_discarded: 0,
+            r.overruns = thread(tid).map(|t| t.cycle.overruns);
+            r.early_wakeups = Some(s.negative);
+            r
         })
         .collect()
 }
@@ -380,5 +421,6 @@ fn thread(s: &ThreadSummary, a: &Attached) -> AttachedThreadJson {
             .get(&t.tid)
             .map_or_else(Vec::new, |w| w.iter().map(|w| AttachSpikeJson::of(w, a.started)).collect()),
         cycle: CycleJson::of(&s.cycle, a.overruns.get(&t.tid).map_or(&[], Vec::as_slice)),
+        over_time: None,
     }
 }

@@ -12,12 +12,16 @@ use serde::{Deserialize, Serialize};
 
 pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
 pub use attach::{
-    lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, CycleJson, OverrunJson, TargetJson,
+    AttachFile, AttachSpikeJson, AttachedThreadJson, BucketJson, CulpritJson, CycleJson, OverTimeJson, OverrunJson,
+    TargetJson,
 };
 pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
-pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson};
+pub use noise::{
+    LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseGatesJson, NoiseSourceJson, NoiseTickJson,
+    NoiseViolationJson,
+};
 
 use rtick::measure::{MeasureReport, ThreadResult};
 use rtick::stats::{Summary, PERCENTILE_LABELS};
@@ -239,6 +243,46 @@ pub struct ResultJson {
 }
 
 impl ResultJson {
+    /// A row of `count` latencies of `mechanism` on `thread` with only
+    /// these figures known: every other one null (unknown), zero or empty,
+    /// for the caller to fill in what its source has.
+    pub fn with_figures(
+        mechanism: String,
+        thread: usize,
+        count: u64,
+        min_ns: i64,
+        max_ns: i64,
+        mean_ns: f64,
+    ) -> ResultJson {
+        ResultJson {
+            source: None,
+            mechanism,
+            thread,
+            tid: None,
+            cpu: None,
+            count,
+            min_ns,
+            max_ns,
+            mean_ns,
+            stddev_ns: None,
+            percentiles_ns: None,
+            overruns: None,
+            missed_periods: None,
+            early_wakeups: None,
+            cpu_percent: None,
+            trace_rows_dropped: 0,
+            hybrid_slack_ns: None,
+            period_min_ns: None,
+            period_max_ns: None,
+            period_percentiles_ns: None,
+            clock_steps: 0,
+            clock_stepped_ns: 0,
+            histogram_ns: Vec::new(),
+            phase: None,
+            warm_up_discarded: 0,
+        }
+    }
+
     pub fn from_result(r: &ThreadResult) -> ResultJson {
         let s = r.latency.summary();
         let p = r.period.summary();

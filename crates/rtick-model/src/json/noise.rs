@@ -1,6 +1,7 @@
 //! The JSON file of `rtick noise --json`: its own schema (docs/json.md,
 //! "rtick noise"), built from the library's [`NoiseRun`] by [`NoiseFile::of`].
 
+use rtick::noise::spin::LoopClock;
 use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source, Tally};
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,10 @@ pub struct NoiseFile {
     pub command: String,
     /// RFC 3339, UTC.
     pub started_at: String,
+    /// When the run began (CLOCK_MONOTONIC ns): a gap's start_ns less this
+    /// is its time since the start (0 in files written before it was recorded).
+    #[serde(default)]
+    pub started_ns: i64,
     /// "duration", "interrupted" (Ctrl-C or SIGTERM) or "target_exited" (the thread of --attach).
     pub ended_by: String,
     pub system: SystemJson,
@@ -35,6 +40,33 @@ pub struct NoiseFile {
     /// With --attach: the thread followed (null: rtick's spinners).
     #[serde(default)]
     pub attached: Option<NoiseAttachedJson>,
+    /// The clock the spinners' loop read (null with --attach: no loop of rtick's).
+    #[serde(default)]
+    pub loop_clock: Option<LoopClockJson>,
+    /// With --fail-if: its conditions checked against every CPU, and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<NoiseGatesJson>,
+}
+
+/// The clock of the spinning loop.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LoopClockJson {
+    /// "tsc" (rdtsc, calibrated against CLOCK_MONOTONIC) or "vdso" (CLOCK_MONOTONIC through the vDSO).
+    pub clock: String,
+    /// As the header says it: the TSC's rate and error, or why not the TSC.
+    pub description: String,
+}
+
+impl LoopClockJson {
+    /// This process's loop clock.
+    pub fn get() -> LoopClockJson {
+        let c = LoopClock::get();
+        let clock = match c {
+            LoopClock::Tsc(_) => "tsc",
+            LoopClock::Vdso(_) => "vdso",
+        };
+        LoopClockJson { clock: clock.into(), description: c.describe() }
+    }
 }
 
 /// The thread `--attach` followed.
@@ -75,6 +107,11 @@ pub struct NoiseCpuJson {
     pub below_threshold: NoiseSourceJson,
     /// Gaps left unattributed (memory bounds).
     pub unattributed_gaps: u64,
+    /// Pieces of kernel work from the trace dropped past the memory bound
+    /// (gaps around them may be attributed short); apart from the gaps
+    /// left unattributed.
+    #[serde(default)]
+    pub dropped_instances: u64,
     pub lost_events: u64,
     /// The host's steal time of this CPU over the run (/proc/stat, 10 ms ticks); null when unread.
     pub steal_ns: Option<i64>,
@@ -125,13 +162,19 @@ pub struct NoiseGapJson {
 }
 
 impl NoiseFile {
-    /// The file of the run `r` of `plan`.
-    pub fn of(r: &NoiseRun, plan: &Plan, system: SystemJson, started_at: String) -> NoiseFile {
+    /// The file of the run `r` of `plan`, begun at `started` (CLOCK_MONOTONIC).
+    pub fn of(
+        r: &NoiseRun,
+        plan: &Plan,
+        system: SystemJson,
+        (started_at, started): (String, rtick::Time),
+    ) -> NoiseFile {
         NoiseFile {
             rtick_version: env!("CARGO_PKG_VERSION").into(),
             schema_version: SCHEMA_VERSION,
             command: "noise".into(),
             started_at,
+            started_ns: started.0,
             ended_by: match r.end {
                 End::Duration => "duration",
                 End::Interrupted => "interrupted",
@@ -153,6 +196,8 @@ impl NoiseFile {
                 policy: t.policy_text(),
                 cpus: plan.cpus.clone(),
             }),
+            loop_clock: r.attached.is_none().then(LoopClockJson::get),
+            gates: None,
         }
     }
 }
@@ -186,6 +231,7 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
         sources: c.sources.iter().map(named).collect(),
         below_threshold: source("", "below the threshold".into(), &c.below_threshold),
         unattributed_gaps: c.unattributed,
+        dropped_instances: c.dropped_instances,
         lost_events: c.lost_events,
         steal_ns: c.steal.map(|s| s.as_ns()),
         largest_gaps: c
@@ -204,4 +250,31 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
             reasons: c.tick.reasons.iter().map(|r| (r.0.clone(), r.2)).collect(),
         }),
     }
+}
+
+/// The `gates` object of a noise run file: the verdict as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseGatesJson {
+    /// Each condition as given.
+    pub conditions: Vec<String>,
+    pub violations: Vec<NoiseViolationJson>,
+    /// Conditions on sources a run without attribution cannot check: they fail.
+    pub unchecked: Vec<String>,
+    /// The run was stopped early (Ctrl-C, SIGTERM): it does not pass.
+    pub interrupted: bool,
+    pub passed: bool,
+}
+
+/// One condition that held on one CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseViolationJson {
+    pub condition: String,
+    pub cpu: usize,
+    /// What was compared: "max", "noise", "longest local_timer" …
+    pub what: String,
+    pub value: f64,
+    pub op: String,
+    pub limit: f64,
+    /// "ns", "%" or "count".
+    pub unit: String,
 }

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::breakdown::Breakdown;
 use crate::json::ExplainJson;
-use crate::json::{PercentilesJson, ResultJson};
+use crate::json::{AttachFile, NoiseFile, PercentilesJson, ResultJson};
+use std::sync::Arc;
 
 /// What kind of file an input is, detected from its content.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub enum InputKind {
     CyclictestJson,
     CyclictestHistogram,
     RtickHistogram,
+    AttachJson,
+    NoiseJson,
 }
 
 impl InputKind {
@@ -32,8 +35,29 @@ impl InputKind {
             InputKind::CyclictestJson => "cyclictest JSON",
             InputKind::CyclictestHistogram => "cyclictest histogram",
             InputKind::RtickHistogram => "rtick histogram",
+            InputKind::AttachJson => "rtick attach JSON",
+            InputKind::NoiseJson => "rtick noise JSON",
         }
     }
+
+    /// What it holds, for telling inputs that cannot be compared apart:
+    /// latencies of a measured loop (rtick measure's files, cyclictest's),
+    /// an attached program's lateness, or OS noise.
+    pub fn family(self) -> &'static str {
+        match self {
+            InputKind::AttachJson => "rtick attach",
+            InputKind::NoiseJson => "rtick noise",
+            _ => "latency measurements",
+        }
+    }
+}
+
+/// An attach or noise run file, whole: `report` prints its summary, checks
+/// its gates and draws its picture from it.
+#[derive(Debug)]
+pub enum RunFile {
+    Attach(AttachFile),
+    Noise(NoiseFile),
 }
 
 /// One series' latency distribution.
@@ -74,6 +98,8 @@ pub struct Input {
     pub breakdown: Option<Breakdown>,
     /// An rtick JSON's `load` object: what ran beside the measurement.
     pub load: Option<crate::json::LoadJson>,
+    /// An attach or noise run file, whole.
+    pub run: Option<Arc<RunFile>>,
 }
 
 impl Input {
@@ -107,13 +133,20 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
         .map_err(|_| format!("{}: not a text file (expected JSON, CSV or a cyclictest histogram)", path.display()))?;
     let at = |msg: String| format!("{}:{msg}", path.display());
     let trimmed = text.trim_start();
-    let (mut breakdown, mut load) = (None, None);
+    let (mut breakdown, mut load, mut run) = (None, None, None);
     let (kind, series) = if trimmed.starts_with('{') {
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| at(format!("{}: invalid or truncated JSON: {e}", e.line())))?;
         if v.get("cmdline:").is_some() || v.get("rt_test_version:").is_some() {
             version(&v, "file_version", cyclictest::FILE_VERSION, "cyclictest --json").map_err(at)?;
             (InputKind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
+        } else if let Some((kind, file)) = rtick_files::run_file(&v, &text).map_err(at)? {
+            let series = match &file {
+                RunFile::Attach(a) => rtick_files::series_of_results(a.results.clone()),
+                RunFile::Noise(_) => Vec::new(),
+            };
+            run = Some(Arc::new(file));
+            (kind, series)
         } else if v.get("rtick_version").is_some() {
             if v.get("results").is_some() {
                 let schema = u64::from(crate::json::SCHEMA_VERSION);
@@ -140,15 +173,15 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
             path.display()
         ));
     };
-    if series.is_empty() {
+    if series.is_empty() && run.is_none() {
         return Err(format!("{}: holds no measurement", path.display()));
     }
-    Ok(Input { path: path.to_path_buf(), kind, series, breakdown, load })
+    Ok(Input { path: path.to_path_buf(), kind, series, breakdown, load, run })
 }
 
 /// Checks a JSON file's format version `field`: `supported` is the one
 /// read; another, or none, would be read wrongly without a word.
-fn version(v: &serde_json::Value, field: &str, supported: u64, writer: &str) -> Result<(), String> {
+pub(crate) fn version(v: &serde_json::Value, field: &str, supported: u64, writer: &str) -> Result<(), String> {
     match v.get(field) {
         Some(n) if n.as_u64() == Some(supported) => Ok(()),
         Some(n) => Err(format!(
@@ -167,6 +200,7 @@ pub fn from_measure(results: &[ResultJson], explain: Option<&ExplainJson>) -> Re
         series: rtick_files::series_of_results(results.to_vec()),
         breakdown: explain.map(Breakdown::from_explain).transpose()?,
         load: None,
+        run: None,
     })
 }
 
@@ -185,31 +219,10 @@ pub fn row(
         let p = analysis::percentiles(dist, max);
         PercentilesJson { p50: p[0], p90: p[1], p99: p[2], p99_9: p[3], p99_99: p[4], p99_999: p[5] }
     });
-    ResultJson {
-        source: None,
-        mechanism: mechanism.to_string(),
-        thread,
-        tid: None,
-        cpu,
-        count,
-        min_ns: min,
-        max_ns: max,
-        mean_ns: mean,
-        stddev_ns: None,
-        percentiles_ns: percentiles,
-        overruns: None,
-        missed_periods: None,
-        early_wakeups: Some(dist.weighted.iter().filter(|w| w.0 < 0).map(|w| w.1).sum()),
-        cpu_percent: None,
-        trace_rows_dropped: 0,
-        hybrid_slack_ns: None,
-        period_min_ns: None,
-        period_max_ns: None,
-        period_percentiles_ns: None,
-        histogram_ns: dist.weighted.clone(),
-        clock_steps: 0,
-        clock_stepped_ns: 0,
-        phase: None,
-        warm_up_discarded: 0,
-    }
+    let mut r = ResultJson::with_figures(mechanism.to_string(), thread, count, min, max, mean);
+    r.cpu = cpu;
+    r.percentiles_ns = percentiles;
+    r.early_wakeups = Some(dist.weighted.iter().filter(|w| w.0 < 0).map(|w| w.1).sum());
+    r.histogram_ns = dist.weighted.clone();
+    r
 }

@@ -6,7 +6,7 @@ use rtick::stats::LatencyStats;
 use serde::de::Error as _;
 use serde::Deserializer;
 
-use super::{row, Dist, Series, Timeline};
+use super::{row, Dist, InputKind, RunFile, Series, Timeline};
 use crate::breakdown::{Breakdown, Wakeup};
 use crate::json::ExplainJson;
 use crate::json::{LoadJson, PercentilesJson, ResultJson};
@@ -30,10 +30,6 @@ pub struct RunParts {
 /// are read from the text, once, so an error has its line: it starts with
 /// it (`12: …`), else a space.
 pub fn from_json(v: &serde_json::Value, text: &str) -> Result<RunParts, String> {
-    // attach and noise files carry their command (attach's has findings too).
-    if let Some(c @ ("attach" | "noise")) = v.get("command").and_then(|c| c.as_str()) {
-        return Err(format!(" an rtick {c} file: report reads rtick measure results (rtick {c} prints its own)"));
-    }
     if v.get("findings").is_some() {
         return Err(" an rtick audit file; expected rtick measure results".into());
     }
@@ -55,6 +51,20 @@ pub fn from_json(v: &serde_json::Value, text: &str) -> Result<RunParts, String> 
     })?;
     let breakdown = run.explain.as_ref().map(Breakdown::from_explain).transpose().map_err(|e| format!(" {e}"))?;
     Ok(RunParts { series: series_of_results(run.results), breakdown, load: run.load })
+}
+
+/// An attach or noise run file (they carry their command; attach's has
+/// findings too, as an audit file), read whole; `None` for another file.
+/// An error starts with its line (`12: …`), else a space.
+pub fn run_file(v: &serde_json::Value, text: &str) -> Result<Option<(InputKind, RunFile)>, String> {
+    let Some(c @ ("attach" | "noise")) = v.get("command").and_then(|c| c.as_str()) else { return Ok(None) };
+    let schema = u64::from(crate::json::SCHEMA_VERSION);
+    super::version(v, "schema_version", schema, &format!("rtick {c} --json"))?;
+    let schema_error = |e: serde_json::Error| format!("{}: does not match rtick {c}'s --json schema: {e}", e.line());
+    Ok(Some(match c {
+        "attach" => (InputKind::AttachJson, RunFile::Attach(serde_json::from_str(text).map_err(schema_error)?)),
+        _ => (InputKind::NoiseJson, RunFile::Noise(serde_json::from_str(text).map_err(schema_error)?)),
+    }))
 }
 
 /// The members of a measure file `report` reads; each names itself in an error.
@@ -248,14 +258,23 @@ mod tests {
     }
 
     #[test]
-    fn attach_and_noise_files_are_named_as_such_not_as_audits() {
-        let err = |text: &str| from_json(&serde_json::from_str(text).unwrap(), text).map(|_| ()).unwrap_err();
-        let attach = r#"{"command": "attach", "findings": [], "threads": []}"#;
-        assert_eq!(
-            err(attach),
-            " an rtick attach file: report reads rtick measure results (rtick attach prints its own)"
+    fn attach_and_noise_files_are_read_as_such_not_as_audits() {
+        let run = |text: &str| run_file(&serde_json::from_str(text).unwrap(), text);
+        let err = |text: &str| run(text).map(|_| ()).unwrap_err();
+        let attach = r#"{"command": "attach", "schema_version": 1, "findings": [], "threads": []}"#;
+        assert!(
+            err(attach).starts_with("1: does not match rtick attach's --json schema: missing field"),
+            "{}",
+            err(attach)
         );
-        assert!(err(r#"{"command": "noise", "cpus": []}"#).starts_with(" an rtick noise file"));
-        assert!(err(r#"{"findings": []}"#).starts_with(" an rtick audit file"));
+        let noise = r#"{"command": "noise", "schema_version": 7, "cpus": []}"#;
+        assert_eq!(
+            err(noise),
+            " \"schema_version\" is 7, a version this rtick cannot read; it reads rtick noise --json files of schema_version 1"
+        );
+        assert!(run(r#"{"findings": []}"#).unwrap().is_none());
+        let text = r#"{"findings": []}"#;
+        let audit = from_json(&serde_json::from_str(text).unwrap(), text).map(|_| ()).unwrap_err();
+        assert!(audit.starts_with(" an rtick audit file"));
     }
 }

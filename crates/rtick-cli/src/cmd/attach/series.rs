@@ -7,10 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use rtick::attach::{Attached, Target, TimedWait, Wake};
+use rtick::attach::{TimedWait, Wake};
 use rtick::{Nanos, Time};
-
-use crate::plot::attach::{AttachPlot, ThreadPlot, MAX_THREADS};
+use rtick_model::json::{AttachFile, BucketJson, OverTimeJson};
 
 /// Buckets a thread keeps at most.
 pub const BUCKETS: usize = 400;
@@ -73,16 +72,6 @@ impl Series {
         }
         self.buckets[k].take(w.lateness, w.phases.named().map(|(_, v)| v));
     }
-
-    /// Each bucket's width.
-    pub fn width(&self) -> Nanos {
-        self.width
-    }
-
-    /// The buckets, the first beginning when tracing began.
-    pub fn buckets(&self) -> &[Bucket] {
-        &self.buckets
-    }
 }
 
 /// Every thread's series.
@@ -112,40 +101,29 @@ impl Plotted {
         self.threads.get(&tid)
     }
 
-    /// The picture of attach `a` to `target`: the threads with the latest
-    /// waits, the worst first, at most [`MAX_THREADS`]; times since tracing began.
-    pub fn picture(&self, a: &Attached, target: &Target) -> AttachPlot {
-        let s = |t: Time| (t - a.started).as_ns() as f64 / 1e9;
-        let us = |n: Nanos| n.as_ns() as f64 / 1e3;
-        let mut with: Vec<_> = a.threads.iter().filter_map(|t| Some((t, self.series(t.thread.tid)?))).collect();
-        with.sort_by_key(|(t, _)| std::cmp::Reverse(t.lateness.map(|l| l[3])));
-        let drawn = with.len().min(MAX_THREADS);
-        let threads = with
-            .into_iter()
-            .take(MAX_THREADS)
-            .map(|(t, series)| {
-                let width = series.width();
-                let at = |k: usize| s(self.start + Nanos(width.as_ns() * k as i64));
-                let worst = a.worst.get(&t.thread.tid).into_iter().flatten();
-                ThreadPlot {
-                    label: format!("{} {}", t.thread.tid, t.thread.comm),
-                    width_s: width.as_ns() as f64 / 1e9,
-                    buckets: (series.buckets().iter().enumerate())
-                        .filter_map(|(k, b)| b.worst.map(|(_, p)| (at(k), p.map(us))))
-                        .collect(),
-                    spikes: worst.map(|w| (s(w.wait.requested), us(w.wait.lateness))).collect(),
-                    phases: t.phases.map_or([[0.0; 3]; 4], |p| p.map(|(_, q)| q.map(us))),
-                }
+    /// Each thread's series into its row of `file` (threads without a timed wait have none).
+    pub fn fill(&self, file: &mut AttachFile) {
+        for t in &mut file.threads {
+            t.over_time = self.series(t.tid).map(Series::json);
+        }
+    }
+}
+
+impl Series {
+    /// As the JSON file holds it: the buckets with a wait.
+    pub fn json(&self) -> OverTimeJson {
+        let buckets = (self.buckets.iter().enumerate())
+            .filter_map(|(index, b)| {
+                let (late, phases) = b.worst?;
+                Some(BucketJson {
+                    index,
+                    waits: b.waits,
+                    lateness_ns: late.as_ns(),
+                    phases_ns: phases.map(|p| p.as_ns()),
+                })
             })
             .collect();
-        let title = format!(
-            "rtick attach: pid {} ({}), {}: lateness of timed waits ({drawn} of {} threads with one)",
-            target.pid,
-            target.comm,
-            a.elapsed,
-            self.threads.len()
-        );
-        AttachPlot { title, elapsed_s: a.elapsed.as_ns() as f64 / 1e9, threads }
+        OverTimeJson { start_ns: self.start.0, width_ns: self.width.as_ns(), buckets }
     }
 }
 
@@ -183,12 +161,18 @@ mod tests {
         }
         p.add(7, &Wake::Unmatched);
         let s = p.series(7).unwrap();
-        assert!(s.buckets().len() <= BUCKETS, "{}", s.buckets().len());
-        assert_eq!(s.width(), Nanos::from_ms(40), "5 ms doubled three times");
-        assert_eq!(s.buckets().iter().map(|b| b.waits).sum::<u64>(), 10_000);
-        let k = (6_543 * 1_000_000 / s.width().as_ns()) as usize;
-        assert_eq!(s.buckets()[k].worst.unwrap().0, Nanos(900_000));
-        assert_eq!(s.buckets()[0].worst, Some((Nanos(1_009), [Nanos(1_009), Nanos(0), Nanos(0), Nanos(0)])));
+        assert!(s.buckets.len() <= BUCKETS, "{}", s.buckets.len());
+        assert_eq!(s.width, Nanos::from_ms(40), "5 ms doubled three times");
+        assert_eq!(s.buckets.iter().map(|b| b.waits).sum::<u64>(), 10_000);
+        let k = (6_543 * 1_000_000 / s.width.as_ns()) as usize;
+        assert_eq!(s.buckets[k].worst.unwrap().0, Nanos(900_000));
+        assert_eq!(s.buckets[0].worst, Some((Nanos(1_009), [Nanos(1_009), Nanos(0), Nanos(0), Nanos(0)])));
+        // The file holds the buckets with a wait, each in its place.
+        let j = s.json();
+        assert_eq!((j.start_ns, j.width_ns), (0, 40_000_000));
+        assert_eq!(j.buckets.len(), s.buckets.iter().filter(|b| b.waits > 0).count());
+        let b = j.buckets.iter().find(|b| b.index == k).unwrap();
+        assert_eq!((b.lateness_ns, b.phases_ns), (900_000, [900_000, 0, 0, 0]));
         assert!(p.series(8).is_none());
     }
 }
