@@ -5,40 +5,12 @@
 //! and python3 needed; under CI a skip is a failure.
 
 mod common;
+use common::tracee::{compile, finish, periodic, ready, spawn, wait_for_instance};
 use common::*;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
-
-fn ready() -> bool {
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
-
-/// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    compile(dir, "periodic", name)
-}
-
-/// tests/c/`src`.c compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn compile(dir: &Path, src: &str, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{src}.c"));
-    let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
-}
 
 /// The CPU the explained spikes' test pins its programs to: the last one
 /// (rtick then reads its trace on the others). The memory test's 10 kHz
@@ -56,31 +28,7 @@ fn start_loop(cpu: usize, exe: &Path, out: &Path, cycles: u32, period_us: u32) -
 }
 
 fn attach(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .arg("attach")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtick starts")
-}
-
-/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
-/// its tracing begins as it is set up, well within a second of that.
-fn wait_for_instance(rtick: &Child) {
-    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", rtick.id()));
-    let started = Instant::now();
-    while !instance.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn finish(c: Child) -> std::process::Output {
-    let pid = c.id();
-    let o = c.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    o
+    spawn("attach", args)
 }
 
 /// Resident memory of `pid`, KiB (`None` once it has exited).

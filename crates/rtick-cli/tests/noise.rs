@@ -12,6 +12,7 @@
 
 mod common;
 use common::gaps::gap_rows;
+use common::tracee::{compile, finish, ready_on_cpu_1, spawn};
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -19,50 +20,22 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
-
 /// The measured CPU.
 const CPU: &str = "1";
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn ready() -> bool {
-    if rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
-        skip("these tests measure CPU 1 with CPU 0 left for the rest: they need two CPUs", false);
-        return false;
-    }
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+    ready_on_cpu_1("these tests measure")
 }
 
 /// tests/c/busy.c compiled into `dir` (its name is the thread's comm).
 fn busy(dir: &Path) -> Option<PathBuf> {
-    compiled(dir, "busy", "noise_busy")
-}
-
-/// tests/c/NAME.c compiled into `dir` as `exe`.
-fn compiled(dir: &Path, name: &str, exe: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let exe = dir.join(exe);
-    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
+    compile(dir, "busy", "noise_busy")
 }
 
 fn noise(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .arg("noise")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtick starts")
+    spawn("noise", args)
 }
 
 /// Waits until rtick's spinner runs (its thread is named for its CPU).
@@ -80,13 +53,6 @@ fn spinning(c: &Child) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("rtick's spinner did not start within 30 s");
-}
-
-fn finish(c: Child) -> std::process::Output {
-    let pid = c.id();
-    let o = c.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    o
 }
 
 /// The sources of the one CPU of a run file.
@@ -250,7 +216,7 @@ fn ctrl_c_ends_the_run_with_its_summary_and_a_complete_file() {
 fn tlb_shootdowns_from_cpu_0_are_counted_as_call_function_ipis() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compiled(dir.path(), "shootdown", "noise_shootdown").filter(|_| ready()) else { return };
+    let Some(exe) = compile(dir.path(), "shootdown", "noise_shootdown").filter(|_| ready()) else { return };
     let out = dir.path().join("r.json");
     let before = ipis(1);
     let rtick = noise(&["-a", CPU, "-p", "50", "-D", "3.5", "--json", path_str(&out)]);
