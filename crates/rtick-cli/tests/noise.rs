@@ -12,8 +12,9 @@
 
 mod common;
 use common::gaps::gap_rows;
-use common::tracee::{compile, finish, ready_on_cpu_1, spawn};
+use common::tracee::{compile, finish, ready_on_cpu_1, spawn, CpuCgroup};
 use common::*;
+use rtick::cgroup::task_path;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -83,9 +84,20 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
         gate,
     ]);
     spinning(&rtick);
-    // 2 ms of every 100 ms, 15 times, at FIFO 60: above the spinner's 50.
-    let b = Command::new(&exe).args([CPU, "fifo", "60", "2000", "100000", "15"]).output().unwrap();
+    // 2 ms of every 100 ms, 15 times, at FIFO 60: above the spinner's 50;
+    // in a cgroup of its own (else in this test's).
+    let cgroup = CpuCgroup::new("rtick-test-busy");
+    let args = [CPU, "fifo", "60", "2000", "100000", "15"];
+    let b = match &cgroup {
+        Some(cg) => cg.command(&exe, &args).output(),
+        None => Command::new(&exe).args(args).output(),
+    }
+    .unwrap();
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let in_cgroup = match &cgroup {
+        Some(cg) => Some(cg.path.clone()),
+        None => task_path(&std::fs::read_to_string("/proc/self/cgroup").unwrap()),
+    };
     let o = finish(rtick);
     assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
     let text = String::from_utf8_lossy(&b.stdout);
@@ -98,6 +110,7 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     let src = sources(&j);
     let mine = src.iter().find(|s| s["name"] == name.as_str()).unwrap_or_else(|| panic!("{name} in {src:#?}"));
     assert_eq!(mine["kind"], "thread");
+    assert_eq!(mine["cgroup"].as_str(), in_cgroup.as_deref(), "{mine:#?}");
     // Without IRQ_TIME_ACCOUNTING (this VM) its schedstat counts the
     // interrupts inside its run as its own; rtick counts them apart, in nested_ns.
     let (net, nested) = (mine["total_ns"].as_i64().unwrap(), mine["nested_ns"].as_i64().unwrap());
@@ -106,7 +119,8 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     let held = if irq_time_apart { net } else { net + nested };
     assert!((held - ran).abs() * 10 <= ran, "attributed {net} + {nested} ns, the thread's schedstat says {ran} ns");
     assert!(nested >= 0 && net > 0, "{mine:#?}");
-    assert!(stdout(&o).contains(&name), "{}", stdout(&o));
+    let shown = in_cgroup.as_ref().map_or_else(|| format!("{name} "), |path| format!("{name} in {path} "));
+    assert!(stdout(&o).contains(&shown), "{}", stdout(&o));
     let fail = format!("FAIL longest {name} of CPU 1: ");
     assert!(
         stdout(&o).lines().any(|l| l.starts_with(&fail) && l.ends_with("> 1000 µs (source:threadnoise_busy>1ms)")),

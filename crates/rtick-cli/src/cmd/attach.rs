@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use rtick::attach::{attach, AttachOptions, Attached, End, Spec, Target, ThreadSummary, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
 use rtick_model::gates::Gates;
-use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, GatesJson, UnavailableJson};
+use rtick_model::json::{lateness_rows, AttachFile, AttachSpikeJson, CauseJson, GatesJson, UnavailableJson};
 
 use crate::cli::AttachArgs;
 use crate::export::atomic::AtomicFile;
@@ -265,6 +265,10 @@ fn worst(a: &Attached) -> String {
         for w in waits {
             let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
         }
+    }
+    let causes: Vec<CauseJson> = a.causes().iter().map(Into::into).collect();
+    if !causes.is_empty() {
+        o += &crate::output::explain::causes(&causes, false, "waits");
     }
     o
 }

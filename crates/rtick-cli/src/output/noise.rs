@@ -100,7 +100,8 @@ fn sources(c: &CpuNoise) -> String {
     let mut rows = vec![["source", "count", "total µs", "max µs", "share %"].map(String::from).to_vec()];
     let share = |t: Nanos| format!("{:.1}", 100.0 * t.as_ns() as f64 / c.noise.as_ns().max(1) as f64);
     for (s, t) in c.sources.iter().take(SHOWN) {
-        rows.push(vec![s.to_string(), t.count.to_string(), us(t.total), us(t.max), share(t.total)]);
+        let name = c.cgroups.get(s).map_or_else(|| s.to_string(), |cg| format!("{s} in {cg}"));
+        rows.push(vec![name, t.count.to_string(), us(t.total), us(t.max), share(t.total)]);
     }
     if let Some(rest) = c.sources.get(SHOWN..).filter(|r| !r.is_empty()) {
         let (count, total) = rest.iter().fold((0, Nanos::ZERO), |(n, d), (_, t)| (n + t.count, d + t.total));

@@ -83,3 +83,58 @@ pub fn finish(rtick: Child) -> Output {
     assert!(!instance(pid).exists(), "rtick's instance is removed");
     o
 }
+
+/// Where the v1 `cpu` hierarchy is mounted, on a host that has one.
+const V1_CPU: &str = "/sys/fs/cgroup/cpu";
+
+/// A v1 `cpu` cgroup made for a test's programs, real-time ones allowed
+/// in it (100 ms a second, on kernels that budget groups), removed when
+/// dropped however the test ends: what is left in it goes back to the root
+/// first.
+pub struct CpuCgroup {
+    dir: PathBuf,
+    /// Its path as /proc/PID/cgroup names it: `/NAME`.
+    pub path: String,
+}
+
+impl CpuCgroup {
+    /// `NAME-<this process's pid>`, or `None` without a v1 `cpu` hierarchy.
+    pub fn new(name: &str) -> Option<CpuCgroup> {
+        let root = Path::new(V1_CPU);
+        if !root.join("cpu.shares").exists() {
+            return None;
+        }
+        let name = format!("{name}-{}", std::process::id());
+        let dir = root.join(&name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let cgroup = CpuCgroup { dir, path: format!("/{name}") };
+        let budget = cgroup.dir.join("cpu.rt_runtime_us");
+        if budget.exists() {
+            std::fs::write(&budget, "100000").unwrap_or_else(|e| panic!("{}: {e}", budget.display()));
+        }
+        Some(cgroup)
+    }
+
+    /// `program ARGS…`, run in it from its first instruction: a shell
+    /// joins it, then execs the program.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""]).arg(&self.dir).arg(program).args(args);
+        c
+    }
+}
+
+impl Drop for CpuCgroup {
+    fn drop(&mut self) {
+        let root = Path::new(V1_CPU).join("cgroup.procs");
+        for _ in 0..100 {
+            let left = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            left.lines().for_each(|pid| drop(std::fs::write(&root, pid)));
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("could not remove {}", self.dir.display());
+    }
+}

@@ -10,7 +10,7 @@ use super::overruns::{Overrun, OverrunCause, Overruns};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
-use crate::explain::{Recent, Recorded};
+use crate::explain::{Cgroups, Matched, Recent, Recorded, Spike, Unexplained};
 use crate::ktrace::{Event, EventKind};
 use crate::time::{Nanos, Time};
 
@@ -43,6 +43,8 @@ pub struct Feed {
     exited_count: usize,
     top: usize,
     events: u64,
+    /// Where the cgroups of the tasks blamed are read.
+    cgroups: &'static Cgroups,
 }
 
 impl Feed {
@@ -61,7 +63,14 @@ impl Feed {
             exited_count: 0,
             top,
             events: 0,
+            cgroups: Cgroups::system(),
         }
+    }
+
+    /// Reads the cgroups of the tasks blamed from `cgroups` (this
+    /// machine's by default).
+    pub fn read_cgroups(&mut self, cgroups: &'static Cgroups) {
+        self.cgroups = cgroups;
     }
 
     /// Follows `tids` too, from their next event on.
@@ -151,7 +160,7 @@ impl Feed {
         // Explained from when the kernel meant to fire: the slack it took
         // was allowed, no task's doing.
         let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
-        worst.add(WorstWait { wait: *t, explained: recent.explain_matched(wake, t.matched, from) });
+        worst.add(WorstWait { wait: *t, explained: explain(recent, wake, t.matched, from, self.cgroups) });
     }
 
     /// The cause of `t`'s overrun, a timed wait of `tid` that just ended,
@@ -171,7 +180,7 @@ impl Feed {
                 &(b, from, None) => {
                     let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count()).saturating_sub(1);
                     let wake = Recorded { tid, cycle, planned: b.planned(), actual: b.exit };
-                    let explained = Box::new(recent.explain_matched(wake, b.matched, from));
+                    let explained = Box::new(explain(recent, wake, b.matched, from, self.cgroups));
                     OverrunCause::LateWake { late: b.lateness, back: 1, explained }
                 }
             },
@@ -202,6 +211,14 @@ impl Feed {
         let overruns = self.overruns.into_iter().map(|(t, o)| (t, o.into_list())).filter(|o| !o.1.is_empty());
         (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect(), overruns.collect())
     }
+}
+
+/// A wait explained from the recent window ([`Recent::explain_matched`]),
+/// the cgroup of the task it blames read while that task lives.
+fn explain(recent: &Recent, wake: Recorded, m: Matched, from: Time, cgroups: &Cgroups) -> Result<Spike, Unexplained> {
+    let mut spike = recent.explain_matched(wake, m, from)?;
+    spike.find_cgroup(cgroups);
+    Ok(spike)
 }
 
 #[cfg(test)]
@@ -277,6 +294,13 @@ mod tests {
         let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
         let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
         feed.follow_threads(&[T]);
+        // The hog's cgroup, as /proc says it while it runs.
+        let d = tempfile::tempdir().unwrap();
+        let proc = d.path().join(format!("proc/{HOG}"));
+        std::fs::create_dir_all(&proc).unwrap();
+        std::fs::write(proc.join("comm"), "hog\n").unwrap();
+        std::fs::write(proc.join("cgroup"), "1:cpu:/rtick-hogs\n0::/\n").unwrap();
+        feed.read_cgroups(Box::leak(Box::new(Cgroups::new(crate::system::SysRoot::new(d.path())))));
         let mut ended = 0;
         for e in events {
             recent.push(0, e.clone());
@@ -303,6 +327,8 @@ mod tests {
         assert_eq!((w.wait.requested, w.wait.lateness), (Time(10_000), Nanos(3_200)));
         let spike = w.explained.as_ref().unwrap();
         assert_eq!(spike.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
+        assert_eq!((spike.cgroup.as_deref(), s.cgroup.as_deref()), (Some("/rtick-hogs"), Some("/rtick-hogs")));
+        assert!(spike.blame().ends_with(" in /rtick-hogs"), "{}", spike.blame());
         assert_eq!(spike.phases.total(), w.wait.lateness);
     }
 }
