@@ -20,13 +20,7 @@ SECS=${SECS:-10}
 CPU=${CPU:-1}
 PRIO=${PRIO:-50}
 
-if ! command -v oslat >/dev/null 2>&1; then
-  echo "installing rt-tests (oslat)…"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rt-tests >/dev/null
-fi
-cargo build --release -q --bin rtick
-RTICK=${CARGO_TARGET_DIR:-target}/release/rtick
-out=$(mktemp -d)
+. bench/rt-tests.sh oslat
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d), $(oslat -v 2>&1 | head -1); CPU $CPU, SCHED_FIFO $PRIO, ${SECS} s per run; results in $out"
 
 for i in $(seq 1 "$PAIRS"); do

@@ -19,13 +19,7 @@ SECS=${SECS:-10}
 HMAX=${HMAX:-5000}
 CPU=${CPU:-0}
 
-if ! command -v cyclictest >/dev/null 2>&1; then
-  echo "installing rt-tests (cyclictest)…"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rt-tests >/dev/null
-fi
-cargo build --release -q --bin rtick
-RTICK=target/release/rtick
-out=$(mktemp -d)
+. bench/rt-tests.sh cyclictest
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); both tools on CPU $CPU; results in $out"
 
 for i in $(seq 1 "$PAIRS"); do

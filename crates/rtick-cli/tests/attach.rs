@@ -9,42 +9,13 @@
 //! needed; under CI a skip is a failure.
 
 mod common;
+use common::tracee::{compile, finish, periodic, ready, spawn};
 use common::*;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
-
-fn ready() -> bool {
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
-
-/// tests/c/periodic.c compiled into `dir` as `name` (each test its own:
-/// they run at once, and one attaches by name), or `None` (skipped)
-/// without a C compiler.
-fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    compile(dir, "periodic.c", name)
-}
-
-/// tests/c/`source` compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn compile(dir: &Path, source: &str, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(source);
-    let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
-}
 
 /// Starts the loop: `cycles` of 1 ms, `fifo` or `other`, its record in `out`.
 fn start(exe: &Path, out: &Path, cycles: u32, policy: &str) -> Child {
@@ -57,20 +28,7 @@ fn start_on(exe: &Path, out: &Path, cycles: u32, args: &[&str]) -> Child {
 }
 
 fn attach(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .arg("attach")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtick starts")
-}
-
-fn finish(c: Child) -> std::process::Output {
-    let pid = c.id();
-    let o = c.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    o
+    spawn("attach", args)
 }
 
 /// One wake-up in the program's own record.
@@ -323,7 +281,7 @@ fn a_periodic_timer_read_after_its_expiry_is_an_overrun_not_a_lost_cycle() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "overrun.c", "rtick-overrun") else { return };
+    let Some(exe) = compile(dir.path(), "overrun", "rtick-overrun") else { return };
     let (j, csv) = (dir.path().join("o.json"), dir.path().join("o.csv"));
     let mut prog = Command::new(&exe).arg("2000").stdout(Stdio::null()).spawn().expect("the loop starts");
     std::thread::sleep(Duration::from_millis(100));

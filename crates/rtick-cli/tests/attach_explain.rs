@@ -5,40 +5,13 @@
 //! and python3 needed; under CI a skip is a failure.
 
 mod common;
+use common::tracee::{compile, finish, periodic, ready, spawn, wait_for_instance, CpuCgroup};
 use common::*;
+use rtick::cgroup::task_path;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
-
-fn ready() -> bool {
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
-
-/// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    compile(dir, "periodic", name)
-}
-
-/// tests/c/`src`.c compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn compile(dir: &Path, src: &str, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{src}.c"));
-    let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
-}
 
 /// The CPU the explained spikes' test pins its programs to: the last one
 /// (rtick then reads its trace on the others). The memory test's 10 kHz
@@ -56,31 +29,7 @@ fn start_loop(cpu: usize, exe: &Path, out: &Path, cycles: u32, period_us: u32) -
 }
 
 fn attach(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .arg("attach")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtick starts")
-}
-
-/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
-/// its tracing begins as it is set up, well within a second of that.
-fn wait_for_instance(rtick: &Child) {
-    let instance = Path::new(TRACEFS).join(format!("instances/rtick-{}", rtick.id()));
-    let started = Instant::now();
-    while !instance.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn finish(c: Child) -> std::process::Output {
-    let pid = c.id();
-    let o = c.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    o
+    spawn("attach", args)
 }
 
 /// Resident memory of `pid`, KiB (`None` once it has exited).
@@ -226,7 +175,9 @@ for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0
 /// The C loop at SCHED_FIFO 50, pinned to a CPU at 1 kHz, and a SCHED_FIFO
 /// 80 thread pinned to the same CPU, busy for 3 ms four times: each burst
 /// holds the woken loop off the CPU, and the explained worst waits name
-/// the burst's thread (its pid, its kernel priority 19) as preempting it.
+/// the burst's thread (its pid, its kernel priority 19, its cgroup: one of
+/// the test's own) as preempting it; the summary of their causes counts
+/// them as the lines do.
 #[test]
 fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     if !ready() {
@@ -256,7 +207,18 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
     // The bursts come while rtick traces, however long it took to start.
     wait_for_instance(&a);
-    let mut hog = Command::new(&py).args(["-c", HOG, &test_cpu().to_string()]).spawn().expect("python3 starts");
+    let cgroup = CpuCgroup::new("rtick-test-hog");
+    let hog_args = ["-c", HOG, &test_cpu().to_string()];
+    let mut hog = match &cgroup {
+        Some(cg) => cg.command(Path::new(&py), &hog_args).spawn(),
+        None => Command::new(&py).args(hog_args).spawn(),
+    }
+    .expect("python3 starts");
+    // Without a v1 cpu hierarchy, the cgroup it was born in.
+    let in_cgroup = match &cgroup {
+        Some(cg) => Some(cg.path.clone()),
+        None => std::fs::read_to_string(format!("/proc/{}/cgroup", hog.id())).ok().and_then(|t| task_path(&t)),
+    };
     let o = finish(a);
     assert!(hog.wait().unwrap().success(), "the busy thread ran");
     let _ = prog.kill();
@@ -283,6 +245,10 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         assert!(s["lateness_ns"].as_i64().unwrap() >= 1_000_000, "a burst of 3 ms makes it late by ms: {s}");
         let line = s["line"].as_str().unwrap();
         assert!(line.contains("preempted by ") && line.contains(&format!(":{pid} (prio 19)")), "{line}");
+        assert_eq!(s["cgroup"].as_str(), in_cgroup.as_deref(), "{s}");
+        if let Some(path) = &in_cgroup {
+            assert!(line.contains(&format!(":{pid} (prio 19) in {path}")), "{line}");
+        }
     }
     // Each burst once: a catch-up wait after it is not explained again.
     let mut at: Vec<i64> = named.iter().map(|s| s["requested_ns"].as_i64().unwrap()).collect();
@@ -293,6 +259,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         "{} spikes name the busy thread, in {bursts} bursts: {lines:#?}",
         named.len()
     );
+    check_causes(&run, spikes, &stdout(&o), &named);
     let out = stdout(&o);
     assert!(
         out.contains("worst timed waits explained:")
@@ -313,6 +280,25 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     at.sort_unstable();
     assert!(at.windows(2).all(|w| w[1] - w[0] > 1_500_000), "{cycle}");
     assert!(out.contains("overran by ") && out.contains("the wait before was late: "), "{out}");
+}
+
+/// The summary of the explained waits' causes, in the JSON and after the
+/// lines: as many as the lines, the busy thread's as many as name it.
+fn check_causes(run: &serde_json::Value, spikes: &[serde_json::Value], out: &str, named: &[&serde_json::Value]) {
+    let causes = run["causes"].as_array().unwrap_or_else(|| panic!("causes: {run}"));
+    let count = |c: &serde_json::Value| c["count"].as_u64().unwrap();
+    let explained = spikes.iter().filter(|s| s["cause"].is_string()).count() as u64;
+    assert_eq!(causes.iter().map(count).sum::<u64>(), explained, "{causes:?}");
+    let (comm, pid) = (named[0]["culprit"]["name"].as_str().unwrap(), named[0]["culprit"]["pid"].as_i64().unwrap());
+    let hog = causes.iter().find(|c| c["cause"] == format!("preempted by {comm}:{pid}"));
+    let hog = hog.unwrap_or_else(|| panic!("the busy thread's cause: {causes:?}"));
+    assert_eq!((count(hog), hog["kind"].as_str()), (named.len() as u64, Some("preempted")), "{hog}");
+    let summary = out.split("causes of the waits above (waits, total, worst latency, µs):\n").nth(1);
+    let summary = summary.unwrap_or_else(|| panic!("no summary: {out}"));
+    let rows: Vec<&str> = summary.lines().take_while(|l| l.starts_with("  ")).collect();
+    assert_eq!(rows.len(), causes.len(), "{summary}");
+    let row = rows.iter().find(|r| r.ends_with(&format!("  preempted by {comm}:{pid}"))).expect("its row");
+    assert_eq!(row.split_whitespace().next(), Some(named.len().to_string().as_str()), "{row}");
 }
 
 /// The --trace file: a row per timed wait the JSON file counts, in the

@@ -11,8 +11,7 @@
 mod common;
 #[path = "common/grafana.rs"]
 mod grafana;
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
+use common::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

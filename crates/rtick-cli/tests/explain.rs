@@ -4,26 +4,15 @@
 //! (mounted here when missing); under CI a skip is a failure.
 
 mod common;
+use common::tracee::{instance, ready};
 use common::*;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
-
 #[path = "common/breakdown.rs"]
 mod breakdown_check;
-
-fn ready() -> bool {
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
-
-fn instance(pid: u32) -> PathBuf {
-    Path::new(TRACEFS).join("instances").join(format!("rtick-{pid}"))
-}
 
 /// The last CPU this process may use (the tests pin rtick there).
 fn cpu() -> String {

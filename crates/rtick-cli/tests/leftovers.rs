@@ -12,8 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
+use common::support;
 use support::TRACEFS;
 
 /// One test at a time: each runs `rtick cleanup`, which ends the others' leftovers.

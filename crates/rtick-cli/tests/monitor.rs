@@ -10,8 +10,7 @@ mod common;
 mod grafana;
 #[path = "common/shipped.rs"]
 mod shipped;
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
+use common::support;
 
 use std::time::{Duration, Instant};
 

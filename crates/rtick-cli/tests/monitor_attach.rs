@@ -7,32 +7,15 @@
 //! needed; under CI a skip is a failure.
 
 mod common;
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::monitor::Monitor;
 use common::prometheus::{self, get, Prometheus};
+use common::tracee::{instance, periodic, ready};
 use common::{is_root, skip};
-
-/// tests/c/periodic.c compiled into `dir` as `name`, or `None` (skipped)
-/// without a C compiler.
-fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
-    let exe = dir.join(name);
-    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
-}
 
 /// The program, killed when dropped (a failed assertion leaves it running).
 struct Program(Child);
@@ -52,8 +35,8 @@ fn prometheus_reads_an_attached_programs_threads() {
     if !is_root() {
         return skip("needs root (tracefs)", false);
     }
-    if let Err((why, kernel_lacks_it)) = support::tracefs() {
-        return skip(why, kernel_lacks_it);
+    if !ready() {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = periodic(dir.path(), "rtick-monat") else { return };
@@ -126,7 +109,7 @@ fn prometheus_reads_an_attached_programs_threads() {
     m.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert!(status.success(), "{status:?}: {out}");
     assert!(out.contains(&format!("note: pid {pid} ({comm}) exited")), "{out}");
-    let instance = Path::new(support::TRACEFS).join(format!("instances/rtick-{}", m.child.id()));
+    let instance = instance(m.child.id());
     assert!(!instance.exists(), "the instance is removed");
 }
 

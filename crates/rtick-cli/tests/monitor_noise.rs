@@ -5,26 +5,20 @@
 //! Root, tracefs, two CPUs and Prometheus needed; under CI a skip is a failure.
 
 mod common;
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::monitor::Monitor;
 use common::prometheus::{self, get, Prometheus};
-use common::{is_root, skip};
+use common::{skip, tracee};
 
 #[test]
 fn prometheus_reads_the_noise_per_cpu_and_source() {
     if !prometheus::installed() {
         return skip("prometheus/promtool not installed (scripts/setup installs them)", false);
     }
-    if !is_root() || rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
-        return skip("needs root and CPUs 0 and 1 (spinners on CPU 1, the rest on CPU 0)", false);
-    }
-    if let Err((why, kernel_lacks_it)) = support::tracefs() {
-        return skip(why, kernel_lacks_it);
+    if !tracee::ready_on_cpu_1("these tests spin") {
+        return;
     }
     // -D bounds the run if this test dies.
     let mut m = Monitor::start(&["--noise", "1", "-q", "-D", "120"]);
@@ -55,7 +49,7 @@ fn prometheus_reads_the_noise_per_cpu_and_source() {
     let pid = m.child.id();
     let (_, status) = m.terminate();
     assert!(status.success(), "{status:?}");
-    assert!(!Path::new(support::TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "the instance is removed");
+    assert!(!tracee::instance(pid).exists(), "the instance is removed");
 }
 
 /// Bad input: exit 2, one line, before anything is served.

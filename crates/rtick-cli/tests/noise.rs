@@ -12,16 +12,14 @@
 
 mod common;
 use common::gaps::gap_rows;
+use common::tracee::{compile, finish, ready_on_cpu_1, spawn, CpuCgroup};
 use common::*;
+use rtick::cgroup::task_path;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
 
 /// The measured CPU.
 const CPU: &str = "1";
@@ -29,40 +27,16 @@ const CPU: &str = "1";
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn ready() -> bool {
-    if rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
-        skip("these tests measure CPU 1 with CPU 0 left for the rest: they need two CPUs", false);
-        return false;
-    }
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+    ready_on_cpu_1("these tests measure")
 }
 
 /// tests/c/busy.c compiled into `dir` (its name is the thread's comm).
 fn busy(dir: &Path) -> Option<PathBuf> {
-    compiled(dir, "busy", "noise_busy")
-}
-
-/// tests/c/NAME.c compiled into `dir` as `exe`.
-fn compiled(dir: &Path, name: &str, exe: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let exe = dir.join(exe);
-    match Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status() {
-        Ok(s) if s.success() => Some(exe),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
+    compile(dir, "busy", "noise_busy")
 }
 
 fn noise(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .arg("noise")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rtick starts")
+    spawn("noise", args)
 }
 
 /// Waits until rtick's spinner runs (its thread is named for its CPU).
@@ -80,13 +54,6 @@ fn spinning(c: &Child) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("rtick's spinner did not start within 30 s");
-}
-
-fn finish(c: Child) -> std::process::Output {
-    let pid = c.id();
-    let o = c.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
-    o
 }
 
 /// The sources of the one CPU of a run file.
@@ -117,9 +84,20 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
         gate,
     ]);
     spinning(&rtick);
-    // 2 ms of every 100 ms, 15 times, at FIFO 60: above the spinner's 50.
-    let b = Command::new(&exe).args([CPU, "fifo", "60", "2000", "100000", "15"]).output().unwrap();
+    // 2 ms of every 100 ms, 15 times, at FIFO 60: above the spinner's 50;
+    // in a cgroup of its own (else in this test's).
+    let cgroup = CpuCgroup::new("rtick-test-busy");
+    let args = [CPU, "fifo", "60", "2000", "100000", "15"];
+    let b = match &cgroup {
+        Some(cg) => cg.command(&exe, &args).output(),
+        None => Command::new(&exe).args(args).output(),
+    }
+    .unwrap();
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let in_cgroup = match &cgroup {
+        Some(cg) => Some(cg.path.clone()),
+        None => task_path(&std::fs::read_to_string("/proc/self/cgroup").unwrap()),
+    };
     let o = finish(rtick);
     assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
     let text = String::from_utf8_lossy(&b.stdout);
@@ -132,6 +110,7 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     let src = sources(&j);
     let mine = src.iter().find(|s| s["name"] == name.as_str()).unwrap_or_else(|| panic!("{name} in {src:#?}"));
     assert_eq!(mine["kind"], "thread");
+    assert_eq!(mine["cgroup"].as_str(), in_cgroup.as_deref(), "{mine:#?}");
     // Without IRQ_TIME_ACCOUNTING (this VM) its schedstat counts the
     // interrupts inside its run as its own; rtick counts them apart, in nested_ns.
     let (net, nested) = (mine["total_ns"].as_i64().unwrap(), mine["nested_ns"].as_i64().unwrap());
@@ -140,7 +119,8 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     let held = if irq_time_apart { net } else { net + nested };
     assert!((held - ran).abs() * 10 <= ran, "attributed {net} + {nested} ns, the thread's schedstat says {ran} ns");
     assert!(nested >= 0 && net > 0, "{mine:#?}");
-    assert!(stdout(&o).contains(&name), "{}", stdout(&o));
+    let shown = in_cgroup.as_ref().map_or_else(|| format!("{name} "), |path| format!("{name} in {path} "));
+    assert!(stdout(&o).contains(&shown), "{}", stdout(&o));
     let fail = format!("FAIL longest {name} of CPU 1: ");
     assert!(
         stdout(&o).lines().any(|l| l.starts_with(&fail) && l.ends_with("> 1000 µs (source:threadnoise_busy>1ms)")),
@@ -250,7 +230,7 @@ fn ctrl_c_ends_the_run_with_its_summary_and_a_complete_file() {
 fn tlb_shootdowns_from_cpu_0_are_counted_as_call_function_ipis() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compiled(dir.path(), "shootdown", "noise_shootdown").filter(|_| ready()) else { return };
+    let Some(exe) = compile(dir.path(), "shootdown", "noise_shootdown").filter(|_| ready()) else { return };
     let out = dir.path().join("r.json");
     let before = ipis(1);
     let rtick = noise(&["-a", CPU, "-p", "50", "-D", "3.5", "--json", path_str(&out)]);

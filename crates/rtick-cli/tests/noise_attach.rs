@@ -9,40 +9,19 @@
 
 mod common;
 use common::gaps::gap_rows;
+use common::tracee::{compile, finish, ready_on_cpu_1, spawn, wait_for_instance};
 use common::*;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-use support::TRACEFS;
+use std::time::Duration;
 
 /// The CPU the application's thread is pinned to.
 const CPU: &str = "1";
 
 fn ready() -> bool {
-    if rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
-        skip("these tests follow a thread on CPU 1 with CPU 0 left for the rest: they need two CPUs", false);
-        return false;
-    }
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
-
-/// tests/c/NAME.c compiled into `dir` as `exe` (its name is the thread's comm).
-fn compile(dir: &Path, name: &str, exe: &str) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let out = dir.join(exe);
-    match Command::new("cc").args(["-O2", "-o"]).arg(&out).arg(&src).status() {
-        Ok(s) if s.success() => Some(out),
-        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
-        Err(e) => {
-            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
-            None
-        }
-    }
+    ready_on_cpu_1("these tests follow a thread")
 }
 
 /// The application: spin.c at FIFO 50 on CPU 1, with its thread id.
@@ -67,12 +46,7 @@ impl Drop for App {
 
 /// Waits until rtick's trace instance exists: it follows the thread from then on.
 fn tracing(c: &Child) {
-    let dir = Path::new(TRACEFS).join(format!("instances/rtick-{}", c.id()));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !dir.join("tracing_on").exists() {
-        assert!(Instant::now() < deadline, "rtick's trace did not start within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_instance(c);
     std::thread::sleep(Duration::from_millis(300));
 }
 
@@ -85,20 +59,15 @@ fn a_higher_priority_thread_is_named_in_the_attached_thread_s_noise() {
     let [out, csv, png] = ["r.json", "t.csv", "p.png"].map(|f| dir.path().join(f));
     let tid = app.1.to_string();
     let files = ["--json", path_str(&out), "--trace", path_str(&csv), "--plot", path_str(&png)];
-    let rtick = Command::new(env!("CARGO_BIN_EXE_rtick"))
-        .args(["noise", "--attach", &tid, "-D", "5", "--fail-if", "source:thread noise_busy>1ms"])
-        .args(files)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let rtick = spawn(
+        "noise",
+        &[&["--attach", &tid, "-D", "5", "--fail-if", "source:thread noise_busy>1ms"], &files[..]].concat(),
+    );
     tracing(&rtick);
     // 2 ms of every 100 ms, 15 times, at FIFO 60: above the application's 50.
     let b = Command::new(&busy).args([CPU, "fifo", "60", "2000", "100000", "15"]).output().unwrap();
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let pid = rtick.id();
-    let o = rtick.wait_with_output().unwrap();
-    assert!(!Path::new(TRACEFS).join(format!("instances/rtick-{pid}")).exists(), "rtick's instance is removed");
+    let o = finish(rtick);
     let s = stdout(&o);
     // --fail-if: the helper's 2 ms runs took the thread's CPU for longer than 1 ms.
     assert_eq!(o.status.code(), Some(3), "{s}\n{}", stderr(&o));

@@ -4,9 +4,8 @@
 //! falls back and says so, an explicit request fails with the fix on one line.
 
 mod common;
+use common::support;
 use common::*;
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
 
 use std::process::{Command, Output};
 

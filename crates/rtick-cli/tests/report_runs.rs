@@ -11,12 +11,7 @@ use common::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
-#[path = "../../rtick/tests/support/tracefs.rs"]
-mod support;
-
-fn ready() -> bool {
-    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
-}
+use common::tracee::{periodic, ready};
 
 /// The live output less its --fail-if verdict (its last line).
 fn summary_of(live: &str) -> &str {
@@ -51,13 +46,7 @@ fn an_attach_file_is_reported_gated_and_drawn_as_attach_printed_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/periodic.c");
-    let exe = dir.path().join("rr-periodic");
-    let cc = Command::new("cc").args(["-O2", "-o"]).arg(&exe).arg(&src).status();
-    if !cc.is_ok_and(|s| s.success()) {
-        skip("no C compiler; scripts/setup installs gcc", false);
-        return;
-    }
+    let Some(exe) = periodic(dir.path(), "rr-periodic") else { return };
     // 3 s of a 1 ms loop (its first wait 300 ms after its start), attached for 1.5 s.
     let record = dir.path().join("record");
     let mut target = Command::new(&exe).arg(&record).args(["3000", "1000", "fifo"]).spawn().unwrap();

@@ -281,7 +281,15 @@ mod tests {
     use crate::json::NoiseSourceJson;
 
     fn src(name: &str, total_ns: i64, max_ns: i64) -> NoiseSourceJson {
-        NoiseSourceJson { kind: String::new(), name: name.into(), count: 1, total_ns, max_ns, nested_ns: 0 }
+        NoiseSourceJson {
+            kind: String::new(),
+            name: name.into(),
+            count: 1,
+            total_ns,
+            max_ns,
+            nested_ns: 0,
+            cgroup: None,
+        }
     }
 
     fn cpu() -> NoiseCpuJson {

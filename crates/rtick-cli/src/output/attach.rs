@@ -150,6 +150,9 @@ fn worst(f: &AttachFile) -> String {
             let _ = writeln!(o, "  {}", s.line);
         }
     }
+    if !f.causes.is_empty() {
+        o += &crate::output::explain::causes(&f.causes, false, "waits");
+    }
     o
 }
 

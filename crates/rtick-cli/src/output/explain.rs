@@ -55,7 +55,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         }
     }
     if let Some(e) = b.explain.as_ref().filter(|e| !e.causes.is_empty()) {
-        s.push_str(&causes(&e.causes, nsecs));
+        s.push_str(&causes(&e.causes, nsecs, "spikes"));
     }
     if let Some(e) = &b.explain {
         s.push_str(&format!(
@@ -78,9 +78,10 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
     s
 }
 
-/// The causes of all the spikes listed: count, total and worst latency.
-fn causes(causes: &[CauseJson], nsecs: bool) -> String {
-    let mut s = format!("causes of the spikes above (spikes, total, worst latency, {}):\n", unit(nsecs));
+/// The causes of all the spikes listed (`what`: "spikes", attach's "waits"):
+/// count, total and worst latency.
+pub fn causes(causes: &[CauseJson], nsecs: bool, what: &str) -> String {
+    let mut s = format!("causes of the {what} above ({what}, total, worst latency, {}):\n", unit(nsecs));
     for c in causes {
         let (total, worst) = (fmt_latency(c.total_ns, nsecs), fmt_latency(c.worst_ns, nsecs));
         s.push_str(&format!("  {:>5} {total:>10} {worst:>10}  {}\n", c.count, c.cause));

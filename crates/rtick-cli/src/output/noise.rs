@@ -105,7 +105,7 @@ fn sources(c: &NoiseCpuJson) -> String {
     let share = |t: i64| format!("{:.1}", 100.0 * t as f64 / c.noise_ns.max(1) as f64);
     for s in c.sources.iter().take(SHOWN) {
         rows.push(vec![
-            s.name.clone(),
+            s.cgroup.as_ref().map_or_else(|| s.name.clone(), |cg| format!("{} in {cg}", s.name)),
             s.count.to_string(),
             us(Nanos(s.total_ns)),
             us(Nanos(s.max_ns)),

@@ -8,19 +8,10 @@
  * and the CPU time it ran meanwhile, from its own schedstat (first field,
  * ns): the ground truth a noise attribution is checked against. */
 #define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "common.h"
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
-
-static long long now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 static long long ran(void) {
     long long r = -1;
@@ -33,24 +24,11 @@ static long long ran(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: busy CPU fifo|other PRIO BUSY_US PERIOD_US CYCLES\n");
-        return 2;
-    }
+    usage(argc, 6, "busy CPU fifo|other PRIO BUSY_US PERIOD_US CYCLES");
     int cpu = atoi(argv[1]), fifo = !strcmp(argv[2], "fifo"), prio = atoi(argv[3]), cycles = atoi(argv[6]);
     long long busy = atoll(argv[4]) * 1000, period = atoll(argv[5]) * 1000;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set)) {
-        perror("sched_setaffinity");
-        return 1;
-    }
-    struct sched_param p = {.sched_priority = prio};
-    if (fifo && sched_setscheduler(0, SCHED_FIFO, &p)) {
-        perror("sched_setscheduler");
-        return 1;
-    }
+    pin_or_exit(cpu);
+    if (fifo) fifo_or_exit(prio);
     long long before = ran(), next = now();
     for (int i = 0; i < cycles; i++) {
         long long end = next + busy;

@@ -3,30 +3,14 @@
  * and its next read returns at once. Usage: overrun CYCLES. Prints the
  * reads, the expiries they consumed and the reads that found more than one. */
 #define _GNU_SOURCE
-#include <sched.h>
+#include "common.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
-static long long now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: overrun CYCLES\n");
-        return 2;
-    }
-    struct sched_param sp = {.sched_priority = 50};
-    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
-        perror("sched_setscheduler");
-        return 1;
-    }
+    usage(argc, 1, "overrun CYCLES");
+    fifo_or_exit(50);
     int fd = timerfd_create(CLOCK_MONOTONIC, 0);
     long long start = now() + 300000000LL;
     struct itimerspec it = {{0, 1000000}, {start / 1000000000LL, start % 1000000000LL}};

@@ -10,14 +10,11 @@
  * run on lately, TOUCH_CPU's by an inter-processor interrupt. At the end it
  * prints the main thread's id and the number of zaps. */
 #define _GNU_SOURCE
+#include "common.h"
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PAGES 16
@@ -25,19 +22,6 @@ static char *buf;
 static size_t len;
 static atomic_int done;
 static long zaps;
-
-static long long now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set);
-}
 
 static void *zapper(void *arg) {
     if (pin(*(int *)arg)) {
@@ -56,10 +40,7 @@ static void *zapper(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: shootdown TOUCH_CPU ZAP_CPU PRIO BUSY_US PERIOD_US CYCLES\n");
-        return 2;
-    }
+    usage(argc, 6, "shootdown TOUCH_CPU ZAP_CPU PRIO BUSY_US PERIOD_US CYCLES");
     int cpu = atoi(argv[1]), zap_cpu = atoi(argv[2]), prio = atoi(argv[3]), cycles = atoi(argv[6]);
     long long busy = atoll(argv[4]) * 1000, period = atoll(argv[5]) * 1000;
     len = PAGES * (size_t)sysconf(_SC_PAGESIZE);
@@ -74,15 +55,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pthread_create failed\n");
         return 1;
     }
-    if (pin(cpu)) {
-        perror("sched_setaffinity");
-        return 1;
-    }
-    struct sched_param p = {.sched_priority = prio};
-    if (sched_setscheduler(0, SCHED_FIFO, &p)) {
-        perror("sched_setscheduler");
-        return 1;
-    }
+    pin_or_exit(cpu);
+    fifo_or_exit(prio);
     volatile char sink = 0;
     long long next = now();
     for (int i = 0; i < cycles; i++) {

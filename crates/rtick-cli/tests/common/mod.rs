@@ -8,6 +8,10 @@ use std::process::{Command, Output};
 pub mod gaps;
 pub mod monitor;
 pub mod prometheus;
+pub mod tracee;
+
+#[path = "../../../rtick/tests/support/tracefs.rs"]
+pub mod support;
 
 #[path = "../../../rtick/tests/support/skip.rs"]
 mod skip;

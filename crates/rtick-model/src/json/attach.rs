@@ -5,7 +5,7 @@ use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, 
 use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
-use super::{GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
+use super::{CauseJson, GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,6 +42,11 @@ pub struct AttachFile {
     pub missing_events: Vec<String>,
     /// One per thread seen, in tid order.
     pub threads: Vec<AttachedThreadJson>,
+    /// Each cause across the threads' explained spikes, most spikes first,
+    /// as `explain.causes` of a run file (absent without any, and in files
+    /// of rtick versions before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<CauseJson>,
     /// One line each, with its fix.
     pub findings: Vec<String>,
     /// What limited the run's view, a sentence each (too many threads for
@@ -245,6 +250,9 @@ pub struct AttachSpikeJson {
     pub cause_kind: Option<String>,
     /// The task or interrupt work the verdict blames, when it names one.
     pub culprit: Option<CulpritJson>,
+    /// The cgroup of the task blamed (its container or unit), unless the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     /// Per phase, the top culprits (what ran, ns).
     pub culprits: Vec<Vec<(String, i64)>>,
     /// Why it has no explanation (its events left the window, or were lost).
@@ -307,6 +315,7 @@ impl AttachSpikeJson {
             cause: spike.map(|s| s.cause.to_string()),
             cause_kind: spike.map(|s| s.cause.token().to_string()),
             culprit: spike.and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
+            cgroup: spike.and_then(|s| s.cgroup.as_deref()).map(str::to_string),
             culprits: spike.map_or_else(Vec::new, |s| {
                 s.culprits.iter().map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect()).collect()
             }),
@@ -358,6 +367,7 @@ impl AttachFile {
             lost_events: a.lost.count(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
             threads: a.threads.iter().map(|t| thread(t, a)).collect(),
+            causes: a.causes().iter().map(Into::into).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
             results: lateness_rows(a),

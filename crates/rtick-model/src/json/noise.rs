@@ -149,6 +149,9 @@ pub struct NoiseSourceJson {
     /// The time of what nested in them, counted apart (the interrupts inside
     /// a thread's run): total_ns + nested_ns is the time they held the CPU.
     pub nested_ns: i64,
+    /// A thread's cgroup (its container or unit), unless the root or unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 /// One gap and its sources.
@@ -210,11 +213,15 @@ fn source(kind: &str, name: String, t: &Tally) -> NoiseSourceJson {
         total_ns: t.total.as_ns(),
         max_ns: t.max.as_ns(),
         nested_ns: t.nested.as_ns(),
+        cgroup: None,
     }
 }
 
 fn cpu(c: &CpuNoise) -> NoiseCpuJson {
-    let named = |(s, t): &(Source, Tally)| source(s.kind(), s.to_string(), t);
+    let named = |(s, t): &(Source, Tally)| NoiseSourceJson {
+        cgroup: c.cgroups.get(s).map(|p| p.to_string()),
+        ..source(s.kind(), s.to_string(), t)
+    };
     NoiseCpuJson {
         cpu: c.cpu,
         tid: c.tid,

@@ -12,7 +12,7 @@ use super::overruns::{Overrun, OverrunCause, Overruns};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
-use crate::explain::{Recent, Recorded, Spike, Unexplained};
+use crate::explain::{Cgroups, Matched, Recent, Recorded, Spike, Unexplained};
 use crate::ktrace::{Event, EventKind};
 use crate::time::{Nanos, Time};
 
@@ -67,6 +67,8 @@ pub struct Feed {
     spike: Option<Nanos>,
     /// Spikes still explained in this read.
     budget: usize,
+    /// Where the cgroups of the tasks blamed are read.
+    cgroups: &'static Cgroups,
 }
 
 impl Feed {
@@ -87,6 +89,7 @@ impl Feed {
             events: 0,
             spike: None,
             budget: SPIKES_PER_READ,
+            cgroups: Cgroups::system(),
         }
     }
 
@@ -99,6 +102,12 @@ impl Feed {
     /// A read begins: [`SPIKES_PER_READ`] spikes may be explained again.
     pub fn new_read(&mut self) {
         self.budget = SPIKES_PER_READ;
+    }
+
+    /// Reads the cgroups of the tasks blamed from `cgroups` (this
+    /// machine's by default).
+    pub fn read_cgroups(&mut self, cgroups: &'static Cgroups) {
+        self.cgroups = cgroups;
     }
 
     /// Follows `tids` too, from their next event on.
@@ -194,7 +203,7 @@ impl Feed {
             // Explained from when the kernel meant to fire: the slack it took
             // was allowed, no task's doing.
             let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
-            recent.explain_matched(wake, t.matched, from)
+            explain(recent, wake, t.matched, from, self.cgroups)
         } else {
             Err(Unexplained::Crowded)
         };
@@ -226,7 +235,7 @@ impl Feed {
                 &(b, from, None) => {
                     let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count()).saturating_sub(1);
                     let wake = Recorded { tid, cycle, planned: b.planned(), actual: b.exit };
-                    let explained = Box::new(recent.explain_matched(wake, b.matched, from));
+                    let explained = Box::new(explain(recent, wake, b.matched, from, self.cgroups));
                     OverrunCause::LateWake { late: b.lateness, back: 1, explained }
                 }
             },
@@ -257,6 +266,14 @@ impl Feed {
         let overruns = self.overruns.into_iter().map(|(t, o)| (t, o.into_list())).filter(|o| !o.1.is_empty());
         (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect(), overruns.collect())
     }
+}
+
+/// A wait explained from the recent window ([`Recent::explain_matched`]),
+/// the cgroup of the task it blames read while that task lives.
+fn explain(recent: &Recent, wake: Recorded, m: Matched, from: Time, cgroups: &Cgroups) -> Result<Spike, Unexplained> {
+    let mut spike = recent.explain_matched(wake, m, from)?;
+    spike.find_cgroup(cgroups);
+    Ok(spike)
 }
 
 #[cfg(test)]
@@ -338,6 +355,13 @@ mod tests {
         let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
         let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
         feed.follow_threads(&[T]);
+        // The hog's cgroup, as /proc says it while it runs.
+        let d = tempfile::tempdir().unwrap();
+        let proc = d.path().join(format!("proc/{HOG}"));
+        std::fs::create_dir_all(&proc).unwrap();
+        std::fs::write(proc.join("comm"), "hog\n").unwrap();
+        std::fs::write(proc.join("cgroup"), "1:cpu:/rtick-hogs\n0::/\n").unwrap();
+        feed.read_cgroups(Box::leak(Box::new(Cgroups::new(crate::system::SysRoot::new(d.path())))));
         let mut ended = 0;
         for e in events {
             recent.push(0, e.clone());
@@ -364,6 +388,8 @@ mod tests {
         assert_eq!((w.wait.requested, w.wait.lateness), (Time(10_000), Nanos(3_200)));
         let spike = w.explained.as_ref().unwrap();
         assert_eq!(spike.cause, Cause::PreemptedBy(Task { comm: "hog".into(), pid: HOG, prio: 19 }));
+        assert_eq!((spike.cgroup.as_deref(), s.cgroup.as_deref()), (Some("/rtick-hogs"), Some("/rtick-hogs")));
+        assert!(spike.blame().ends_with(" in /rtick-hogs"), "{}", spike.blame());
         assert_eq!(spike.phases.total(), w.wait.lateness);
     }
 

@@ -22,7 +22,7 @@ use super::waits::Wake;
 use super::worst::WorstWait;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::{Live, Recent, TraceBuffers};
+use crate::explain::{cause_summary, CauseTotal, Live, Recent, TraceBuffers};
 use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
 use crate::stats::Summary;
 use crate::time::{Nanos, Time};
@@ -105,6 +105,14 @@ pub struct Attached {
     pub events: usize,
     /// What limited the run's view, a sentence each.
     pub notes: Vec<String>,
+}
+
+impl Attached {
+    /// Each cause across the threads' explained worst waits, as
+    /// `measure --explain` sums up its spikes ([`cause_summary`]).
+    pub fn causes(&self) -> Vec<CauseTotal> {
+        cause_summary(self.worst.values().flatten().filter_map(|w| w.explained.as_ref().ok()))
+    }
 }
 
 /// Traces `target` until `opts.duration` passes, `stop` is set, or it

@@ -81,45 +81,46 @@ impl Tracepoint {
     /// Every event a session enables, when the kernel has it: the
     /// wake-up's own path, and what else can hold the CPU (interrupts,
     /// IPIs, NMIs, kworkers' work items, idle states).
-    pub const ALL: [Tracepoint; 25] = [
-        Tracepoint::HrtimerStart,
-        Tracepoint::HrtimerExpireEntry,
-        Tracepoint::HrtimerExpireExit,
-        Tracepoint::HrtimerCancel,
-        Tracepoint::LocalTimerEntry,
-        Tracepoint::LocalTimerExit,
-        Tracepoint::SchedWaking,
-        Tracepoint::SchedWakeup,
-        Tracepoint::SchedSwitch,
-        Tracepoint::IrqHandlerEntry,
-        Tracepoint::IrqHandlerExit,
-        Tracepoint::SoftirqEntry,
-        Tracepoint::SoftirqExit,
-        Tracepoint::RescheduleEntry,
-        Tracepoint::RescheduleExit,
-        Tracepoint::CallFunctionEntry,
-        Tracepoint::CallFunctionExit,
-        Tracepoint::CallFunctionSingleEntry,
-        Tracepoint::CallFunctionSingleExit,
-        Tracepoint::IrqWorkEntry,
-        Tracepoint::IrqWorkExit,
-        Tracepoint::NmiHandler,
-        Tracepoint::WorkqueueExecuteStart,
-        Tracepoint::WorkqueueExecuteEnd,
-        Tracepoint::CpuIdle,
-    ];
+    pub const ALL: [Tracepoint; 25] = Tracepoint::join(&[
+        &[
+            Tracepoint::HrtimerStart,
+            Tracepoint::HrtimerExpireEntry,
+            Tracepoint::HrtimerExpireExit,
+            Tracepoint::HrtimerCancel,
+            Tracepoint::LocalTimerEntry,
+            Tracepoint::LocalTimerExit,
+            Tracepoint::SchedWaking,
+            Tracepoint::SchedWakeup,
+            Tracepoint::SchedSwitch,
+            Tracepoint::IrqHandlerEntry,
+            Tracepoint::IrqHandlerExit,
+            Tracepoint::SoftirqEntry,
+            Tracepoint::SoftirqExit,
+        ],
+        &Tracepoint::VECTORS,
+        &[Tracepoint::WorkqueueExecuteStart, Tracepoint::WorkqueueExecuteEnd, Tracepoint::CpuIdle],
+    ]);
 
     /// What `rtick attach` enables: [`Tracepoint::ALL`] and the system
     /// calls' exits, where an attached thread is back in user space.
-    pub const ATTACH: [Tracepoint; 26] = {
-        let mut all = [Tracepoint::SysExit; 26];
-        let mut i = 0;
-        while i < Tracepoint::ALL.len() {
-            all[i] = Tracepoint::ALL[i];
-            i += 1;
+    pub const ATTACH: [Tracepoint; 26] = Tracepoint::join(&[&Tracepoint::ALL, &[Tracepoint::SysExit]]);
+
+    /// `parts` one after the other, in one array of their total length `N`
+    /// (a constant that says another length does not compile).
+    pub(super) const fn join<const N: usize>(parts: &[&[Tracepoint]]) -> [Tracepoint; N] {
+        let mut all = [Tracepoint::SysExit; N];
+        let (mut n, mut p) = (0, 0);
+        while p < parts.len() {
+            let mut i = 0;
+            while i < parts[p].len() {
+                all[n] = parts[p][i];
+                (n, i) = (n + 1, i + 1);
+            }
+            p += 1;
         }
+        assert!(n == N, "the parts' lengths add up to N");
         all
-    };
+    }
 
     /// `system:name`, as tracefs's `set_event` spells it.
     pub const fn full_name(self) -> &'static str {

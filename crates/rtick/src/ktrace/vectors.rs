@@ -1,7 +1,8 @@
 //! The x86 interrupt vectors beyond the local timer, and NMIs: what
 //! `rtick noise` traces with the IRQs, softirqs and switches
 //! ([`Tracepoint::NOISE`]) to name every interruption of a CPU, and
-//! `--explain` ([`Tracepoint::ALL`]) to name the interrupt work of a spike.
+//! `--explain` ([`Tracepoint::ALL`]) to name the interrupt work of a spike:
+//! the one list of their events is [`Tracepoint::VECTORS`].
 
 use std::fmt;
 
@@ -39,17 +40,9 @@ impl fmt::Display for Ipi {
 }
 
 impl Tracepoint {
-    /// What `rtick noise` enables: every event that marks the CPU taken
-    /// from the thread running on it (IRQ handlers, vectors, softirqs,
-    /// NMIs, switches), and whether the tick stopped (`nohz_full`).
-    pub const NOISE: [Tracepoint; 17] = [
-        Tracepoint::SchedSwitch,
-        Tracepoint::IrqHandlerEntry,
-        Tracepoint::IrqHandlerExit,
-        Tracepoint::SoftirqEntry,
-        Tracepoint::SoftirqExit,
-        Tracepoint::LocalTimerEntry,
-        Tracepoint::LocalTimerExit,
+    /// The IPIs' and the irq_work interrupt's entries and exits, and NMIs:
+    /// traced by `rtick noise` and by `--explain` alike.
+    pub const VECTORS: [Tracepoint; 9] = [
         Tracepoint::RescheduleEntry,
         Tracepoint::RescheduleExit,
         Tracepoint::CallFunctionEntry,
@@ -59,8 +52,24 @@ impl Tracepoint {
         Tracepoint::IrqWorkEntry,
         Tracepoint::IrqWorkExit,
         Tracepoint::NmiHandler,
-        Tracepoint::TickStop,
     ];
+
+    /// What `rtick noise` enables: every event that marks the CPU taken
+    /// from the thread running on it (IRQ handlers, vectors, softirqs,
+    /// NMIs, switches), and whether the tick stopped (`nohz_full`).
+    pub const NOISE: [Tracepoint; 17] = Tracepoint::join(&[
+        &[
+            Tracepoint::SchedSwitch,
+            Tracepoint::IrqHandlerEntry,
+            Tracepoint::IrqHandlerExit,
+            Tracepoint::SoftirqEntry,
+            Tracepoint::SoftirqExit,
+            Tracepoint::LocalTimerEntry,
+            Tracepoint::LocalTimerExit,
+        ],
+        &Tracepoint::VECTORS,
+        &[Tracepoint::TickStop],
+    ]);
 
     /// The IPI this event begins or ends, and whether it begins it.
     pub const fn ipi(self) -> Option<(Ipi, bool)> {
@@ -93,8 +102,10 @@ mod tests {
             }
         }
         assert_eq!(Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some()).count(), 8);
-        for tp in Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some() || **t == Tracepoint::NmiHandler) {
-            assert!(Tracepoint::ALL.contains(tp) && Tracepoint::ATTACH.contains(tp), "{tp}: explain names it too");
+        let vectors = Tracepoint::NOISE.iter().filter(|t| t.ipi().is_some() || **t == Tracepoint::NmiHandler);
+        assert!(vectors.eq(Tracepoint::VECTORS.iter()), "{:?}", Tracepoint::VECTORS);
+        for tp in Tracepoint::VECTORS {
+            assert!(Tracepoint::ALL.contains(&tp) && Tracepoint::ATTACH.contains(&tp), "{tp}: explain names it too");
         }
         let tick = Tracepoint::TickStop;
         assert!(

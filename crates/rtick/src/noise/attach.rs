@@ -15,7 +15,7 @@ use super::{NoiseOptions, Plan};
 use crate::attach::{Spec, Target, ThreadInfo};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::StealSample;
+use crate::explain::{Cgroups, StealSample};
 use crate::ktrace::{self, Event, EventKind, Options, Stream, Tracepoint};
 use crate::rt::Policy;
 use crate::system::{parse_cpu_list, SysRoot};
@@ -77,6 +77,7 @@ pub fn run_attached(
     let t0 = ClockId::Monotonic.now();
     let (tid, prio) = (p.thread.tid, p.thread.kernel_prio());
     let mut f: Vec<Follower> = cpus.iter().map(|_| Follower::new(tid, prio, opts.threshold, t0)).collect();
+    f.iter_mut().for_each(|f| f.attr.read_cgroups(Cgroups::system()));
     if let Some(i) = ThreadInfo::running_on(Path::new("/proc"), tid).and_then(|c| cpus.iter().position(|&x| x == c)) {
         f[i].running_at(t0);
     }
@@ -184,6 +185,7 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         iterations: 0,
         resolution: (Nanos::ZERO, Nanos::ZERO),
         sources,
+        cgroups: f.attr.cgroups,
         below_threshold: f.attr.below_threshold,
         unattributed,
         dropped_instances: f.attr.dropped_instances,

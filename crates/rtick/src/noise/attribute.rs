@@ -17,9 +17,11 @@
 //! known, and gaps until the trace is read past their end.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use super::source::{Source, Tally, Vector, MAX_THREADS};
 use super::tick::TickTally;
+use crate::explain::{Cgroups, Task};
 use crate::ktrace::{Event, EventKind, Switch};
 use crate::time::{Nanos, Time};
 
@@ -109,12 +111,34 @@ pub struct Attributor {
     holding: Option<Time>,
     /// When set, every gap attributed, in order, until taken (a run's observer drains it each round).
     pub observed: Option<Vec<GapRecord>>,
+    /// Where the cgroups of thread sources are read, when they are ([`Attributor::read_cgroups`]).
+    reader: Option<&'static Cgroups>,
+    /// The cgroup of each thread source not in the root, read as it is first named.
+    pub cgroups: HashMap<Source, Arc<str>>,
 }
 
 impl Attributor {
     /// For the spinner `pid`, of kernel priority `prio` (0–99 real-time, 120 normal).
     pub fn new(pid: i32, prio: i32) -> Attributor {
         Attributor { spinner_pid: pid, spinner_rt_prio: (prio < 100).then_some(prio), ..Default::default() }
+    }
+
+    /// Names the cgroup of each thread source as it is first named, from
+    /// `cgroups` (read while the thread lives: the attribution itself reads
+    /// nothing of the machine).
+    pub fn read_cgroups(&mut self, cgroups: &'static Cgroups) {
+        self.reader = Some(cgroups);
+    }
+
+    /// A source seen for the first time: a thread counts towards those named,
+    /// its cgroup read.
+    fn first_seen(&mut self, s: &Source) {
+        let Source::Thread { comm, pid, prio } = s else { return };
+        self.threads_named += 1;
+        let task = Task { comm: comm.to_string(), pid: *pid, prio: *prio };
+        if let Some(path) = self.reader.and_then(|r| r.of(&task)) {
+            self.cgroups.insert(s.clone(), path);
+        }
     }
 
     /// One event of the CPU, in timestamp order.
@@ -301,12 +325,10 @@ impl Attributor {
             {
                 i.source = Source::OtherThreads;
             }
-            let named = &mut self.threads_named;
-            let tally = self.sources.entry(i.source.clone()).or_insert_with(|| {
-                *named += usize::from(matches!(i.source, Source::Thread { .. }));
-                Tally::default()
-            });
-            tally.add_nested(i.net, i.nested);
+            if !self.sources.contains_key(&i.source) {
+                self.first_seen(&i.source);
+            }
+            self.sources.entry(i.source.clone()).or_default().add_nested(i.net, i.nested);
             match parts.iter_mut().find(|(s, _)| *s == i.source) {
                 Some((_, d)) => *d = *d + i.net,
                 None => parts.push((i.source, i.net)),

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::attribute::GapRecord;
@@ -63,6 +64,9 @@ pub struct CpuNoise {
     pub resolution: (Nanos, Nanos),
     /// Sources, most time first (empty without attribution).
     pub sources: Vec<(Source, Tally)>,
+    /// The cgroup of each thread source not in the root (its container or
+    /// unit), read while it ran.
+    pub cgroups: HashMap<Source, Arc<str>>,
     /// Kernel work between gaps (it delayed the spinner less than the threshold).
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
@@ -308,6 +312,7 @@ fn figures(
         iterations: sp.iterations,
         resolution: sp.resolution,
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
+        cgroups: s.attr.cgroups,
         below_threshold: s.attr.below_threshold,
         unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
         dropped_instances: s.attr.dropped_instances,

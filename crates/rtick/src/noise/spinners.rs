@@ -11,6 +11,7 @@ use super::run::{End, ROUND};
 use super::spin::{spin, Job, Shared, Spun};
 use super::{NoiseOptions, Plan};
 use crate::error::{Error, Result};
+use crate::explain::Cgroups;
 use crate::ktrace::Event;
 use crate::rt::ThreadSetup;
 use crate::time::Time;
@@ -85,6 +86,7 @@ impl<'scope> Spinners<'scope> {
             };
             let mut attr = Attributor::new(tid, plan.kernel_prio());
             attr.observed = Some(Vec::new());
+            attr.read_cgroups(Cgroups::system());
             out.0.push(Spinner { cpu, tid, shared, ring, handle: Some(handle), attr, carry: Vec::new() });
         }
         if failed.is_some() {

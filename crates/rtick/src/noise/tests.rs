@@ -247,3 +247,33 @@ fn dropped_instances_are_not_counted_as_dropped_gaps() {
     }
     assert_eq!((a.dropped_instances, a.dropped_gaps), (3, 2));
 }
+
+/// A thread source's cgroup is read as the thread is first named, from
+/// the reader given (none without one; none for the root).
+#[test]
+fn a_thread_source_carries_its_cgroup() {
+    let d = tempfile::tempdir().unwrap();
+    for (pid, comm, cgroup) in [(55, "hog", "1:cpu:/rtick-hogs\n0::/\n"), (56, "free", "1:cpu:/\n0::/\n")] {
+        let proc = d.path().join(format!("proc/{pid}"));
+        std::fs::create_dir_all(&proc).unwrap();
+        std::fs::write(proc.join("comm"), format!("{comm}\n")).unwrap();
+        std::fs::write(proc.join("cgroup"), cgroup).unwrap();
+    }
+    let cgroups: &'static crate::explain::Cgroups =
+        Box::leak(Box::new(crate::explain::Cgroups::new(crate::system::SysRoot::new(d.path()))));
+    let events = [
+        switch(3100, (SPINNER, 120), 0x100, ("hog", 55, 120)),
+        switch(3500, (55, 120), 1, ("free", 56, 120)),
+        switch(3900, (56, 120), 1, ("rtick-noise-1", SPINNER, 120)),
+    ];
+    let thread = |comm: &[u8], pid| Source::Thread { comm: Comm::new(comm), pid, prio: 120 };
+    let mut a = Attributor::new(SPINNER, 120);
+    a.read_cgroups(cgroups);
+    run(&mut a, &events, &[(3000, 4000)], 5000);
+    assert_eq!(tally(&a, &thread(b"hog", 55)), Some((1, 400)));
+    assert_eq!(a.cgroups.get(&thread(b"hog", 55)).map(|p| &**p), Some("/rtick-hogs"));
+    assert_eq!(a.cgroups.len(), 1, "the root names nothing: {:?}", a.cgroups);
+    let mut b = Attributor::new(SPINNER, 120);
+    run(&mut b, &events, &[(3000, 4000)], 5000);
+    assert!(b.cgroups.is_empty() && b.sources.len() == a.sources.len(), "no reader, no cgroup");
+}

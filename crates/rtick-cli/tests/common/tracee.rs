@@ -1,0 +1,140 @@
+//! What the tests that trace real programs share (attach, noise): whether
+//! this machine can trace, the programs of tests/c compiled, `rtick`
+//! started with its output piped, its trace instance awaited, and checked
+//! gone once it has ended.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::skip;
+use super::support::{self, TRACEFS};
+
+/// Whether this machine can trace (root, tracefs, mounted here when it is
+/// not); a skip, said on stderr, when it cannot.
+pub fn ready() -> bool {
+    support::tracefs().map_err(|(why, kernel_lacks_it)| skip(why, kernel_lacks_it)).is_ok()
+}
+
+/// [`ready`], and CPUs 0 and 1 both allowed: for the tests that `what`
+/// on CPU 1 with CPU 0 left for the rest.
+pub fn ready_on_cpu_1(what: &str) -> bool {
+    if rtick::info::allowed_cpus().map_or(true, |c| !c.contains(&0) || !c.contains(&1)) {
+        skip(&format!("{what} on CPU 1 with CPU 0 left for the rest: they need two CPUs"), false);
+        return false;
+    }
+    ready()
+}
+
+/// tests/c/`source`.c compiled into `dir` as `name` (the program's comm;
+/// each test its own: they run at once, and some find theirs by name),
+/// or `None` (skipped) without a C compiler.
+pub fn compile(dir: &Path, source: &str, name: &str) -> Option<PathBuf> {
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let src = c.join(format!("{source}.c"));
+    let exe = dir.join(name);
+    match Command::new("cc").args(["-O2", "-pthread", "-I"]).arg(&c).arg("-o").arg(&exe).arg(&src).status() {
+        Ok(s) if s.success() => Some(exe),
+        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
+        Err(e) => {
+            skip(&format!("no C compiler (cc: {e}); scripts/setup installs gcc"), false);
+            None
+        }
+    }
+}
+
+/// tests/c/periodic.c compiled into `dir` as `name` (see [`compile`]).
+pub fn periodic(dir: &Path, name: &str) -> Option<PathBuf> {
+    compile(dir, "periodic", name)
+}
+
+/// `rtick SUBCOMMAND ARGS…` started, its stdout and stderr piped.
+pub fn spawn(subcommand: &str, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rtick"))
+        .arg(subcommand)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rtick starts")
+}
+
+/// The trace instance of the `rtick` whose process id is `pid`.
+pub fn instance(pid: u32) -> PathBuf {
+    Path::new(TRACEFS).join("instances").join(format!("rtick-{pid}"))
+}
+
+/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
+/// its tracing begins as it is set up, well within a second of that.
+pub fn wait_for_instance(rtick: &Child) {
+    let tracing_on = instance(rtick.id()).join("tracing_on");
+    let started = Instant::now();
+    while !tracing_on.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `rtick` to end: its output, once its trace instance is
+/// checked gone.
+pub fn finish(rtick: Child) -> Output {
+    let pid = rtick.id();
+    let o = rtick.wait_with_output().unwrap();
+    assert!(!instance(pid).exists(), "rtick's instance is removed");
+    o
+}
+
+/// Where the v1 `cpu` hierarchy is mounted, on a host that has one.
+const V1_CPU: &str = "/sys/fs/cgroup/cpu";
+
+/// A v1 `cpu` cgroup made for a test's programs, real-time ones allowed
+/// in it (100 ms a second, on kernels that budget groups), removed when
+/// dropped however the test ends: what is left in it goes back to the root
+/// first.
+pub struct CpuCgroup {
+    dir: PathBuf,
+    /// Its path as /proc/PID/cgroup names it: `/NAME`.
+    pub path: String,
+}
+
+impl CpuCgroup {
+    /// `NAME-<this process's pid>`, or `None` without a v1 `cpu` hierarchy.
+    pub fn new(name: &str) -> Option<CpuCgroup> {
+        let root = Path::new(V1_CPU);
+        if !root.join("cpu.shares").exists() {
+            return None;
+        }
+        let name = format!("{name}-{}", std::process::id());
+        let dir = root.join(&name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let cgroup = CpuCgroup { dir, path: format!("/{name}") };
+        let budget = cgroup.dir.join("cpu.rt_runtime_us");
+        if budget.exists() {
+            std::fs::write(&budget, "100000").unwrap_or_else(|e| panic!("{}: {e}", budget.display()));
+        }
+        Some(cgroup)
+    }
+
+    /// `program ARGS…`, run in it from its first instruction: a shell
+    /// joins it, then execs the program.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""]).arg(&self.dir).arg(program).args(args);
+        c
+    }
+}
+
+impl Drop for CpuCgroup {
+    fn drop(&mut self) {
+        let root = Path::new(V1_CPU).join("cgroup.procs");
+        for _ in 0..100 {
+            let left = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            left.lines().for_each(|pid| drop(std::fs::write(&root, pid)));
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("could not remove {}", self.dir.display());
+    }
+}
