@@ -297,8 +297,12 @@ fn a_periodic_timer_read_after_its_expiry_is_an_overrun_not_a_lost_cycle() {
     assert!(waits >= 800, "{c}");
     // One busy cycle in 50 (more on a loaded VM, whose stalls overrun too).
     assert!(overruns >= waits / 50 * 3 / 4, "{c}");
-    assert!(skipped * 4 <= overruns, "the busy cycles' expiries are counted, not skipped: {c}");
+    // The busy cycles overrun by 0.3 ms: none skips a period. Only a stall
+    // (the VM's, a build's) of more than a period does, a period per
+    // period it lasted.
     let w = wake_ups(&csv, i64::from(prog.id()));
+    let stalled: u64 = w.values().map(|&(late, _, _)| (late / 1_000_000) as u64).sum();
+    assert!(skipped <= stalled, "the busy cycles' expiries are counted, not skipped ({stalled} periods stalled): {c}");
     let late = w.values().filter(|&&(late, _, _)| late >= 250_000).count() as u64;
     assert!(late >= waits / 50 * 3 / 4, "{late} waits late by the work past the period");
 }
