@@ -263,7 +263,15 @@ fn worst(a: &Attached) -> String {
         let worst = rtick::text::count(waits.len() as u64, "worst timed wait");
         let _ = writeln!(o, "\n{} {}: its {worst} explained:", s.thread.tid, s.thread.comm);
         for w in waits {
-            let _ = writeln!(o, "  {}", AttachSpikeJson::of(w, a.started).line);
+            let j = AttachSpikeJson::of(w, a.started);
+            let _ = writeln!(o, "  {}", j.line);
+            if !j.stack.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "    stack: {}",
+                    rtick::ktrace::stack::summary(&j.stack, crate::output::explain::STACK_FRAMES)
+                );
+            }
         }
     }
     o

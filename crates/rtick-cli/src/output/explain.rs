@@ -12,7 +12,7 @@ use rtick_model::breakdown::{Breakdown, Spike};
 use rtick_model::json::CauseJson;
 
 /// Frames of a spike's stack on the terminal (the JSON has them all).
-const STACK_FRAMES: usize = 5;
+pub const STACK_FRAMES: usize = 5;
 
 /// The table, the spike lines and the note on the kernel events.
 /// `lost_detail`: measure's itemised losses, which the JSON does not keep.

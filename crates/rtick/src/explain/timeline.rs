@@ -360,4 +360,34 @@ mod tests {
         assert_eq!(t.current(Time(150)), Some(&hog));
         assert_eq!(t.in_window(Time(0), Time(400), 77, 0)[0], (hog, Nanos(300)));
     }
+
+    /// A stack recorded right after a timer's expiry (an NMI may come in
+    /// between) is that expiry's, and the spike of the wake-up it caused
+    /// carries it; a stack after anything else belongs to no expiry.
+    #[test]
+    fn a_stack_after_an_expiry_is_the_spikes() {
+        use crate::explain::testing::{cycle, ME};
+        use crate::explain::{Analysis, CpuTrace, Recorded};
+        let stack = |f: &[u64]| K::KernelStack { frames: f.into() };
+        let mut evs = cycle(0, 10_000, 30_000, 31_000, 40_000);
+        // The expiry is the third event: its stack follows, after an NMI.
+        evs.insert(3, ev(30_050, 0, K::Nmi { delta_ns: 20, handled: 1 }));
+        evs.insert(4, ev(30_100, 0, stack(&[0xffff_1000, 0xffff_2000])));
+        // A stack not after an expiry, and an expiry without one.
+        evs.insert(0, ev(-10, 0, stack(&[0xdead])));
+        evs.extend(cycle(50_000, 60_000, 61_000, 61_500, 62_000));
+        let t = Timeline::build(&evs, Time(100_000));
+        assert_eq!(t.stacks.len(), 1);
+        assert_eq!(t.stack_at(Time(30_000), 0xa0).as_deref(), Some(&[0xffff_1000, 0xffff_2000][..]));
+        assert_eq!(t.stack_at(Time(30_000), 0xa1), None, "another timer's");
+        assert_eq!(t.stack_at(Time(61_000), 0xa0), None);
+        let w = [
+            Recorded { tid: ME, cycle: 1, planned: Time(10_000), actual: Time(41_000) },
+            Recorded { tid: ME, cycle: 2, planned: Time(60_000), actual: Time(63_000) },
+        ];
+        let a = Analysis::new(&[CpuTrace { cpu: 1, events: &evs }], &w);
+        let first = a.spike(&w, 0, &[]).expect("matched");
+        assert_eq!(first.stack.as_deref(), Some(&[0xffff_1000, 0xffff_2000][..]));
+        assert_eq!(a.spike(&w, 1, &[]).expect("matched").stack, None);
+    }
 }
