@@ -210,7 +210,7 @@ pub struct MeasureArgs {
     #[arg(long, requires = "breaktrace")]
     pub tracemark: bool,
 
-    /// Why was it late: trace the measured CPUs (an instance of rtick's own in tracefs) and split every wake-up's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each; explain the worst wake-ups of each mechanism, and with US every one later than US. Needs tracefs, and root (its files are root's, mode 0640: or CAP_DAC_OVERRIDE).
+    /// Why was it late: trace the measured CPUs (an instance of rtick's own in tracefs) and split every wake-up's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each and where in the kernel the CPU was when the wake-up was due (its stack); explain the worst wake-ups of each mechanism, and with US every one later than US. Needs tracefs, and root (its files are root's, mode 0640: or CAP_DAC_OVERRIDE).
     #[arg(long, value_name = "US", num_args = 0..=1, default_missing_value = "0", value_parser = units::explain_threshold)]
     pub explain: Option<Nanos>,
 
@@ -378,7 +378,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "US", allow_hyphen_values = true, value_parser = units::micros)]
     pub spike: Option<Nanos>,
 
-    /// Why was it late, for every spike: trace the measured CPUs all the time (an instance of rtick's own in tracefs, the last seconds of events kept) and split each spike's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each, at /spikes and in rtick_spikes_total's phase and cause labels. Tracing adds to every wake-up's latency. Needs tracefs, and root (its files are root's, mode 0640: or CAP_DAC_OVERRIDE).
+    /// Why was it late, for every spike: trace the measured CPUs all the time (an instance of rtick's own in tracefs, the last seconds of events kept) and split each spike's latency into kernel phases — IRQ delay, wake-up path, scheduling, return to user — naming what ran in each and the kernel stack where the wake-up was due, at /spikes and in rtick_spikes_total's phase and cause labels. Tracing adds to every wake-up's latency. Needs tracefs, and root (its files are root's, mode 0640: or CAP_DAC_OVERRIDE).
     #[arg(long, requires = "spike")]
     pub explain: bool,
 

@@ -249,6 +249,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
         if let Some(path) = &in_cgroup {
             assert!(line.contains(&format!(":{pid} (prio 19) in {path}")), "{line}");
         }
+        assert!(s["stack"].as_array().is_some_and(|f| !f.is_empty()), "the kernel stack where it was due: {s}");
     }
     // Each burst once: a catch-up wait after it is not explained again.
     let mut at: Vec<i64> = named.iter().map(|s| s["requested_ns"].as_i64().unwrap()).collect();

@@ -466,7 +466,8 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     for s in hybrid {
         assert!(s["unexplained"].as_str().unwrap().contains("spinning"), "{s}");
     }
-    let mut explained = 0;
+    let (mut explained, mut stacked) = (0, 0);
+    let mut stacks_of: std::collections::HashMap<&str, usize> = Default::default();
     for s in &timer {
         match (s.get("explain"), s.get("unexplained")) {
             (Some(e), None) => {
@@ -475,12 +476,17 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
                 assert_eq!((&e["cycle"], &e["latency_ns"]), (&s["cycle"], &s["latency_ns"]), "{s}");
                 assert!(!e["cause"].as_str().unwrap().is_empty() && e["line"].as_str().unwrap().starts_with("cycle "));
                 explained += 1;
+                // The stack where it was due: every mechanism's timer callback triggers it.
+                let stack = e.get("stack").and_then(|f| f.as_array()).map_or(0, Vec::len);
+                stacked += usize::from(stack > 0);
+                *stacks_of.entry(s["mechanism"].as_str().unwrap()).or_insert(0) += usize::from(stack > 0);
             }
             (None, Some(why)) => assert!(!why.as_str().unwrap().is_empty(), "{s}"),
             _ => panic!("a spike has a breakdown or the reason it has none: {s}"),
         }
     }
     assert!(timer.len() >= 100 && explained * 10 >= timer.len() * 8, "{explained} of {} spikes explained", timer.len());
+    assert!(stacked * 10 >= explained * 9, "{stacked} of {explained} explained spikes have a stack: {stacks_of:?}");
 }
 
 /// A SCHED_FIFO 95 thread of this test, in a cpuset cgroup made for the

@@ -64,6 +64,9 @@ pub struct Spike {
     /// measure's line with the cause and the culprits (`None` from a trace,
     /// which records no culprits).
     pub line: Option<String>,
+    /// The kernel stack where the wake-up was due, named, innermost first
+    /// (empty when none was recorded, and from a trace).
+    pub stack: Vec<String>,
 }
 
 impl Breakdown {
@@ -93,7 +96,10 @@ impl Breakdown {
                 for (c, v) in counts.iter_mut().zip(p) {
                     *c.entry(v).or_insert(0) += 1;
                 }
-                keep_worst(&mut s.spikes, Spike { cycle, latency_ns: latency, phases_ns: p, line: None });
+                keep_worst(
+                    &mut s.spikes,
+                    Spike { cycle, latency_ns: latency, phases_ns: p, line: None, stack: Vec::new() },
+                );
             }
         }
         let series = series
@@ -182,7 +188,13 @@ fn series_of_json(e: &ExplainedJson) -> Result<PhaseSeries, String> {
 fn spike_of_json(s: &SpikeJson, what: &str) -> Result<Spike, String> {
     let named: Vec<(&str, i64)> = s.phases_ns.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     let phases_ns = in_order(&named, &format!("{what}: the spike of cycle {}", s.cycle))?;
-    Ok(Spike { cycle: s.cycle, latency_ns: s.latency_ns, phases_ns, line: Some(s.line.clone()) })
+    Ok(Spike {
+        cycle: s.cycle,
+        latency_ns: s.latency_ns,
+        phases_ns,
+        line: Some(s.line.clone()),
+        stack: s.stack.clone(),
+    })
 }
 
 #[cfg(test)]

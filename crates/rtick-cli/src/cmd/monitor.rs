@@ -218,12 +218,15 @@ fn start_trace(a: &MonitorArgs, cfg: &MeasureConfig) -> Result<(rtick::explain::
     let keep = keep(cfg.interval);
     let live = rtick::explain::Live::start(&root, &cpus, buffers.kb, keep, cap).context("--explain")?;
     let event = std::mem::size_of::<rtick::ktrace::Event>();
-    let line = format!(
+    let mut line = format!(
         "kernel trace of CPU {}, its last {keep} kept (at most {} MiB; kernel buffers {}): every spike explained; tracing adds to every latency",
         rtick::system::format_cpu_list(&cpus),
         (cap * event * cpus.len()) >> 20,
         buffers.describe()
     );
+    if let Some(why) = live.stream().stacks_unavailable() {
+        line.push_str(&format!("; no kernel stacks: {why}"));
+    }
     Ok((live, line))
 }
 

@@ -148,6 +148,10 @@ fn worst(f: &AttachFile) -> String {
         let _ = writeln!(o, "\n{}: its {worst} explained:", name(t));
         for s in &t.spikes {
             let _ = writeln!(o, "  {}", s.line);
+            if !s.stack.is_empty() {
+                let frames = rtick::ktrace::stack::summary(&s.stack, crate::output::explain::STACK_FRAMES);
+                let _ = writeln!(o, "    stack: {frames}");
+            }
         }
     }
     if !f.causes.is_empty() {

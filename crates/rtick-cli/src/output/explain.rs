@@ -11,6 +11,9 @@ use super::{fmt_latency, unit};
 use rtick_model::breakdown::{Breakdown, Spike};
 use rtick_model::json::CauseJson;
 
+/// Frames of a spike's stack on the terminal (the JSON has them all).
+pub const STACK_FRAMES: usize = 5;
+
 /// The table, the spike lines and the note on the kernel events.
 /// `lost_detail`: measure's itemised losses, which the JSON does not keep.
 pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
@@ -52,6 +55,9 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
         }
         for sp in &e.spikes {
             s.push_str(&format!("  {}\n", sp.line.clone().unwrap_or_else(|| phases_line(sp))));
+            if !sp.stack.is_empty() {
+                s.push_str(&format!("    stack: {}\n", rtick::ktrace::stack::summary(&sp.stack, STACK_FRAMES)));
+            }
         }
     }
     if let Some(e) = b.explain.as_ref().filter(|e| !e.causes.is_empty()) {
@@ -67,6 +73,9 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
                 (n, Some(d)) => format!("{n} LOST (the phases near them may be wrong): {d}"),
             }
         ));
+        if let Some(why) = &e.stacks_unavailable {
+            s.push_str(&format!("; no kernel stacks: {why}"));
+        }
         if !e.missing_events.is_empty() {
             s.push_str(&format!(
                 "; this kernel lacks {} (the phase boundaries or the culprits they mark are unavailable)",

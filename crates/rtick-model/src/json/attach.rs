@@ -257,6 +257,10 @@ pub struct AttachSpikeJson {
     pub culprits: Vec<Vec<(String, i64)>>,
     /// Why it has no explanation (its events left the window, or were lost).
     pub unexplained: Option<String>,
+    /// The kernel stack where the wake-up was due, as a spike of `measure
+    /// --explain` has it; empty when none was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
     /// The terminal line.
     pub line: String,
 }
@@ -319,6 +323,7 @@ impl AttachSpikeJson {
             culprits: spike.map_or_else(Vec::new, |s| {
                 s.culprits.iter().map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect()).collect()
             }),
+            stack: spike.and_then(|s| s.stack.as_deref()).map(rtick::ktrace::stack::named).unwrap_or_default(),
             line: match (spike, &why) {
                 (Some(s), _) => s.line_as(&label),
                 (None, why) => format!("{label}  {}: not explained: {}", t.lateness, why.as_deref().unwrap_or("")),

@@ -24,6 +24,10 @@ pub struct ExplainJson {
     /// With --explain-ab: the traced stretches against the plain ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab: Option<AbJson>,
+    /// Why the spikes have no kernel stack (`kernel.kptr_restrict`, a
+    /// trigger refused), when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks_unavailable: Option<String>,
 }
 
 /// One cause across the spikes (`explain.causes`).
@@ -102,6 +106,12 @@ pub struct SpikeJson {
     pub cgroup: Option<String>,
     /// Per phase, the top culprits (what ran, ns).
     pub culprits: Vec<Vec<(String, i64)>>,
+    /// The kernel stack where the wake-up was due, innermost first: the
+    /// timer interrupt's frames, then those of the context it came in
+    /// (none: it came in user space), named from /proc/kallsyms. Empty
+    /// when none was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
     /// The terminal line.
     pub line: String,
 }
@@ -121,6 +131,7 @@ impl From<&Spike> for SpikeJson {
                 .iter()
                 .map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect())
                 .collect(),
+            stack: s.stack.as_deref().map(rtick::ktrace::stack::named).unwrap_or_default(),
             line: s.line(),
         }
     }

@@ -174,6 +174,10 @@ pub struct Spike {
     pub work: Option<u64>,
     /// The cgroup of the task blamed, unless the root ([`Spike::find_cgroup`]).
     pub cgroup: Option<std::sync::Arc<str>>,
+    /// The kernel stack where the wake-up was due: taken in the timer
+    /// interrupt, innermost first, through the context it interrupted
+    /// ([`stack`](crate::ktrace::stack)). `None` when none was recorded.
+    pub stack: Option<std::sync::Arc<[u64]>>,
 }
 
 impl Spike {
@@ -315,8 +319,17 @@ impl Spike {
         let bounds = [w.planned, m.expired, m.waking, m.switched_in, w.actual];
         let culprits: [Vec<(Culprit, Nanos)>; 4] =
             std::array::from_fn(|k| tl.in_window(bounds[k], bounds[k + 1].max(bounds[k]), w.tid, m.hrtimer));
-        let mut spike =
-            Spike { wake: w, matched: m, phases, culprits, cause: Cause::KernelPath(""), work: None, cgroup: None };
+        let mut spike = Spike {
+            wake: w,
+            matched: m,
+            phases,
+            culprits,
+            cause: Cause::KernelPath(""),
+            work: None,
+            cgroup: None,
+            stack: None,
+        };
+        spike.stack = tl.stack_at(m.expired, m.hrtimer);
         spike.cause = spike.cause_of(tl, steal);
         if let Some(Culprit::Task(t)) = spike.cause.culprit() {
             spike.work = tl.work_in(t.pid, w.planned, w.actual);

@@ -4,6 +4,7 @@
 //! time can be asked "what ran here, and for how long".
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::idle::CStates;
 use super::input::Task;
@@ -95,6 +96,9 @@ pub struct Timeline {
     /// The idle states' names and exit latencies: this machine's
     /// ([`CStates::system`]) unless set.
     pub cstates: Option<CStates>,
+    /// The kernel stacks taken at timer expiries ([`ktrace::stack`](crate::ktrace::stack)):
+    /// the expiry's time and timer, and the stack.
+    pub stacks: Vec<(Time, u64, Arc<[u64]>)>,
 }
 
 impl Timeline {
@@ -119,6 +123,13 @@ impl Timeline {
         let upto = self.works.partition_point(|w| w.start < to);
         let mine = self.works[..upto].iter().filter(|w| w.pid == pid && w.end > from);
         mine.max_by_key(|w| w.end.min(to) - w.start.max(from)).map(|w| w.function)
+    }
+
+    /// The stack taken when timer `hrtimer` expired at `at` (its
+    /// `hrtimer_expire_entry`), if one was.
+    pub fn stack_at(&self, at: Time, hrtimer: u64) -> Option<Arc<[u64]>> {
+        let i = self.stacks.partition_point(|s| s.0 < at);
+        self.stacks[i..].iter().take_while(|s| s.0 == at).find(|s| s.1 == hrtimer).map(|s| Arc::clone(&s.2))
     }
 
     /// The idle state the CPU was in at `at`, as `power:cpu_idle` said it
@@ -176,12 +187,26 @@ struct Builder {
     /// switch out of the idle task ever is), and is inferred from them.
     woken: HashMap<i32, Time>,
     seen: HashMap<i32, Time>,
+    /// The timer expiry just recorded (time, timer): the kernel records
+    /// the stack its trigger takes right after it.
+    expiry: Option<(Time, u64)>,
 }
 
 impl Builder {
     fn event(&mut self, e: &Event) {
         if e.pid != 0 {
             self.seen.entry(e.pid).or_insert(e.ts);
+        }
+        let expiry = self.expiry.take();
+        match &e.kind {
+            EventKind::KernelStack { frames } => {
+                if let Some((at, hrtimer)) = expiry {
+                    self.t.stacks.push((at, hrtimer, Arc::clone(frames)));
+                }
+            }
+            // Recorded between an event and its stack (an NMI's, in the trigger).
+            EventKind::Nmi { .. } => self.expiry = expiry,
+            _ => {}
         }
         match &e.kind {
             EventKind::SchedWakeup(w) => {
@@ -200,6 +225,7 @@ impl Builder {
                 self.close(e.ts, |c| *c == Culprit::Softirq(name))
             }
             EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
+                self.expiry = Some((e.ts, *hrtimer));
                 self.open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
             }
             EventKind::HrtimerExpireExit { hrtimer } => {
@@ -333,5 +359,35 @@ mod tests {
         assert_eq!(t.current(Time(50)), Some(&Culprit::Idle));
         assert_eq!(t.current(Time(150)), Some(&hog));
         assert_eq!(t.in_window(Time(0), Time(400), 77, 0)[0], (hog, Nanos(300)));
+    }
+
+    /// A stack recorded right after a timer's expiry (an NMI may come in
+    /// between) is that expiry's, and the spike of the wake-up it caused
+    /// carries it; a stack after anything else belongs to no expiry.
+    #[test]
+    fn a_stack_after_an_expiry_is_the_spikes() {
+        use crate::explain::testing::{cycle, ME};
+        use crate::explain::{Analysis, CpuTrace, Recorded};
+        let stack = |f: &[u64]| K::KernelStack { frames: f.into() };
+        let mut evs = cycle(0, 10_000, 30_000, 31_000, 40_000);
+        // The expiry is the third event: its stack follows, after an NMI.
+        evs.insert(3, ev(30_050, 0, K::Nmi { delta_ns: 20, handled: 1 }));
+        evs.insert(4, ev(30_100, 0, stack(&[0xffff_1000, 0xffff_2000])));
+        // A stack not after an expiry, and an expiry without one.
+        evs.insert(0, ev(-10, 0, stack(&[0xdead])));
+        evs.extend(cycle(50_000, 60_000, 61_000, 61_500, 62_000));
+        let t = Timeline::build(&evs, Time(100_000));
+        assert_eq!(t.stacks.len(), 1);
+        assert_eq!(t.stack_at(Time(30_000), 0xa0).as_deref(), Some(&[0xffff_1000, 0xffff_2000][..]));
+        assert_eq!(t.stack_at(Time(30_000), 0xa1), None, "another timer's");
+        assert_eq!(t.stack_at(Time(61_000), 0xa0), None);
+        let w = [
+            Recorded { tid: ME, cycle: 1, planned: Time(10_000), actual: Time(41_000) },
+            Recorded { tid: ME, cycle: 2, planned: Time(60_000), actual: Time(63_000) },
+        ];
+        let a = Analysis::new(&[CpuTrace { cpu: 1, events: &evs }], &w);
+        let first = a.spike(&w, 0, &[]).expect("matched");
+        assert_eq!(first.stack.as_deref(), Some(&[0xffff_1000, 0xffff_2000][..]));
+        assert_eq!(a.spike(&w, 1, &[]).expect("matched").stack, None);
     }
 }

@@ -133,7 +133,8 @@ impl Tracing {
         explained.iter_mut().flat_map(|e| e.spikes.iter_mut()).for_each(|s| s.find_cgroup(Cgroups::system()));
         let ab = self.ab.map(|ab| ab.finish(rows, results, self.choice));
         let events = cpus.iter().map(|c| c.events.len()).sum();
-        Ok(ExplainedRun { explained, lost: capture.lost, missing, events, ab })
+        let stacks_unavailable = capture.stacks_unavailable;
+        Ok(ExplainedRun { explained, lost: capture.lost, missing, events, ab, stacks_unavailable })
     }
 }
 
@@ -150,6 +151,8 @@ pub struct ExplainedRun {
     pub events: usize,
     /// With an A/B: the traced stretches against the plain ones.
     pub ab: Option<AbOutcome>,
+    /// Why the spikes have no kernel stack, when they have none.
+    pub stacks_unavailable: Option<String>,
 }
 
 impl ExplainedRun {

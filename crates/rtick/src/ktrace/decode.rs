@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::events::{Comm, Event, EventKind, Switch, TickDependency, Tracepoint, Wakeup};
 use super::format::{EventFormat, Field};
 use super::page::RawRecord;
+use super::stack::{frames, Interned};
 use crate::time::Time;
 
 /// What became of one raw record.
@@ -36,6 +37,7 @@ struct Resolved {
 pub struct Decoder {
     by_id: HashMap<u16, Resolved>,
     names: HashMap<Box<[u8]>, Arc<str>>,
+    stacks: Interned,
 }
 
 impl Decoder {
@@ -59,7 +61,7 @@ impl Decoder {
         let Some(id) = rec.id() else { return Decoded::Unknown(0) };
         let Some(r) = self.by_id.get(&id) else { return Decoded::Unknown(id) };
         let tp = r.tp;
-        match decode(r, rec.payload, &mut self.names) {
+        match decode(r, rec.payload, &mut self.names, &mut self.stacks) {
             Some((pid, flags, preempt_count, kind)) => {
                 Decoded::Event(Event { ts: Time(rec.ts as i64), pid, flags, preempt_count, kind })
             }
@@ -68,7 +70,12 @@ impl Decoder {
     }
 }
 
-fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> Option<(i32, u8, u8, EventKind)> {
+fn decode(
+    r: &Resolved,
+    p: &[u8],
+    names: &mut HashMap<Box<[u8]>, Arc<str>>,
+    stacks: &mut Interned,
+) -> Option<(i32, u8, u8, EventKind)> {
     let f = &r.fields;
     let u = |i: usize| f[i].u64(p);
     let i = |i: usize| f[i].i64(p);
@@ -127,6 +134,7 @@ fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> O
         Tracepoint::WorkqueueExecuteStart => EventKind::WorkStart { work: u(0)?, function: u(1)? },
         Tracepoint::WorkqueueExecuteEnd => EventKind::WorkEnd { work: u(0)? },
         Tracepoint::CpuIdle => EventKind::CpuIdle { state: u(0)? as u32 },
+        Tracepoint::KernelStack => EventKind::KernelStack { frames: stacks.get(frames(&f[0], &f[1], p)?) },
         tp => match tp.ipi() {
             Some((ipi, true)) => EventKind::IpiEntry { ipi, vector: i32_(0)? },
             Some((ipi, false)) => EventKind::IpiExit { ipi, vector: i32_(0)? },

@@ -75,6 +75,10 @@ pub enum Tracepoint {
     WorkqueueExecuteEnd,
     /// `power:cpu_idle`: the CPU enters an idle state (its cpuidle index), or leaves it.
     CpuIdle,
+    /// `ftrace:kernel_stack`: a kernel stack, recorded by the `stacktrace`
+    /// trigger rtick sets on [`Tracepoint::HrtimerExpireEntry`] (see
+    /// [`stack`](super::stack)); not an event one enables.
+    KernelStack,
 }
 
 impl Tracepoint {
@@ -152,6 +156,7 @@ impl Tracepoint {
             Tracepoint::WorkqueueExecuteStart => "workqueue:workqueue_execute_start",
             Tracepoint::WorkqueueExecuteEnd => "workqueue:workqueue_execute_end",
             Tracepoint::CpuIdle => "power:cpu_idle",
+            Tracepoint::KernelStack => "ftrace:kernel_stack",
         }
     }
 
@@ -192,6 +197,9 @@ impl Tracepoint {
             Tracepoint::TickStop => &["success", "dependency"],
             Tracepoint::WorkqueueExecuteStart | Tracepoint::WorkqueueExecuteEnd => &["work", "function"],
             Tracepoint::CpuIdle => &["state", "cpu_id"],
+            // The number of frames, then the frames (`caller`: the format
+            // says 8, the record holds `size`).
+            Tracepoint::KernelStack => &["size", "caller"],
         }
     }
 }
@@ -397,6 +405,12 @@ pub enum EventKind {
     CpuIdle {
         /// The state's index, or [`EventKind::IDLE_EXIT`].
         state: u32,
+    },
+    /// The kernel stack where the event before it on its CPU fired,
+    /// innermost frame first (return addresses; the first is where it was).
+    KernelStack {
+        /// The frames, shared between identical stacks.
+        frames: Arc<[u64]>,
     },
     /// A system call of the event's task returns to user space.
     SysExit {

@@ -26,9 +26,14 @@ pub enum Unavailable {
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Hidden => {
-                write!(f, "{PATH} shows every address as 0 (kernel.kptr_restrict; run as root to name it)")
-            }
+            Unavailable::Hidden => match std::fs::read_to_string("/proc/sys/kernel/kptr_restrict") {
+                // 2 hides them from root as well.
+                Ok(v) if v.trim() == "2" => write!(
+                    f,
+                    "{PATH} shows every address as 0 (kernel.kptr_restrict is 2: sysctl kernel.kptr_restrict=1 shows them to root)"
+                ),
+                _ => write!(f, "{PATH} shows every address as 0 (kernel.kptr_restrict; run as root to name it)"),
+            },
             Unavailable::Unreadable(why) => write!(f, "{PATH}: {why}"),
         }
     }
@@ -80,11 +85,17 @@ impl Kallsyms {
     }
 }
 
-/// `addr` named from the running kernel's symbols (loaded on the first
-/// call), else the address and why it has no name.
-pub fn describe(addr: u64) -> String {
+/// The running kernel's symbols, loaded on the first call (and kept: what
+/// the trigger of [`stack`](super::stack) was set from names its stacks).
+pub fn system() -> Result<&'static Kallsyms, &'static Unavailable> {
     static SYMS: OnceLock<Result<Kallsyms, Unavailable>> = OnceLock::new();
-    match SYMS.get_or_init(Kallsyms::load) {
+    SYMS.get_or_init(Kallsyms::load).as_ref()
+}
+
+/// `addr` named from the running kernel's symbols ([`system`]), else the
+/// address and why it has no name.
+pub fn describe(addr: u64) -> String {
+    match system() {
         Ok(k) => k.name(addr).unwrap_or_else(|| format!("{addr:#x} (in no kernel symbol)")),
         Err(why) => format!("{addr:#x} (unnamed: {why})"),
     }

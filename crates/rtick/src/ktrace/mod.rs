@@ -14,6 +14,7 @@
 //! - [`events`]: the typed events the analysis reads;
 //! - [`instance`]: `instances/rtick-<pid>`, never the global trace;
 //! - [`kallsyms`]: kernel addresses named from `/proc/kallsyms`;
+//! - [`stack`]: the kernel stack where each wake-up was due;
 //! - [`reader`]: the thread that drains the buffers during the run;
 //! - [`Session`]: all of it from start to [`Capture`];
 //! - [`Stream`]: the same instance read by its owner as it goes, for a
@@ -48,6 +49,7 @@ pub mod kallsyms;
 pub mod page;
 pub mod reader;
 mod session;
+pub mod stack;
 mod stream;
 mod tick;
 mod vectors;

@@ -26,6 +26,7 @@ use super::filter::filter;
 use super::format::{load_headers, EventFormat};
 use super::instance::{BufferStats, Instance};
 use super::reader::{ReadCounts, Reader, ReaderSetup};
+use super::stack::Stacks;
 use super::{Error, Result};
 use crate::time::Nanos;
 
@@ -49,6 +50,9 @@ pub struct Options {
     /// The threads whose system calls' exits are recorded
     /// ([`Tracepoint::SysExit`], when in `events`).
     pub syscall_pids: Vec<i32>,
+    /// Whether to record the kernel stack where each timer wake-up was
+    /// due ([`stack`](super::stack)), when `events` has `hrtimer_expire_entry`.
+    pub stacks: bool,
 }
 
 impl Default for Options {
@@ -58,6 +62,7 @@ impl Default for Options {
             drain_interval: Nanos::from_ms(100),
             events: &Tracepoint::ALL,
             syscall_pids: Vec::new(),
+            stacks: true,
         }
     }
 }
@@ -154,6 +159,8 @@ pub struct Capture {
     /// Events this kernel lacks (`system:name`): the phases they show are
     /// unavailable.
     pub missing_events: Vec<&'static str>,
+    /// Why no kernel stacks were recorded, when asked for.
+    pub stacks_unavailable: Option<String>,
 }
 
 impl Capture {
@@ -172,6 +179,7 @@ pub struct Session {
     missing: Vec<&'static str>,
     paused: bool,
     events: &'static [Tracepoint],
+    stacks: Stacks,
 }
 
 impl Session {
@@ -187,6 +195,7 @@ impl Session {
             missing: p.missing,
             paused: false,
             events: opts.events,
+            stacks: p.stacks,
         };
         session.instance.write("tracing_on", "1")?;
         Ok(session)
@@ -202,6 +211,11 @@ impl Session {
         &self.missing
     }
 
+    /// Why no kernel stacks are recorded, when they were asked for.
+    pub fn stacks_unavailable(&self) -> Option<&str> {
+        self.stacks.unavailable()
+    }
+
     /// Switches the session's events off: a plain stretch of the run, in
     /// which the kernel's tracepoints are disabled, not only the ring buffer
     /// (`tracing_on 0` would leave every probe running and discarding its
@@ -211,6 +225,10 @@ impl Session {
     /// already recorded stay and are read. Idempotent.
     pub fn pause(&mut self) -> Result<()> {
         if !self.paused {
+            // A trigger keeps its event's probe running while the event is
+            // off, and taking stacks. Its removal waits for an RCU grace
+            // period (~100 ms): the switch's own time, which an A/B leaves out.
+            self.stacks.disarm(&self.instance)?;
             self.switch_events("0")?;
             self.paused = true;
         }
@@ -220,6 +238,7 @@ impl Session {
     /// Switches the events [`Session::pause`] switched off back on. Idempotent.
     pub fn resume(&mut self) -> Result<()> {
         if self.paused {
+            self.stacks.arm(&self.instance)?;
             self.switch_events("1")?;
             self.paused = false;
         }
@@ -261,7 +280,8 @@ impl Session {
             per_cpu.push(CpuEvents { cpu: r.cpu, events: r.events, buffer, read: r.counts });
         }
         self.instance.remove()?;
-        Ok(Capture { per_cpu, lost, missing_events: std::mem::take(&mut self.missing) })
+        let stacks_unavailable = self.stacks.unavailable().map(str::to_string);
+        Ok(Capture { per_cpu, lost, missing_events: std::mem::take(&mut self.missing), stacks_unavailable })
     }
 
     /// Stops the reader and removes the instance, discarding the events.
@@ -307,6 +327,7 @@ pub(super) struct Prepared {
     pub(super) setup: ReaderSetup,
     pub(super) cpus: Vec<usize>,
     pub(super) missing: Vec<&'static str>,
+    pub(super) stacks: Stacks,
 }
 
 impl Prepared {
@@ -335,11 +356,15 @@ impl Prepared {
         if instance.has("buffer_percent") {
             instance.write("buffer_percent", "25")?;
         }
-        let (decoder, missing) = enable_events(&instance, &cpus, opts)?;
+        let (mut decoder, missing) = enable_events(&instance, &cpus, opts)?;
+        // Not for a session without `hrtimer_expire_entry` (`rtick noise`'s):
+        // a trigger would switch the event on.
+        let stacks = opts.stacks && opts.events.contains(&Tracepoint::HrtimerExpireEntry);
+        let stacks = Stacks::set_up(stacks, &instance, &mut decoder, &missing);
         let (page, header) = load_headers(&instance.events_dir())?;
         let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
-        Ok(Prepared { instance, files, setup, cpus, missing })
+        Ok(Prepared { instance, files, setup, cpus, missing, stacks })
     }
 }
 

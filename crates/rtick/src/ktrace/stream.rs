@@ -13,6 +13,7 @@ use super::events::{Event, Tracepoint};
 use super::instance::Instance;
 use super::reader::{drain, drain_up_to, Pipe, ReadCounts, ReaderSetup};
 use super::session::{set_syscall_pids, LostEvents, Options, Prepared};
+use super::stack::Stacks;
 use super::Result;
 
 /// A running trace of some CPUs, read on demand by [`Stream::read`].
@@ -25,6 +26,7 @@ pub struct Stream {
     missing: Vec<&'static str>,
     events: &'static [Tracepoint],
     cpus: Vec<usize>,
+    stacks: Stacks,
 }
 
 impl Stream {
@@ -45,6 +47,7 @@ impl Stream {
             missing: p.missing,
             events: opts.events,
             cpus: p.cpus,
+            stacks: p.stacks,
         };
         stream.instance.write("tracing_on", "1")?;
         Ok(stream)
@@ -63,6 +66,11 @@ impl Stream {
     /// Events this kernel lacks, by `system:name`.
     pub fn missing_events(&self) -> &[&'static str] {
         &self.missing
+    }
+
+    /// Why no kernel stacks are recorded, when they were asked for.
+    pub fn stacks_unavailable(&self) -> Option<&str> {
+        self.stacks.unavailable()
     }
 
     /// Reads everything each CPU's buffer holds now, handing every event to

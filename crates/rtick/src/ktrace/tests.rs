@@ -5,6 +5,7 @@
 //! They run one at a time: the instance name is per process.
 
 mod fixture;
+mod stacks;
 #[path = "../../tests/support/tracefs.rs"]
 mod support;
 
@@ -360,10 +361,14 @@ fn pause_switches_the_events_off_and_resume_on_again_leaving_the_global_trace() 
         .iter()
         .map(|t| session.instance_dir().join(format!("events/{}/{}/enable", t.system(), t.name())))
         .collect();
-    let enabled = |want: &str| enables.iter().all(|p| std::fs::read_to_string(p).unwrap().trim() == want);
+    // `1*`: on, and kept registered by the stack trigger (`ktrace::stack`).
+    let enabled =
+        |want: &str| enables.iter().all(|p| std::fs::read_to_string(p).unwrap().trim().trim_end_matches('*') == want);
     let now = || crate::ClockId::Monotonic.now();
-    // 300 sleeps of 1 ms: traced for ~100 ms, paused for ~100 ms, traced again.
-    let sleeper = std::thread::spawn(move || sleep_loop(cpu, Nanos::from_ms(1), 300));
+    // 600 sleeps of 1 ms: traced for ~100 ms, paused for ~100 ms, traced
+    // again (the pause itself takes an RCU grace period, ~100 ms here: the
+    // kernel waits for it when the stack trigger is removed).
+    let sleeper = std::thread::spawn(move || sleep_loop(cpu, Nanos::from_ms(1), 600));
     std::thread::sleep(std::time::Duration::from_millis(100));
     let pause_began = now();
     session.pause().unwrap();

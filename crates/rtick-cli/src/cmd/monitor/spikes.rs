@@ -202,6 +202,7 @@ mod tests {
             cause: "CPU idle".into(),
             work: None,
             cgroup: None,
+            stack: Vec::new(),
             culprits: vec![vec![("idle".into(), 55_000)], vec![]],
             line: "cycle 7 …".into(),
         };

@@ -346,6 +346,7 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::WorkStart { work, function } => vec![("work", Int(*work)), ("function", Int(*function))],
         EventKind::WorkEnd { work } => vec![("work", Int(*work))],
         EventKind::CpuIdle { state } => vec![("state", Int(u64::from(*state)))],
+        EventKind::KernelStack { frames } => vec![("size", Int(frames.len() as u64))],
     }
 }
 

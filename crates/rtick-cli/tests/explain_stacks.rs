@@ -1,0 +1,154 @@
+//! `rtick measure --explain`: each spike carries the kernel stack where its
+//! wake-up was due, named; and without named addresses (kptr_restrict=2)
+//! one line says so while the spikes are explained as before. Root and
+//! tracefs needed; under CI a skip is a failure.
+
+mod common;
+use common::tracee::ready;
+use common::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The tests of this file one at a time: one of them changes a system setting.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The last CPU this process may use (the tests pin rtick there).
+fn cpu() -> usize {
+    *rtick::info::allowed_cpus().unwrap().last().unwrap()
+}
+
+/// `rtick measure --explain` of `cycles` clock_nanosleep wake-ups on `cpu`,
+/// its `extra` options, and its JSON.
+fn measure(cpu: usize, cycles: &str, extra: &[&str]) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let cpu = cpu.to_string();
+    let mut args = vec!["measure", "-m", "clock_nanosleep", "-l", cycles, "-a", &cpu, "-q", "--explain"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", j.to_str().unwrap()]);
+    let o = rtick(&args);
+    ok(&o);
+    (stdout(&o), json(&j))
+}
+
+/// A thread reading `/dev/urandom` 8 MiB at a time on `cpu`: in the kernel
+/// nearly all the time, in `get_random_bytes_user` (this kernel's
+/// `/dev/urandom` read: a ChaCha20 block at a time, `cond_resched` every
+/// page, so under preempt=none a woken thread waits for that page). Returns
+/// its tid and the handle that stops it.
+fn urandom_reader(cpu: usize) -> (i32, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    use std::io::Read;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name("rtick-urandom".into())
+        .spawn(move || {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(cpu);
+            rustix::thread::sched_setaffinity(None, &set).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            let mut f = std::fs::File::open("/dev/urandom").unwrap();
+            let mut buf = vec![0u8; 8 << 20];
+            while !flag.load(Ordering::Relaxed) {
+                f.read_exact(&mut buf).unwrap();
+            }
+        })
+        .unwrap();
+    (rx.recv().unwrap(), stop, h)
+}
+
+fn frames(s: &serde_json::Value) -> Vec<String> {
+    let list = s.get("stack").and_then(|f| f.as_array()).cloned().unwrap_or_default();
+    list.iter().map(|f| f.as_str().unwrap().to_string()).collect()
+}
+
+/// The function of a named frame (`name+0xOFFSET`).
+fn function(frame: &str) -> &str {
+    frame.split('+').next().unwrap()
+}
+
+#[test]
+fn a_spike_held_up_by_a_read_in_the_kernel_shows_the_function_it_was_in() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !ready() {
+        return;
+    }
+    let cpu = cpu();
+    let (tid, stop, reader) = urandom_reader(cpu);
+    let (out, j) = measure(cpu, "1000", &["--explain-top", "30"]);
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    let e = &j["explain"];
+    assert!(e.get("stacks_unavailable").is_none(), "{e}");
+    let spikes = e["results"][0]["spikes"].as_array().unwrap();
+    assert_eq!(spikes.len(), 30, "{out}");
+    // Every spike is a timer's wake-up: each has the stack of its expiry,
+    // the timer interrupt's frames first.
+    let with: Vec<&serde_json::Value> = spikes.iter().filter(|s| !frames(s).is_empty()).collect();
+    assert!(with.len() * 10 >= spikes.len() * 9, "{} of {} spikes have a stack: {out}", with.len(), spikes.len());
+    for s in &with {
+        assert!(frames(s).iter().any(|f| function(f) == "hrtimer_interrupt"), "{s}");
+    }
+    // Those the reader held up were in its read.
+    let reader = format!("rtick-urandom:{tid}");
+    let held: Vec<&&serde_json::Value> =
+        with.iter().filter(|s| frames(s).iter().any(|f| function(f) == "get_random_bytes_user")).collect();
+    assert!(!held.is_empty(), "no spike's stack in get_random_bytes_user: {out}");
+    assert!(
+        held.iter().any(|s| s["line"].as_str().unwrap().contains(&reader)),
+        "no spike in get_random_bytes_user blamed on {reader}: {out}"
+    );
+    // On the terminal: a few frames of the interrupted context under the spike's line.
+    let lines: Vec<&str> = out.lines().collect();
+    let shown = lines
+        .windows(2)
+        .any(|w| w[0].contains(&reader) && w[1].starts_with("    stack: ") && w[1].contains("get_random_bytes_user"));
+    assert!(shown, "{out}");
+    assert!(!lines.iter().any(|l| l.contains("stack: ") && l.contains("hrtimer_interrupt")), "{out}");
+}
+
+/// Restores `kernel.kptr_restrict` when dropped (also when the test fails).
+struct KptrRestrict(String);
+
+impl KptrRestrict {
+    const PATH: &str = "/proc/sys/kernel/kptr_restrict";
+
+    fn set(value: &str) -> KptrRestrict {
+        let before = std::fs::read_to_string(Self::PATH).unwrap();
+        std::fs::write(Self::PATH, value).unwrap();
+        KptrRestrict(before.trim().to_string())
+    }
+}
+
+impl Drop for KptrRestrict {
+    fn drop(&mut self) {
+        std::fs::write(Self::PATH, &self.0).unwrap();
+    }
+}
+
+#[test]
+fn hidden_kernel_addresses_are_one_line_and_the_spikes_are_explained_still() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !ready() {
+        return;
+    }
+    let before = std::fs::read_to_string(KptrRestrict::PATH).unwrap();
+    let (out, j) = {
+        let _restrict = KptrRestrict::set("2");
+        measure(cpu(), "500", &[])
+    };
+    assert_eq!(std::fs::read_to_string(KptrRestrict::PATH).unwrap(), before, "kptr_restrict restored");
+    let why = "no kernel stacks: /proc/kallsyms shows every address as 0 (kernel.kptr_restrict is 2";
+    let said: Vec<&str> = out.lines().filter(|l| l.contains("kernel stacks")).collect();
+    assert!(said.len() == 1 && said[0].contains(why), "{out}");
+    let e = &j["explain"];
+    assert!(e["stacks_unavailable"].as_str().unwrap().contains("kptr_restrict is 2"), "{e}");
+    let spikes = e["results"][0]["spikes"].as_array().unwrap();
+    assert_eq!(spikes.len(), 5, "{out}");
+    for s in spikes {
+        assert!(!s["cause"].as_str().unwrap().is_empty() && frames(s).is_empty(), "{s}");
+    }
+    assert!(!out.contains("    stack: "), "{out}");
+}
