@@ -80,5 +80,6 @@ pub fn json(run: &ExplainedRun) -> ExplainJson {
             .map(Into::into)
             .collect(),
         ab: run.ab.as_ref().map(super::explain_ab::json),
+        cfs: run.cfs.iter().map(Into::into).collect(),
     }
 }

@@ -14,7 +14,7 @@ pub use ab::{AbJson, AbResultJson, LatenciesJson, NotTracedJson, SwitchJson};
 pub use attach::{
     lateness_rows, AttachFile, AttachSpikeJson, AttachedThreadJson, CulpritJson, CycleJson, OverrunJson, TargetJson,
 };
-pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
+pub use explain::{CauseJson, CfsJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
 pub use noise::{NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseSourceJson};
