@@ -82,7 +82,7 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
         return skip("needs root to make a cgroup", false);
     }
     if let Err((why, kernel_lacks_it)) = support::tracefs() {
-        return skip(&why, kernel_lacks_it);
+        return skip(why, kernel_lacks_it);
     }
     let Some(cg) = QuotaCgroup::create() else { return };
     let dir = tempfile::tempdir().unwrap();
