@@ -127,7 +127,8 @@ impl Bandwidth {
         let mut out = Vec::new();
         let (mut path, mut dir) = (cg.path.clone(), cg.dir.clone());
         while path != "/" {
-            if let Some(b) = Bandwidth::read(root, &path, &dir, cg.v2).filter(|b| out.is_empty() || b.quota.is_some()) {
+            let own = path == cg.path;
+            if let Some(b) = Bandwidth::read(root, &path, &dir, cg.v2).filter(|b| own || b.quota.is_some()) {
                 out.push(b);
             }
             // Up one level in both; a namespaced mount ends where its dir does.

@@ -62,6 +62,11 @@ fn the_chain_is_the_cgroup_and_its_ancestors_with_a_quota() {
     // A namespaced mount shows the cgroup at its root: the walk stops there.
     let ns = Bandwidth::chain(&root, &cg("/pod/c", "/sys/fs/cgroup/cpu/pod", "/sys/fs/cgroup/cpu/pod", false));
     assert_eq!(ns.len(), 1);
+    // A cgroup whose counters cannot be read: only its ancestors with a quota.
+    let gone = Bandwidth::chain(&root, &cg("/pod/gone", "/sys/fs/cgroup/cpu/pod/gone", m, false));
+    assert_eq!(gone.iter().map(|b| &*b.path).collect::<Vec<_>>(), ["/pod"]);
+    let unlimited = Bandwidth::chain(&root, &cg("/pod/c/gone", "/sys/fs/cgroup/cpu/pod/c/gone", m, false));
+    assert_eq!(unlimited.iter().map(|b| &*b.path).collect::<Vec<_>>(), ["/pod"], "/pod/c has no quota");
     // The root has no quota to watch; a v2 cgroup without the cpu controller has no counters.
     assert!(Bandwidth::chain(&root, &cg("/", m, m, false)).is_empty());
     let d2 = tree(&[("/sys/fs/cgroup/app/cpu.stat", "usage_usec 1\n"), ("/sys/fs/cgroup/app/cpu.max", "max 100000")]);
