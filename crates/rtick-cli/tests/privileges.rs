@@ -110,6 +110,8 @@ fn tracemark_without_access_to_tracefs_names_the_permission() {
 /// real-time budget; removed when dropped.
 struct BudgetlessCgroup {
     dir: std::path::PathBuf,
+    /// Its path in the hierarchy, as /proc/PID/cgroup names it.
+    path: String,
     tasks: &'static str,
 }
 
@@ -133,7 +135,8 @@ impl BudgetlessCgroup {
             skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
             return None;
         }
-        let this = BudgetlessCgroup { dir, tasks: if cg.v2 { "cgroup.procs" } else { "tasks" } };
+        let path = format!("{}/{}", cg.path.trim_end_matches('/'), dir.file_name().unwrap().to_string_lossy());
+        let this = BudgetlessCgroup { dir, path, tasks: if cg.v2 { "cgroup.procs" } else { "tasks" } };
         // The kernel starts every child cgroup with no real-time budget.
         let budget = std::fs::read_to_string(this.dir.join("cpu.rt_runtime_us")).unwrap();
         assert_eq!(budget.trim(), "0", "a new cgroup's cpu.rt_runtime_us");
@@ -181,4 +184,32 @@ fn cgroup_without_rt_budget_is_named_as_the_cause() {
     let finding = j["findings"].as_array().and_then(|f| f.iter().find(|x| x["id"] == "sched.rt_group").cloned());
     assert_eq!(finding.as_ref().map(|f| f["status"].clone()), Some("fail".into()), "{}", stdout(&a));
     assert_eq!(a.status.code(), Some(3));
+}
+
+/// `audit` run elsewhere names another cgroup with tasks and no real-time
+/// budget (a service's, a container's): a program started there cannot
+/// make a thread real-time.
+#[test]
+fn audit_names_another_populated_cgroup_without_rt_budget() {
+    let Some(cg) = BudgetlessCgroup::create() else { return };
+    let script = format!("echo $$ > {}/{} || exit 77; exec sleep 60", cg.dir.display(), cg.tasks);
+    let mut sleeper = Command::new("sh").arg("-c").arg(script).spawn().unwrap();
+    let tasks = cg.dir.join(cg.tasks);
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&tasks).unwrap_or_default().trim().is_empty() {
+        assert!(t0.elapsed().as_secs() < 60, "the sleeper never entered {}", cg.dir.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("a.json");
+    let a = rtick(&["audit", "--json", path_str(&j)]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let j = json(&j);
+    let f = j["findings"].as_array().and_then(|f| f.iter().find(|x| x["id"] == "sched.rt_group_others").cloned());
+    let f = f.unwrap_or_else(|| panic!("no sched.rt_group_others finding: {}", stdout(&a)));
+    assert_eq!(f["status"], "warn", "{f}");
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("no real-time budget") && title.contains(&cg.path), "{f}");
+    assert!(f["remedy"].as_str().unwrap().contains("cpu.rt_runtime_us"), "{f}");
 }

@@ -61,7 +61,13 @@ impl CpuCgroup {
 /// This process's cpu cgroup, or `None` when `/proc/self/cgroup` or the
 /// hierarchy's mount cannot be read.
 pub fn cpu_cgroup(root: &SysRoot) -> Option<CpuCgroup> {
-    let at = locate(root, "cpu")?;
+    cpu_cgroup_of(root, "self")
+}
+
+/// The cpu cgroup of process or thread `proc` (`self`, a pid, or
+/// `PID/task/TID`), from its `/proc/{proc}/cgroup` and this process's mounts.
+pub fn cpu_cgroup_of(root: &SysRoot, proc: &str) -> Option<CpuCgroup> {
+    let at = locate(root, proc, "cpu")?;
     let num = |f: &str| root.read(&format!("{}/{f}", at.dir)).and_then(|v| v.parse::<i64>().ok());
     Some(CpuCgroup {
         rt_runtime_us: num("cpu.rt_runtime_us"),
@@ -88,7 +94,7 @@ pub struct Cpuset {
 /// This process's cpuset, or `None` when there is none to read (no cpuset
 /// controller, or files missing).
 pub fn cpuset(root: &SysRoot) -> Option<Cpuset> {
-    let at = locate(root, "cpuset")?;
+    let at = locate(root, "self", "cpuset")?;
     let names: &[&str] = if at.v2 { &["cpuset.cpus.effective"] } else { &["cpuset.effective_cpus", "cpuset.cpus"] };
     names.iter().find_map(|n| {
         let file = format!("{}/{n}", at.dir);
@@ -110,9 +116,9 @@ struct Located {
     v2: bool,
 }
 
-/// Where `controller`'s cgroup of this process lives.
-fn locate(root: &SysRoot, controller: &str) -> Option<Located> {
-    let cgroups = root.read("/proc/self/cgroup")?;
+/// Where `controller`'s cgroup of `proc` lives.
+fn locate(root: &SysRoot, proc: &str, controller: &str) -> Option<Located> {
+    let cgroups = root.read(&format!("/proc/{proc}/cgroup"))?;
     let mountinfo = root.read("/proc/self/mountinfo")?;
     let (path, v2) = find_path(&cgroups, controller)?;
     let (mount_root, mount) = find_mount(&mountinfo, controller, v2)?;

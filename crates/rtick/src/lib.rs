@@ -68,6 +68,7 @@
 
 pub mod attach;
 pub mod audit;
+pub mod cfs;
 pub mod cgroup;
 pub mod child_cgroup;
 pub mod clock;

@@ -81,5 +81,6 @@ pub fn json(run: &ExplainedRun) -> ExplainJson {
             .collect(),
         ab: run.ab.as_ref().map(super::explain_ab::json),
         stacks_unavailable: run.stacks_unavailable.clone(),
+        cfs: run.cfs.iter().map(Into::into).collect(),
     }
 }

@@ -9,7 +9,7 @@ use rtick::Nanos;
 
 use super::{fmt_latency, unit};
 use rtick_model::breakdown::{Breakdown, Spike};
-use rtick_model::json::CauseJson;
+use rtick_model::json::{CauseJson, CfsJson};
 
 /// Frames of a spike's stack on the terminal (the JSON has them all).
 pub const STACK_FRAMES: usize = 5;
@@ -83,8 +83,34 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
             ));
         }
         s.push('\n');
+        e.cfs.iter().filter_map(cfs_note).for_each(|n| s.push_str(&n));
     }
     s
+}
+
+/// A cgroup's CFS quota and its throttling over the run, if it has a
+/// quota or was throttled.
+fn cfs_note(c: &CfsJson) -> Option<String> {
+    let quota = match (c.quota_us, c.period_us) {
+        (Some(q), Some(p)) => format!("a CPU quota of {} every {}", Nanos::from_us(q), Nanos::from_us(p)),
+        _ if c.nr_throttled > 0 => "no quota of its own".to_string(),
+        _ => return None,
+    };
+    let mut s = format!(
+        "note: CFS bandwidth: cgroup {} has {quota}; over the run it was throttled in {} of {}, {} in all",
+        c.cgroup,
+        c.nr_throttled,
+        rtick::text::count(c.nr_periods, "period"),
+        Nanos(c.throttled_ns)
+    );
+    if c.nr_throttled > 0 {
+        s.push_str(&format!(
+            ": its SCHED_OTHER threads wait for the next period when it runs out; raise or remove the quota ({}), or measure with a real-time policy",
+            c.quota_file
+        ));
+    }
+    s.push('\n');
+    Some(s)
 }
 
 /// The causes of all the spikes listed (`what`: "spikes", attach's "waits"):

@@ -28,6 +28,45 @@ pub struct ExplainJson {
     /// trigger refused), when they have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks_unavailable: Option<String>,
+    /// The CFS bandwidth control of the measuring threads' cgroup and of its
+    /// ancestors with a quota, with their throttling over the run (absent
+    /// without bandwidth control).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cfs: Vec<CfsJson>,
+}
+
+/// One cgroup's CFS throttling over the run (`explain.cfs`), from its
+/// `cpu.stat` (v1 `throttled_time`, v2 `throttled_usec`, both in ns here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CfsJson {
+    /// The cgroup's path in its hierarchy.
+    pub cgroup: String,
+    /// Its quota per period, µs (absent: unlimited).
+    pub quota_us: Option<i64>,
+    /// Its enforcement period, µs (absent: unlimited).
+    pub period_us: Option<i64>,
+    /// The file its quota is set in.
+    pub quota_file: String,
+    /// Enforcement periods over the run.
+    pub nr_periods: u64,
+    /// Of them, those it was throttled in.
+    pub nr_throttled: u64,
+    /// Time its run queues were throttled over the run, added over its CPUs.
+    pub throttled_ns: i64,
+}
+
+impl From<&rtick::cfs::Throttling> for CfsJson {
+    fn from(t: &rtick::cfs::Throttling) -> Self {
+        CfsJson {
+            cgroup: t.path.to_string(),
+            quota_us: t.quota.map(|q| q.runtime.as_ns() / 1000),
+            period_us: t.quota.map(|q| q.period.as_ns() / 1000),
+            quota_file: t.quota_file.clone(),
+            nr_periods: t.delta.nr_periods,
+            nr_throttled: t.delta.nr_throttled,
+            throttled_ns: t.delta.throttled.as_ns(),
+        }
+    }
 }
 
 /// One cause across the spikes (`explain.causes`).
@@ -101,7 +140,8 @@ pub struct SpikeJson {
     /// The work function its culprit ran (a kworker's work item), named from /proc/kallsyms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
-    /// The cgroup of the task blamed (its container or unit), unless the root.
+    /// The cgroup of the task blamed (its container or unit), unless the
+    /// root; with CFS throttling, the cgroup throttled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
     /// Per phase, the top culprits (what ran, ns).

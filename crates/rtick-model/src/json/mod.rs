@@ -15,7 +15,7 @@ pub use attach::{
     AttachFile, AttachSpikeJson, AttachedThreadJson, BucketJson, CulpritJson, CycleJson, OverTimeJson, OverrunJson,
     TargetJson,
 };
-pub use explain::{CauseJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
+pub use explain::{CauseJson, CfsJson, ExplainJson, ExplainedJson, KernelPhaseJson, SpikeJson};
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
 pub use noise::{

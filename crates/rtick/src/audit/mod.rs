@@ -16,6 +16,7 @@ mod noise;
 mod overhead;
 mod power;
 mod read;
+mod rt_groups;
 mod sched_mem;
 mod timers;
 
@@ -130,6 +131,7 @@ pub fn run(root: &SysRoot, opts: &Options) -> Vec<Finding> {
     power::check(&ctx, &mut out);
     sched_mem::check(&ctx, &mut out);
     cgroups::check(&ctx, &mut out);
+    rt_groups::check(&ctx, &mut out);
     access::check(&ctx, &mut out);
     noise::check(&ctx, &mut out);
     damon::check(&ctx, &mut out);

@@ -24,6 +24,7 @@
 
 pub mod ab;
 mod alternate;
+mod cfs;
 mod cgroups;
 mod idle;
 pub mod input;
@@ -91,6 +92,9 @@ pub enum Cause {
     InterruptWork(Culprit),
     /// The CPU idled while the real-time thread was runnable: RT throttling.
     Throttled,
+    /// The SCHED_OTHER thread was runnable while its cgroup (in
+    /// [`Spike::cgroup`]) was throttled for its CPU quota.
+    CfsThrottled,
     /// The largest phase had no other occupant of the CPU to blame (the
     /// kernel's own path: signal delivery, the syscall's return).
     KernelPath(&'static str),
@@ -123,6 +127,7 @@ impl std::fmt::Display for Cause {
             Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio),
             Cause::InterruptWork(c) => write!(f, "{c}"),
             Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)"),
+            Cause::CfsThrottled => f.write_str("runnable while its cgroup was out of CPU quota → CFS throttling"),
             Cause::KernelPath(p) => write!(f, "{p}"),
         }
     }
@@ -136,7 +141,11 @@ impl Cause {
                 Some(Culprit::Task(t.clone()))
             }
             Cause::InterruptWork(c) => Some(c.clone()),
-            Cause::IdleExit { .. } | Cause::HostIdle(_) | Cause::Throttled | Cause::KernelPath(_) => None,
+            Cause::IdleExit { .. }
+            | Cause::HostIdle(_)
+            | Cause::Throttled
+            | Cause::CfsThrottled
+            | Cause::KernelPath(_) => None,
         }
     }
 
@@ -152,6 +161,7 @@ impl Cause {
             Cause::WaitedFor(_) => "held_up",
             Cause::InterruptWork(_) => "interrupt",
             Cause::Throttled => "rt_throttled",
+            Cause::CfsThrottled => "cfs_throttled",
             Cause::KernelPath(_) => "kernel_path",
         }
     }

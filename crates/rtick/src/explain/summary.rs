@@ -27,6 +27,7 @@ impl Spike {
             Cause::WaitedFor(t) => format!("held up by {}:{}", t.comm, t.pid),
             Cause::InterruptWork(c) => c.to_string(),
             Cause::Throttled => "RT throttling".into(),
+            Cause::CfsThrottled => format!("CFS throttled in {}", self.cgroup.as_deref().unwrap_or("its cgroup")),
             Cause::KernelPath(p) => p.to_string(),
         }
     }

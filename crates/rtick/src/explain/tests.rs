@@ -307,3 +307,59 @@ fn the_cause_summary_counts_each_cause_as_the_spike_lines_do() {
     let got: Vec<String> = ["a", "b", "a", "c", "b"].iter().map(|n| names.label(n.to_string())).collect();
     assert_eq!(got, ["a", "b", "a", "other", "b"]);
 }
+
+#[test]
+fn a_fair_thread_held_while_its_cgroup_was_throttled_is_cfs_throttling() {
+    use crate::cfs::{CfsRun, CpuStat, ThrottleSample, Throttling};
+    // A SCHED_OTHER thread (kernel prio 120) is woken on time, then waits
+    // 40 ms while another task of its priority runs.
+    let other = ("make", 500, 120);
+    let fair = |evs: Vec<Event>| -> Vec<Event> {
+        evs.into_iter()
+            .map(|mut e| {
+                if let K::SchedSwitch(sw) = &mut e.kind {
+                    if sw.next_pid == ME {
+                        sw.next_prio = 120;
+                    }
+                }
+                e
+            })
+            .collect()
+    };
+    let (evs, w) = scenario(vec![ev(11_500, 0, switch(IDLE, other))], 10_500, 11_000, 40_011_000, other);
+    let (evs, rt) = (fair(evs.clone()), evs);
+    let mut s = explain(&evs, &w, &[]);
+    assert_eq!(s.cause, Cause::WaitedFor(task("make", 500, 120)));
+    let t = |path: &str| Throttling {
+        path: path.into(),
+        quota: None,
+        quota_file: String::new(),
+        delta: CpuStat::default(),
+    };
+    let at = |ns: i64, cgroup: usize, ms: i64| ThrottleSample { at: Time(ns), cgroup, throttled: Nanos::from_ms(ms) };
+    let unthrottled = CfsRun { throttling: vec![t("/app")], samples: vec![at(0, 0, 5), at(100_000_000, 0, 5)] };
+    s.find_cfs_throttling(&unthrottled);
+    assert_eq!(s.cause, Cause::WaitedFor(task("make", 500, 120)), "no throttling counted around it");
+    // Its cgroup's parent was throttled 45 ms around it: that is why it waited.
+    let run = CfsRun {
+        throttling: vec![t("/app"), t("/kubepods/pod1")],
+        samples: vec![at(0, 0, 5), at(0, 1, 0), at(100_000_000, 0, 5), at(100_000_000, 1, 45)],
+    };
+    s.find_cfs_throttling(&run);
+    assert_eq!(s.cause, Cause::CfsThrottled);
+    assert_eq!(s.cause_key(), "CFS throttled in /kubepods/pod1");
+    assert_eq!(s.cause.token(), "cfs_throttled");
+    assert!(
+        s.line().contains(
+            "scheduling 40.00 ms: runnable while its cgroup was out of CPU quota → CFS throttling in /kubepods/pod1"
+        ),
+        "{}",
+        s.line()
+    );
+    let sum = cause_summary([&s, &s]);
+    assert_eq!((sum.len(), sum[0].count, sum[0].kind), (1, 2, "cfs_throttled"));
+    // A real-time thread is not subject to CFS bandwidth.
+    let mut r = explain(&rt, &w, &[]);
+    r.find_cfs_throttling(&run);
+    assert_eq!(r.cause, Cause::WaitedFor(task("make", 500, 120)));
+}

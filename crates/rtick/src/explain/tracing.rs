@@ -11,6 +11,7 @@ use super::alternate::{AbOutcome, Alternating};
 use super::input::CpuTrace;
 use super::run::{explain_run_where, Explained, SpikeChoice};
 use super::{Cgroups, Phases, StealSample};
+use crate::cfs::{CfsRun, CfsWatch, Throttling};
 use crate::error::Result;
 use crate::ktrace::{self, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
 use crate::measure::{ThreadResult, TraceRow};
@@ -72,6 +73,7 @@ pub struct Tracing {
     choice: SpikeChoice,
     ab: Option<Alternating>,
     buffers: TraceBuffers,
+    cfs: Option<CfsWatch>,
 }
 
 impl Tracing {
@@ -89,7 +91,10 @@ impl Tracing {
         let buffers = TraceBuffers::for_cpus(cpus.len());
         let opts = Options { buffer_kb: buffers.kb, ..Options::default() };
         let session = Session::start(&root, &cpus, &opts)?;
-        let mut t = Tracing { session, cpus, steal: Vec::new(), last_sample: None, choice, ab, buffers };
+        // The measuring threads are in this process's cgroup.
+        let sys = crate::system::SysRoot::default();
+        let cfs = crate::cgroup::cpu_cgroup(&sys).and_then(|cg| CfsWatch::start(sys, &cg));
+        let mut t = Tracing { session, cpus, steal: Vec::new(), last_sample: None, choice, ab, buffers, cfs };
         t.sample_steal();
         Ok(t)
     }
@@ -108,13 +113,17 @@ impl Tracing {
         }
     }
 
-    /// Samples the measured CPUs' steal time (ten times a second at most).
+    /// Samples the measured CPUs' steal time and the CFS throttling of
+    /// the threads' cgroups (ten times a second at most).
     fn sample_steal(&mut self) {
         if self.last_sample.is_some_and(|t| t.elapsed().as_millis() < 100) {
             return;
         }
         self.last_sample = Some(Instant::now());
         self.steal.extend(StealSample::sample(&self.cpus));
+        if let Some(c) = self.cfs.as_mut() {
+            c.sample();
+        }
     }
 
     /// Stops tracing (the instance is removed) and explains the run from
@@ -129,12 +138,17 @@ impl Tracing {
         let ab = self.ab.as_ref();
         let traced = |r: &TraceRow| ab.is_none_or(|ab| ab.traced(r));
         let mut explained = explain_run_where(&cpus, rows, results, &self.steal, self.choice, traced);
+        let cfs = self.cfs.map(CfsWatch::finish).unwrap_or_default();
         // Right after the run, while most culprits still live.
-        explained.iter_mut().flat_map(|e| e.spikes.iter_mut()).for_each(|s| s.find_cgroup(Cgroups::system()));
+        explained.iter_mut().flat_map(|e| e.spikes.iter_mut()).for_each(|s| {
+            s.find_cgroup(Cgroups::system());
+            s.find_cfs_throttling(&cfs);
+        });
         let ab = self.ab.map(|ab| ab.finish(rows, results, self.choice));
         let events = cpus.iter().map(|c| c.events.len()).sum();
         let stacks_unavailable = capture.stacks_unavailable;
-        Ok(ExplainedRun { explained, lost: capture.lost, missing, events, ab, stacks_unavailable })
+        let CfsRun { throttling: cfs, .. } = cfs;
+        Ok(ExplainedRun { explained, lost: capture.lost, missing, events, ab, stacks_unavailable, cfs })
     }
 }
 
@@ -153,6 +167,9 @@ pub struct ExplainedRun {
     pub ab: Option<AbOutcome>,
     /// Why the spikes have no kernel stack, when they have none.
     pub stacks_unavailable: Option<String>,
+    /// The CFS throttling of the measuring threads' cgroup and of its
+    /// ancestors with a quota, over the run (empty without bandwidth control).
+    pub cfs: Vec<Throttling>,
 }
 
 impl ExplainedRun {

@@ -1,0 +1,131 @@
+//! CFS bandwidth throttling of the measured thread's own cgroup: a
+//! SCHED_OTHER `measure --explain` run in a cgroup made for the test, whose
+//! CPU quota a busy loop beside it uses up, names CFS throttling in that
+//! cgroup as the cause of its spikes and gives the cgroup's `cpu.stat`
+//! counts over the run. The cgroup is removed on every path (its tasks
+//! killed first). Root, tracefs and CFS bandwidth control needed; under CI a
+//! skip is a failure.
+
+mod common;
+use common::*;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// A child cgroup of ours with a CPU quota; its tasks killed and the cgroup
+/// removed when dropped.
+struct QuotaCgroup {
+    dir: PathBuf,
+    path: String,
+    procs: &'static str,
+}
+
+impl QuotaCgroup {
+    /// 10 ms of CPU every 100 ms.
+    fn create() -> Option<QuotaCgroup> {
+        let Some(cg) = rtick::cgroup::cpu_cgroup(&rtick::system::SysRoot::default()) else {
+            skip("no cpu cgroup controller found in /proc/self/cgroup and /proc/self/mountinfo", false);
+            return None;
+        };
+        let name = format!("rtick-cfs-test-{}", std::process::id());
+        let dir = PathBuf::from(&cg.dir).join(&name);
+        if let Err(e) = std::fs::create_dir(&dir) {
+            skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
+            return None;
+        }
+        let path = format!("{}/{name}", cg.path.trim_end_matches('/'));
+        let this = QuotaCgroup { dir, path, procs: if cg.v2 { "cgroup.procs" } else { "tasks" } };
+        let set = if cg.v2 {
+            std::fs::write(this.dir.join("cpu.max"), "10000 100000")
+        } else {
+            std::fs::write(this.dir.join("cpu.cfs_period_us"), "100000")
+                .and_then(|_| std::fs::write(this.dir.join("cpu.cfs_quota_us"), "10000"))
+        };
+        if let Err(e) = set {
+            // v2 without the cpu controller enabled for our children, or no CONFIG_CFS_BANDWIDTH.
+            skip(&format!("cannot set a CPU quota in {}: {e}", this.dir.display()), false);
+            return None;
+        }
+        Some(this)
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        let text = std::fs::read_to_string(self.dir.join(self.procs)).unwrap_or_default();
+        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+    }
+}
+
+impl Drop for QuotaCgroup {
+    fn drop(&mut self) {
+        // The busy loop outlives rtick: kill every task left, then remove the
+        // cgroup once the kernel has let them go.
+        for _ in 0..100 {
+            for pid in self.pids() {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("could not remove {}", self.dir.display());
+    }
+}
+
+#[test]
+fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
+    if !is_root() {
+        return skip("needs root to make a cgroup", false);
+    }
+    if !common::tracee::ready() {
+        return;
+    }
+    let Some(cg) = QuotaCgroup::create() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
+    // The shell moves itself into the cgroup, starts a busy loop there that
+    // uses up the quota, and becomes rtick.
+    let script = format!(
+        "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
+        cg.dir.display(),
+        cg.procs
+    );
+    let args = ["measure", "-m", "clock_nanosleep", "-i", "1ms", "-l", "300", "--policy", "other", "-a", &cpu];
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_rtick"))
+        .args(args)
+        .args(["-q", "--explain", "--json", path_str(&j)])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(77) {
+        return skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
+    }
+    ok(&o);
+    let out = stdout(&o);
+    let e = &json(&j)["explain"];
+    // The cgroup's counts over the run: throttled, with its quota.
+    let cfs = &e["cfs"][0];
+    assert_eq!(cfs["cgroup"].as_str(), Some(cg.path.as_str()), "{e}");
+    assert_eq!((cfs["quota_us"].as_i64(), cfs["period_us"].as_i64()), (Some(10_000), Some(100_000)), "{cfs}");
+    let (periods, throttled) = (cfs["nr_periods"].as_u64().unwrap(), cfs["nr_throttled"].as_u64().unwrap());
+    assert!(throttled > 0 && throttled <= periods, "{cfs}");
+    assert!(cfs["throttled_ns"].as_i64().unwrap() > 0, "{cfs}");
+    let note = format!("note: CFS bandwidth: cgroup {} has a CPU quota of 10.00 ms every 100.00 ms", cg.path);
+    assert!(out.contains(&note), "{out}");
+    // The worst spikes: the thread waited for the next period.
+    let key = format!("CFS throttled in {}", cg.path);
+    let causes = e["causes"].as_array().unwrap();
+    let c = causes.iter().find(|c| c["cause"] == key.as_str()).unwrap_or_else(|| panic!("{key} in {e}"));
+    assert_eq!(c["kind"], "cfs_throttled");
+    let spikes = e["results"][0]["spikes"].as_array().unwrap();
+    let named = spikes
+        .iter()
+        .filter(|s| s["cgroup"] == cg.path.as_str() && s["line"].as_str().unwrap().contains("CFS throttling in"));
+    assert_eq!(named.count() as u64, c["count"].as_u64().unwrap(), "{e}");
+    let summary = out.find("causes of the spikes above").expect("the cause summary");
+    assert!(out[summary..].contains(&key), "{out}");
+}
