@@ -130,7 +130,10 @@ impl BudgetlessCgroup {
             skip("no RT group scheduling here (no cpu.rt_runtime_us)", true);
             return None;
         }
-        let dir = std::path::PathBuf::from(&cg.dir).join(format!("rtick-test-{}", std::process::id()));
+        // Each its own: the tests of this file run at once.
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::path::PathBuf::from(&cg.dir).join(format!("rtick-test-{}-{n}", std::process::id()));
         if let Err(e) = std::fs::create_dir(&dir) {
             skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
             return None;
