@@ -75,6 +75,10 @@ pub enum Cause {
     /// The timer interrupt came late while this task ran: interrupts were
     /// off in it (or the host held the vCPU below steal's resolution).
     IrqsOffIn(Task),
+    /// The timer interrupt came late while this task ran, and came in user
+    /// space (its stack says so): interrupts were on there, so nothing in
+    /// the guest held it off: the host held the vCPU.
+    HostInUser(Task),
     /// The timer interrupt came late while this task ran, and the host took
     /// steal time from the vCPU around it: the host held the vCPU.
     HostWhile {
@@ -120,6 +124,11 @@ impl std::fmt::Display for Cause {
             Cause::IrqsOffIn(t) => {
                 write!(f, "interrupts off in {}:{} (or a host stall below steal's 10 ms ticks)", t.comm, t.pid)
             }
+            Cause::HostInUser(t) => write!(
+                f,
+                "the interrupt came in user space in {}:{}, interrupts on → the host held the vCPU",
+                t.comm, t.pid
+            ),
             Cause::HostWhile { task, steal } => {
                 write!(f, "steal +{steal} around it while {}:{} ran → the host held the vCPU", task.comm, task.pid)
             }
@@ -137,9 +146,11 @@ impl Cause {
     /// The task or the interrupt work it blames, if it names one.
     pub fn culprit(&self) -> Option<Culprit> {
         match self {
-            Cause::IrqsOffIn(t) | Cause::PreemptedBy(t) | Cause::WaitedFor(t) | Cause::HostWhile { task: t, .. } => {
-                Some(Culprit::Task(t.clone()))
-            }
+            Cause::IrqsOffIn(t)
+            | Cause::HostInUser(t)
+            | Cause::PreemptedBy(t)
+            | Cause::WaitedFor(t)
+            | Cause::HostWhile { task: t, .. } => Some(Culprit::Task(t.clone())),
             Cause::InterruptWork(c) => Some(c.clone()),
             Cause::IdleExit { .. }
             | Cause::HostIdle(_)
@@ -154,7 +165,7 @@ impl Cause {
     pub fn token(&self) -> &'static str {
         match self {
             Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host",
-            Cause::HostWhile { .. } | Cause::HostIdle(_) => "host",
+            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostInUser(_) => "host",
             Cause::IdleExit { .. } => "idle_exit",
             Cause::IrqsOffIn(_) => "irqs_off",
             Cause::PreemptedBy(_) => "preempted",
@@ -347,6 +358,13 @@ impl Spike {
         spike
     }
 
+    /// Whether the stack taken at its timer's expiry shows the interrupt
+    /// came in user space (false without a stack, or frames unnamed).
+    fn came_in_user_space(&self) -> bool {
+        use crate::ktrace::stack;
+        self.stack.as_deref().is_some_and(|f| stack::came_in_user_space(&stack::named(f)))
+    }
+
     /// The verdict on the spike, by its largest phase.
     fn cause_of(&self, tl: &Timeline, steal: &[StealSample]) -> Cause {
         let (w, m) = (self.wake, self.matched);
@@ -367,6 +385,7 @@ impl Spike {
                 (None, Some(Culprit::Task(t))) if t.pid != w.tid => {
                     match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
                         Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
+                        None if self.came_in_user_space() => Cause::HostInUser(t.clone()),
                         None => Cause::IrqsOffIn(t.clone()),
                     }
                 }

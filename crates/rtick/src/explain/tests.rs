@@ -61,6 +61,32 @@ fn a_late_interrupt_on_an_idle_cpu_with_steal_is_the_host() {
     assert_eq!(explain(&evs, &w, &[]).cause, Cause::IdleExit { steal: None, state: None });
 }
 
+/// A late timer interrupt while a task ran, taken in user space (its
+/// stack: the interrupt's entry and nothing of a kernel path after it):
+/// interrupts were on, so the host held the vCPU, not the task; taken in
+/// the kernel, the task's interrupts-off stretch.
+#[test]
+fn a_late_interrupt_taken_in_user_space_is_the_host() {
+    let syms = crate::ktrace::kallsyms::system().ok();
+    let addr = |name: &str| syms.and_then(|k| k.address(name));
+    let (Some(irq), Some(entry), Some(read)) =
+        (addr("hrtimer_interrupt"), addr("asm_sysvec_apic_timer_interrupt"), addr("vfs_read"))
+    else {
+        assert!(std::env::var_os("CI").is_none(), "/proc/kallsyms with addresses (root) under CI");
+        return;
+    };
+    let busy = ("kworker/1:2", 300, 120);
+    let (mut evs, w) = scenario(vec![ev(5_000, 0, switch(IDLE, busy))], 310_000, 311_000, 320_000, busy);
+    let at = 1 + evs.iter().position(|e| matches!(e.kind, K::HrtimerExpireEntry { .. })).unwrap();
+    evs.insert(at, ev(310_000, 0, K::KernelStack { frames: [irq, entry].as_slice().into() }));
+    let s = explain(&evs, &w, &[]);
+    assert_eq!(s.cause, Cause::HostInUser(task("kworker/1:2", 300, 120)));
+    assert_eq!(s.cause.token(), "host");
+    assert!(s.line().contains("the interrupt came in user space in kworker/1:2:300"), "{}", s.line());
+    evs[at] = ev(310_000, 0, K::KernelStack { frames: [irq, entry, read].as_slice().into() });
+    assert_eq!(explain(&evs, &w, &[]).cause, Cause::IrqsOffIn(task("kworker/1:2", 300, 120)));
+}
+
 #[test]
 fn a_late_interrupt_while_a_task_ran_blames_that_task() {
     let busy = ("kworker/1:2", 300, 120);

@@ -140,6 +140,13 @@ pub fn interrupted(named: &[String]) -> &[String] {
     }
 }
 
+/// Whether a stack's named frames show its interrupt came in user space:
+/// an interrupt entry (`asm_…`) with no frame of the interrupted context
+/// after it. Unnamed frames (no kallsyms) never say so.
+pub fn came_in_user_space(named: &[String]) -> bool {
+    named.iter().any(|n| n.starts_with("asm_")) && interrupted(named).is_empty()
+}
+
 /// The innermost `n` frames of the interrupted context in one line,
 /// without offsets (`chacha_permute ← get_random_bytes_user ← vfs_read`),
 /// or where it was when it has none.
@@ -298,6 +305,8 @@ mod tests {
         assert_eq!(summary(&hog, 3), "chacha_permute ← get_random_bytes_user ← vfs_read ← …");
         assert_eq!(summary(&hog, 4), "chacha_permute ← get_random_bytes_user ← vfs_read ← ksys_read");
         assert_eq!(summary(&v(&irq), 4), "in user space (the interrupt came there)");
+        assert!(came_in_user_space(&v(&irq)) && !came_in_user_space(&hog));
+        assert!(!came_in_user_space(&v(&["ffffffff81000000", "ffffffff81000100"])), "unnamed");
         // No entry frame: all of them are the context.
         assert_eq!(summary(&v(&["a+0x1", "b"]), 4), "a ← b");
     }
