@@ -113,7 +113,7 @@ impl Tracepoint {
     /// timer interrupt's edges, and the system calls' exits, where an
     /// attached thread is back in user space. The traced program pays for
     /// each event written on its CPU between its timer's interrupt and its
-    /// return to user space (ten a wake-up with the edges); neither attach
+    /// return to user space (eight a wake-up with the edges); neither attach
     /// nor its spikes' explanation reads those two (the hrtimer callbacks
     /// say what the interrupt did; only `noise` names the interrupt): see
     /// BENCHMARKS.md, "What `rtick attach` costs the program it traces".
