@@ -423,4 +423,39 @@ mod tests {
         let crowded = run(0);
         assert!(matches!(crowded[..], [(T, _, Err(Unexplained::Crowded))]), "{crowded:?}");
     }
+
+    /// Attach does not record the local timer interrupt's edges (two of
+    /// the ten events the traced program pays for at each wake-up:
+    /// Tracepoint::ATTACH): its waits, spikes and their explanations come
+    /// out the same with them as without them.
+    #[test]
+    fn the_local_timer_edges_change_nothing_attach_reports() {
+        let run = |events: Vec<Event>| {
+            let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+            let mut feed =
+                Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5).with_spikes(Some(Nanos::from_us(1)));
+            feed.follow_threads(&[T]);
+            feed.new_read();
+            let mut ended = Vec::new();
+            for e in events {
+                recent.push(0, e.clone());
+                ended.extend(feed.take(0, &e, &recent).map(|x| format!("{x:?}")));
+            }
+            (ended, format!("{:?}", feed.finish()))
+        };
+        let edges = |e: Event| match e.kind {
+            EventKind::HrtimerExpireEntry { .. } => vec![
+                ev(e.ts.0 - 5, e.pid, 0x09, EventKind::LocalTimerEntry { vector: 236 }),
+                ev(e.ts.0 + 60, e.pid, 0x09, EventKind::LocalTimerExit { vector: 236 }),
+                e,
+            ],
+            _ => vec![e],
+        };
+        let mut with_edges: Vec<Event> = preempted().into_iter().flat_map(edges).collect();
+        with_edges.sort_by_key(|e| e.ts);
+        assert_eq!(with_edges.len(), preempted().len() + 6);
+        let plain = run(preempted());
+        assert!(plain.0.iter().any(|s| s.contains("PreemptedBy")), "a spike explained: {:?}", plain.0);
+        assert_eq!(run(with_edges), plain);
+    }
 }
