@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::events::{Comm, Event, EventKind, Switch, TickDependency, Tracepoint, Wakeup};
+use super::events::{Comm, Event, EventKind, IpiSend, Switch, Targets, TickDependency, Tracepoint, Wakeup};
 use super::format::{EventFormat, Field};
 use super::page::RawRecord;
 use crate::time::Time;
@@ -127,6 +127,14 @@ fn decode(r: &Resolved, p: &[u8], names: &mut HashMap<Box<[u8]>, Arc<str>>) -> O
         Tracepoint::WorkqueueExecuteStart => EventKind::WorkStart { work: u(0)?, function: u(1)? },
         Tracepoint::WorkqueueExecuteEnd => EventKind::WorkEnd { work: u(0)? },
         Tracepoint::CpuIdle => EventKind::CpuIdle { state: u(0)? as u32 },
+        Tracepoint::IpiSendCpu => {
+            EventKind::IpiSend(IpiSend { targets: Targets::Cpu(u(0)? as u32), callsite: u(1)?, callback: u(2)? })
+        }
+        Tracepoint::IpiSendCpumask => {
+            let targets = Targets::Mask(f[0].bytes(p)?.into());
+            EventKind::IpiSend(IpiSend { targets, callsite: u(1)?, callback: u(2)? })
+        }
+        Tracepoint::CsdQueueCpu => EventKind::CsdQueue { cpu: u(0)? as u32, func: u(1)? },
         tp => match tp.ipi() {
             Some((ipi, true)) => EventKind::IpiEntry { ipi, vector: i32_(0)? },
             Some((ipi, false)) => EventKind::IpiExit { ipi, vector: i32_(0)? },

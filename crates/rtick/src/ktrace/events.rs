@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use super::decode::{Decoded, Decoder};
+pub use super::ipi_send::{IpiSend, Targets};
 pub use super::tick::TickDependency;
 pub use super::vectors::Ipi;
 use crate::time::Time;
@@ -75,13 +76,20 @@ pub enum Tracepoint {
     WorkqueueExecuteEnd,
     /// `power:cpu_idle`: the CPU enters an idle state (its cpuidle index), or leaves it.
     CpuIdle,
+    /// `ipi:ipi_send_cpu`: an IPI sent to one CPU, on the sender's CPU and in its context.
+    IpiSendCpu,
+    /// `ipi:ipi_send_cpumask`: an IPI sent to a set of CPUs, likewise.
+    IpiSendCpumask,
+    /// `csd:csd_queue_cpu`: a function queued for another CPU to run (what a
+    /// call-function IPI then runs: `flush_tlb_func` for a TLB shootdown).
+    CsdQueueCpu,
 }
 
 impl Tracepoint {
     /// Every event a session enables, when the kernel has it: the
     /// wake-up's own path, and what else can hold the CPU (interrupts,
     /// IPIs, NMIs, kworkers' work items, idle states).
-    pub const ALL: [Tracepoint; 25] = Tracepoint::join(&[
+    pub const ALL: [Tracepoint; 28] = Tracepoint::join(&[
         &[
             Tracepoint::HrtimerStart,
             Tracepoint::HrtimerExpireEntry,
@@ -99,11 +107,12 @@ impl Tracepoint {
         ],
         &Tracepoint::VECTORS,
         &[Tracepoint::WorkqueueExecuteStart, Tracepoint::WorkqueueExecuteEnd, Tracepoint::CpuIdle],
+        &Tracepoint::SENDS,
     ]);
 
     /// What `rtick attach` enables: [`Tracepoint::ALL`] and the system
     /// calls' exits, where an attached thread is back in user space.
-    pub const ATTACH: [Tracepoint; 26] = Tracepoint::join(&[&Tracepoint::ALL, &[Tracepoint::SysExit]]);
+    pub const ATTACH: [Tracepoint; 29] = Tracepoint::join(&[&Tracepoint::ALL, &[Tracepoint::SysExit]]);
 
     /// `parts` one after the other, in one array of their total length `N`
     /// (a constant that says another length does not compile).
@@ -152,6 +161,9 @@ impl Tracepoint {
             Tracepoint::WorkqueueExecuteStart => "workqueue:workqueue_execute_start",
             Tracepoint::WorkqueueExecuteEnd => "workqueue:workqueue_execute_end",
             Tracepoint::CpuIdle => "power:cpu_idle",
+            Tracepoint::IpiSendCpu => "ipi:ipi_send_cpu",
+            Tracepoint::IpiSendCpumask => "ipi:ipi_send_cpumask",
+            Tracepoint::CsdQueueCpu => "csd:csd_queue_cpu",
         }
     }
 
@@ -192,6 +204,9 @@ impl Tracepoint {
             Tracepoint::TickStop => &["success", "dependency"],
             Tracepoint::WorkqueueExecuteStart | Tracepoint::WorkqueueExecuteEnd => &["work", "function"],
             Tracepoint::CpuIdle => &["state", "cpu_id"],
+            Tracepoint::IpiSendCpu => &["cpu", "callsite", "callback"],
+            Tracepoint::IpiSendCpumask => &["cpumask", "callsite", "callback"],
+            Tracepoint::CsdQueueCpu => &["cpu", "func"],
         }
     }
 }
@@ -398,6 +413,15 @@ pub enum EventKind {
         /// The state's index, or [`EventKind::IDLE_EXIT`].
         state: u32,
     },
+    /// An IPI sent (recorded on the sender's CPU, in its task's context).
+    IpiSend(IpiSend),
+    /// A function queued for CPU `cpu` to run in a call-function IPI.
+    CsdQueue {
+        /// The CPU that will run it.
+        cpu: u32,
+        /// The function's address.
+        func: u64,
+    },
     /// A system call of the event's task returns to user space.
     SysExit {
         /// The system call's number.
@@ -483,8 +507,8 @@ mod tests {
             ("irq_vectors", "local_timer_entry")
         );
         assert_eq!(Tracepoint::ALL.iter().filter(|t| t.system() == "timer").count(), 4);
-        assert_eq!(&Tracepoint::ATTACH[..25], &Tracepoint::ALL[..]);
-        assert_eq!(Tracepoint::ATTACH[25].full_name(), "raw_syscalls:sys_exit");
+        assert_eq!(&Tracepoint::ATTACH[..28], &Tracepoint::ALL[..]);
+        assert_eq!(Tracepoint::ATTACH[28].full_name(), "raw_syscalls:sys_exit");
         assert!(!Tracepoint::ALL.contains(&Tracepoint::SysExit), "measure never traces every system call");
         assert_eq!((softirq_name(1), softirq_name(9), softirq_name(10)), ("TIMER", "RCU", "?"));
         assert_eq!(Comm::new(b"0123456789abcdefXYZ").to_string(), "0123456789abcdef");
