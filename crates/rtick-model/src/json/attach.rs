@@ -285,7 +285,7 @@ impl CulpritJson {
             Culprit::Irq { irq, .. } => ("irq", Some(*irq), None),
             Culprit::Softirq(_) => ("softirq", None, None),
             Culprit::Hrtimer { .. } => ("hrtimer", None, None),
-            Culprit::Ipi(_) => ("ipi", None, None),
+            Culprit::Ipi(..) => ("ipi", None, None),
             Culprit::Nmi => ("nmi", None, None),
             Culprit::Idle => ("idle", None, None),
         };

@@ -313,7 +313,12 @@ impl Analysis {
     /// (with few wake-ups it cannot be read from their deadlines).
     pub fn every(cpus: &[CpuTrace<'_>], wakes: &[Recorded], period: Option<Nanos>) -> Analysis {
         let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
-        let timelines = cpus.iter().map(|c| (c.cpu, Timeline::build(c.events, end))).collect();
+        let mut senders = crate::ktrace::Senders::new(true);
+        for c in cpus {
+            c.events.iter().for_each(|e| senders.event(c.cpu as usize, e));
+        }
+        let timelines =
+            cpus.iter().map(|c| (c.cpu, Timeline::build_on(c.events, end, c.cpu as usize, &senders))).collect();
         Analysis { timelines, matched: match_all_every(cpus, wakes, period) }
     }
 

@@ -285,7 +285,7 @@ fn ipis_and_nmis_are_interrupt_work_named_by_vector() {
     ];
     let (evs, w) = scenario(ipi, 10_500, 11_000, 112_000, IDLE);
     let s = explain(&evs, &w, &[]);
-    assert_eq!(s.cause, Cause::InterruptWork(Culprit::Ipi(Ipi::CallFunctionSingle)));
+    assert_eq!(s.cause, Cause::InterruptWork(Culprit::Ipi(Ipi::CallFunctionSingle, None)));
     assert!(s.line().contains("scheduling 101.0 µs: call_function_single IPI"), "{}", s.line());
     // An NMI of 250 µs (recorded at its end) in a 300 µs IRQ delay.
     let nmi = vec![ev(300_000, 0, K::Nmi { delta_ns: 250_000, handled: 1 })];
@@ -294,7 +294,7 @@ fn ipis_and_nmis_are_interrupt_work_named_by_vector() {
     assert_eq!(s.cause, Cause::InterruptWork(Culprit::Nmi));
     assert_eq!(s.culprits[0].iter().find(|c| c.0 == Culprit::Nmi), Some(&(Culprit::Nmi, Nanos(250_000))));
     // irq_work reads as such.
-    assert_eq!(Culprit::Ipi(Ipi::IrqWork).to_string(), "irq_work interrupt");
+    assert_eq!(Culprit::Ipi(Ipi::IrqWork, None).to_string(), "irq_work interrupt");
 }
 
 #[test]

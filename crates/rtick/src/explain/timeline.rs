@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::idle::CStates;
 use super::input::Task;
-use crate::ktrace::{softirq_name, Event, EventKind, Ipi, Switch};
+use crate::ktrace::{softirq_name, Event, EventKind, Ipi, Sender, Senders, Switch};
 use crate::time::{Nanos, Time};
 
 /// Something that took a CPU's time.
@@ -27,8 +27,9 @@ pub enum Culprit {
     },
     /// A softirq ran.
     Softirq(&'static str),
-    /// An inter-processor interrupt (or irq_work) ran.
-    Ipi(Ipi),
+    /// An inter-processor interrupt (or irq_work) ran, and who sent it
+    /// when its send was traced.
+    Ipi(Ipi, Option<Sender>),
     /// An NMI handler ran.
     Nmi,
     /// Another hrtimer's callback ran.
@@ -47,8 +48,12 @@ impl std::fmt::Display for Culprit {
             Culprit::Idle => f.write_str("idle"),
             Culprit::Irq { irq, name } => write!(f, "IRQ {irq} {name}"),
             Culprit::Softirq(n) => write!(f, "softirq {n}"),
-            Culprit::Ipi(Ipi::IrqWork) => f.write_str("irq_work interrupt"),
-            Culprit::Ipi(i) => write!(f, "{i} IPI"),
+            Culprit::Ipi(Ipi::IrqWork, _) => f.write_str("irq_work interrupt"),
+            Culprit::Ipi(i, None) => write!(f, "{i} IPI"),
+            Culprit::Ipi(i, Some(s)) if s.work != 0 => {
+                write!(f, "{i} IPI ({}) {s}", crate::ktrace::kallsyms::describe(s.work))
+            }
+            Culprit::Ipi(i, Some(s)) => write!(f, "{i} IPI {s}"),
             Culprit::Nmi => f.write_str("NMI"),
             Culprit::Hrtimer { function, .. } => {
                 write!(f, "hrtimer callback {}", crate::ktrace::kallsyms::describe(*function))
@@ -105,7 +110,22 @@ impl Timeline {
     /// Builds the timeline of the events of one CPU, sorted by time.
     /// Intervals still open at the end close at `end`.
     pub fn build(events: &[Event], end: Time) -> Timeline {
-        let mut b = Builder::default();
+        Timeline::build_on(events, end, 0, &Senders::default())
+    }
+
+    /// [`Timeline::build`] for CPU `cpu`, each IPI named with its sender from `senders`.
+    pub fn build_on(events: &[Event], end: Time, cpu: usize, senders: &Senders) -> Timeline {
+        let mut b = Builder {
+            t: Timeline::default(),
+            cpu,
+            senders,
+            current: None,
+            open: Vec::new(),
+            working: Vec::new(),
+            woken: HashMap::new(),
+            seen: HashMap::new(),
+            expiry: None,
+        };
         for e in events {
             b.event(e);
         }
@@ -172,9 +192,11 @@ impl Timeline {
 
 /// [`Timeline::build`] between two events: the task span in progress and
 /// the interrupt work entered but not yet left.
-#[derive(Default)]
-struct Builder {
+struct Builder<'a> {
     t: Timeline,
+    /// The CPU, and the sends to it.
+    cpu: usize,
+    senders: &'a Senders,
     /// The task running since when.
     current: Option<(Time, Culprit)>,
     /// Interrupt work entered, innermost last.
@@ -192,7 +214,7 @@ struct Builder {
     expiry: Option<(Time, u64)>,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn event(&mut self, e: &Event) {
         if e.pid != 0 {
             self.seen.entry(e.pid).or_insert(e.ts);
@@ -231,8 +253,11 @@ impl Builder {
             EventKind::HrtimerExpireExit { hrtimer } => {
                 self.close(e.ts, |c| matches!(c, Culprit::Hrtimer { hrtimer: h, .. } if h == hrtimer))
             }
-            EventKind::IpiEntry { ipi, .. } => self.open.push((e.ts, Culprit::Ipi(*ipi))),
-            EventKind::IpiExit { ipi, .. } => self.close(e.ts, |c| *c == Culprit::Ipi(*ipi)),
+            EventKind::IpiEntry { ipi, .. } => {
+                let from = self.senders.sender_of(self.cpu, *ipi, e.ts).cloned();
+                self.open.push((e.ts, Culprit::Ipi(*ipi, from)))
+            }
+            EventKind::IpiExit { ipi, .. } => self.close(e.ts, |c| matches!(c, Culprit::Ipi(i, _) if i == ipi)),
             // Recorded as the handler returns, with how long it ran.
             EventKind::Nmi { delta_ns, .. } => {
                 let start = Time(e.ts.0 - (*delta_ns).max(0));

@@ -13,7 +13,7 @@ use super::run::{explain_run_where, Explained, SpikeChoice};
 use super::{Cgroups, Phases, StealSample};
 use crate::cfs::{CfsRun, CfsWatch, Throttling};
 use crate::error::Result;
-use crate::ktrace::{self, LostEvents, Options, Session, DEFAULT_BUFFER_KB};
+use crate::ktrace::{self, LostEvents, Options, Session, Tracepoint, DEFAULT_BUFFER_KB};
 use crate::measure::{ThreadResult, TraceRow};
 
 /// The kernel's trace buffers of an explained run (measure's and
@@ -89,7 +89,7 @@ impl Tracing {
     ) -> Result<Tracing> {
         let root = ktrace::root(tracefs);
         let buffers = TraceBuffers::for_cpus(cpus.len());
-        let opts = Options { buffer_kb: buffers.kb, ..Options::default() };
+        let opts = Options { buffer_kb: buffers.kb, events: &Tracepoint::EXPLAIN, ..Options::default() };
         let session = Session::start(&root, &cpus, &opts)?;
         // The measuring threads are in this process's cgroup.
         let sys = crate::system::SysRoot::default();

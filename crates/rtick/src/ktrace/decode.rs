@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::events::{Comm, Event, EventKind, Switch, TickDependency, Tracepoint, Wakeup};
+use super::events::{Comm, Event, EventKind, IpiSend, Switch, Targets, TickDependency, Tracepoint, Wakeup};
 use super::format::{EventFormat, Field};
 use super::page::RawRecord;
 use super::stack::{frames, Interned};
@@ -135,6 +135,14 @@ fn decode(
         Tracepoint::WorkqueueExecuteEnd => EventKind::WorkEnd { work: u(0)? },
         Tracepoint::CpuIdle => EventKind::CpuIdle { state: u(0)? as u32 },
         Tracepoint::KernelStack => EventKind::KernelStack { frames: stacks.get(frames(&f[0], &f[1], p)?) },
+        Tracepoint::IpiSendCpu => {
+            EventKind::IpiSend(IpiSend { targets: Targets::Cpu(u(0)? as u32), callsite: u(1)?, callback: u(2)? })
+        }
+        Tracepoint::IpiSendCpumask => {
+            let targets = Targets::Mask(f[0].bytes(p)?.into());
+            EventKind::IpiSend(IpiSend { targets, callsite: u(1)?, callback: u(2)? })
+        }
+        Tracepoint::CsdQueueCpu => EventKind::CsdQueue { cpu: u(0)? as u32, func: u(1)? },
         tp => match tp.ipi() {
             Some((ipi, true)) => EventKind::IpiEntry { ipi, vector: i32_(0)? },
             Some((ipi, false)) => EventKind::IpiExit { ipi, vector: i32_(0)? },

@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use super::decode::{Decoded, Decoder};
+pub use super::ipi_send::{IpiSend, Targets};
 pub use super::tick::TickDependency;
 pub use super::vectors::Ipi;
 use crate::time::Time;
@@ -79,12 +80,19 @@ pub enum Tracepoint {
     /// trigger rtick sets on [`Tracepoint::HrtimerExpireEntry`] (see
     /// [`stack`](super::stack)); not an event one enables.
     KernelStack,
+    /// `ipi:ipi_send_cpu`: an IPI sent to one CPU, on the sender's CPU and in its context.
+    IpiSendCpu,
+    /// `ipi:ipi_send_cpumask`: an IPI sent to a set of CPUs, likewise.
+    IpiSendCpumask,
+    /// `csd:csd_queue_cpu`: a function queued for another CPU to run (what a
+    /// call-function IPI then runs: `flush_tlb_func` for a TLB shootdown).
+    CsdQueueCpu,
 }
 
 impl Tracepoint {
-    /// Every event a session enables, when the kernel has it: the
-    /// wake-up's own path, and what else can hold the CPU (interrupts,
-    /// IPIs, NMIs, kworkers' work items, idle states).
+    /// Every event a session enables by default, when the kernel has it:
+    /// the wake-up's own path, and what else can hold the CPU (interrupts,
+    /// IPIs, NMIs, kworkers' work items, idle states), on the measured CPUs.
     pub const ALL: [Tracepoint; 25] = Tracepoint::join(&[
         &[
             Tracepoint::HrtimerStart,
@@ -104,6 +112,13 @@ impl Tracepoint {
         &Tracepoint::VECTORS,
         &[Tracepoint::WorkqueueExecuteStart, Tracepoint::WorkqueueExecuteEnd, Tracepoint::CpuIdle],
     ]);
+
+    /// What `measure --explain` enables: [`Tracepoint::ALL`] and who sent
+    /// each IPI ([`Tracepoint::SENDS`]), which records the other CPUs too.
+    /// Not the live readers' (`monitor --explain`, `attach`): their window
+    /// keeps the measured CPUs' events only, so they would pay for the
+    /// senders' events and name no sender.
+    pub const EXPLAIN: [Tracepoint; 28] = Tracepoint::join(&[&Tracepoint::ALL, &Tracepoint::SENDS]);
 
     /// What `rtick attach` enables: [`Tracepoint::ALL`] but the local
     /// timer interrupt's edges, and the system calls' exits, where an
@@ -174,6 +189,9 @@ impl Tracepoint {
             Tracepoint::WorkqueueExecuteEnd => "workqueue:workqueue_execute_end",
             Tracepoint::CpuIdle => "power:cpu_idle",
             Tracepoint::KernelStack => "ftrace:kernel_stack",
+            Tracepoint::IpiSendCpu => "ipi:ipi_send_cpu",
+            Tracepoint::IpiSendCpumask => "ipi:ipi_send_cpumask",
+            Tracepoint::CsdQueueCpu => "csd:csd_queue_cpu",
         }
     }
 
@@ -217,6 +235,9 @@ impl Tracepoint {
             // The number of frames, then the frames (`caller`: the format
             // says 8, the record holds `size`).
             Tracepoint::KernelStack => &["size", "caller"],
+            Tracepoint::IpiSendCpu => &["cpu", "callsite", "callback"],
+            Tracepoint::IpiSendCpumask => &["cpumask", "callsite", "callback"],
+            Tracepoint::CsdQueueCpu => &["cpu", "func"],
         }
     }
 }
@@ -429,6 +450,15 @@ pub enum EventKind {
         /// The frames, shared between identical stacks.
         frames: Arc<[u64]>,
     },
+    /// An IPI sent (recorded on the sender's CPU, in its task's context).
+    IpiSend(IpiSend),
+    /// A function queued for CPU `cpu` to run in a call-function IPI.
+    CsdQueue {
+        /// The CPU that will run it.
+        cpu: u32,
+        /// The function's address.
+        func: u64,
+    },
     /// A system call of the event's task returns to user space.
     SysExit {
         /// The system call's number.
@@ -515,6 +545,8 @@ mod tests {
         );
         assert_eq!(Tracepoint::ALL.iter().filter(|t| t.system() == "timer").count(), 4);
         assert_eq!(Tracepoint::ATTACH[23].full_name(), "raw_syscalls:sys_exit");
+        assert_eq!(&Tracepoint::EXPLAIN[..25], &Tracepoint::ALL[..]);
+        assert!(Tracepoint::SENDS.iter().all(|s| !Tracepoint::ALL.contains(s) && !Tracepoint::ATTACH.contains(s)));
         assert!(!Tracepoint::ALL.contains(&Tracepoint::SysExit), "measure never traces every system call");
         assert_eq!((softirq_name(1), softirq_name(9), softirq_name(10)), ("TIMER", "RCU", "?"));
         assert_eq!(Comm::new(b"0123456789abcdefXYZ").to_string(), "0123456789abcdef");

@@ -45,6 +45,7 @@ pub mod events;
 mod filter;
 pub mod format;
 pub mod instance;
+pub mod ipi_send;
 pub mod kallsyms;
 pub mod page;
 pub mod reader;
@@ -54,9 +55,12 @@ mod stream;
 mod tick;
 mod vectors;
 
-pub use events::{softirq_name, Comm, Event, EventKind, Ipi, Switch, TickDependency, Tracepoint, Wakeup};
+pub use events::{
+    softirq_name, Comm, Event, EventKind, Ipi, IpiSend, Switch, Targets, TickDependency, Tracepoint, Wakeup,
+};
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
+pub use ipi_send::{Sender, Senders};
 pub(crate) use reader::keep_off;
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};

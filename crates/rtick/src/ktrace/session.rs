@@ -22,7 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::events::{Decoder, Event, Tracepoint};
-use super::filter::filter;
+use super::filter::{filter, sender_cpus};
 use super::format::{load_headers, EventFormat};
 use super::instance::{BufferStats, Instance};
 use super::reader::{ReadCounts, Reader, ReaderSetup};
@@ -37,6 +37,10 @@ use crate::time::Nanos;
 /// a second of that, ten times the reader's drain interval: a reader held
 /// off for most of a second still loses nothing.
 pub const DEFAULT_BUFFER_KB: usize = 8192;
+/// Ring-buffer size of a CPU recorded only for the IPIs it sends to the
+/// measured ones, KiB: a send is 32 bytes, and even a TLB-shootdown storm
+/// sends a few ten thousand a second.
+const SENDER_KB: usize = 1024;
 
 /// What a session records and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +184,8 @@ pub struct Session {
     paused: bool,
     events: &'static [Tracepoint],
     stacks: Stacks,
+    /// The other CPUs, recorded for the IPIs they send to the measured ones.
+    senders: Vec<usize>,
 }
 
 impl Session {
@@ -196,6 +202,7 @@ impl Session {
             paused: false,
             events: opts.events,
             stacks: p.stacks,
+            senders: p.senders,
         };
         session.instance.write("tracing_on", "1")?;
         Ok(session)
@@ -265,7 +272,7 @@ impl Session {
     /// them when the list is past the kernel's limit
     /// ([`kernel_filters_pids`](super::kernel_filters_pids)).
     pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
-        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids)
+        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids, !self.senders.is_empty())
     }
 
     /// Stops recording, collects every event and removes the instance.
@@ -309,12 +316,13 @@ pub(super) fn set_syscall_pids(
     missing: &[&'static str],
     cpus: &[usize],
     pids: &[i32],
+    senders: bool,
 ) -> Result<()> {
     let tp = Tracepoint::SysExit;
     if !events.contains(&tp) || missing.contains(&tp.full_name()) {
         return Ok(());
     }
-    let f = filter(tp, cpus, pids).unwrap_or_default();
+    let f = filter(tp, cpus, pids, senders).unwrap_or_default();
     instance.write(&format!("events/{}/{}/filter", tp.system(), tp.name()), &f)
 }
 
@@ -328,6 +336,8 @@ pub(super) struct Prepared {
     pub(super) cpus: Vec<usize>,
     pub(super) missing: Vec<&'static str>,
     pub(super) stacks: Stacks,
+    /// The other CPUs, recorded for the IPIs they send to `cpus` (their pipes in `files` too).
+    pub(super) senders: Vec<usize>,
 }
 
 impl Prepared {
@@ -349,28 +359,30 @@ impl Prepared {
         if let Some(&c) = cpus.iter().find(|&&c| !instance.has(&format!("per_cpu/cpu{c}"))) {
             return Err(Error::Invalid(format!("CPU {c} has no trace buffer: it does not exist on this system")));
         }
-        instance.set_cpumask(&cpus)?;
-        size_buffers(&instance, &cpus, opts.buffer_kb)?;
+        let senders = sender_cpus(&instance, &cpus, opts.events);
+        let recorded: Vec<usize> = cpus.iter().chain(&senders).copied().collect();
+        instance.set_cpumask(&recorded)?;
+        size_buffers(&instance, &cpus, &senders, opts.buffer_kb)?;
         // The reader's poll wakes when a buffer is a quarter full (the
         // kernel's default is half), long before it could overflow.
         if instance.has("buffer_percent") {
             instance.write("buffer_percent", "25")?;
         }
-        let (mut decoder, missing) = enable_events(&instance, &cpus, opts)?;
+        let (mut decoder, missing) = enable_events(&instance, &cpus, !senders.is_empty(), opts)?;
         // Not for a session without `hrtimer_expire_entry` (`rtick noise`'s):
         // a trigger would switch the event on.
         let stacks = opts.stacks && opts.events.contains(&Tracepoint::HrtimerExpireEntry);
         let stacks = Stacks::set_up(stacks, &instance, &mut decoder, &missing);
         let (page, header) = load_headers(&instance.events_dir())?;
-        let files = cpus.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
+        let files = recorded.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };
-        Ok(Prepared { instance, files, setup, cpus, missing, stacks })
+        Ok(Prepared { instance, files, setup, cpus, missing, stacks, senders })
     }
 }
 
-/// The measured CPUs get `kb` each; the others, which record nothing, give
-/// their memory back (one page each).
-fn size_buffers(instance: &Instance, cpus: &[usize], kb: usize) -> Result<()> {
+/// The measured CPUs get `kb` each; the senders [`SENDER_KB`]; the others,
+/// which record nothing, give their memory back (one page each).
+fn size_buffers(instance: &Instance, cpus: &[usize], senders: &[usize], kb: usize) -> Result<()> {
     let dir = instance.dir().join("per_cpu");
     let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
     let all = entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse::<usize>().ok());
@@ -378,6 +390,8 @@ fn size_buffers(instance: &Instance, cpus: &[usize], kb: usize) -> Result<()> {
         let rel = format!("per_cpu/cpu{c}/buffer_size_kb");
         if cpus.contains(&c) {
             instance.write(&rel, &kb.to_string())?;
+        } else if senders.contains(&c) {
+            instance.write(&rel, &SENDER_KB.min(kb).to_string())?;
         } else {
             // Best effort: a buffer left at its default only costs memory.
             let _ = instance.write(&rel, "4");
@@ -391,6 +405,7 @@ fn size_buffers(instance: &Instance, cpus: &[usize], kb: usize) -> Result<()> {
 pub(super) fn enable_events(
     instance: &Instance,
     cpus: &[usize],
+    senders: bool,
     opts: &Options,
 ) -> Result<(Decoder, Vec<&'static str>)> {
     let events = instance.events_dir();
@@ -408,8 +423,13 @@ pub(super) fn enable_events(
             missing.push(tp.full_name());
             continue;
         }
-        if let Some(filter) = filter(tp, cpus, &opts.syscall_pids) {
-            instance.write(&format!("{rel}/filter"), &filter)?;
+        if let Some(filter) = filter(tp, cpus, &opts.syscall_pids, senders) {
+            let path = format!("{rel}/filter");
+            match instance.write(&path, &filter) {
+                // A kernel that cannot filter on a cpumask: every such send, for the matching to sort out.
+                Err(_) if tp == Tracepoint::IpiSendCpumask => instance.write(&path, "0")?,
+                done => done?,
+            }
         }
         instance.write(&format!("{rel}/enable"), "1")?;
     }
@@ -487,7 +507,7 @@ mod tests {
     fn events_the_kernel_lacks_are_reported_missing_and_the_others_enabled() {
         let d = tempfile::tempdir().unwrap();
         let inst = fake_instance(d.path(), &[Tracepoint::SchedSwitch, Tracepoint::SchedWaking]);
-        let (_, missing) = enable_events(&inst, &[1, 3], &Options::default()).unwrap();
+        let (_, missing) = enable_events(&inst, &[1, 3], false, &Options::default()).unwrap();
         let want: Vec<_> = Tracepoint::ALL
             .iter()
             .filter(|t| !matches!(t, Tracepoint::SchedSwitch | Tracepoint::SchedWaking))
@@ -508,7 +528,7 @@ mod tests {
         let format = inst.events_dir().join("sched/sched_switch/format");
         let text = std::fs::read_to_string(&format).unwrap();
         std::fs::write(&format, text.replace("next_prio;", "next_priority;")).unwrap();
-        let (_, missing) = enable_events(&inst, &[0], &Options::default()).unwrap();
+        let (_, missing) = enable_events(&inst, &[0], false, &Options::default()).unwrap();
         assert!(missing.contains(&"sched:sched_switch"));
         assert_eq!(std::fs::read_to_string(inst.dir().join("events/sched/sched_switch/enable")).unwrap(), "");
     }

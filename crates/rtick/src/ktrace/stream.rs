@@ -27,6 +27,8 @@ pub struct Stream {
     events: &'static [Tracepoint],
     cpus: Vec<usize>,
     stacks: Stacks,
+    /// Whether the other CPUs are recorded too, for the IPIs they send.
+    senders: bool,
 }
 
 impl Stream {
@@ -48,14 +50,16 @@ impl Stream {
             events: opts.events,
             cpus: p.cpus,
             stacks: p.stacks,
+            senders: !p.senders.is_empty(),
         };
         stream.instance.write("tracing_on", "1")?;
         Ok(stream)
     }
 
-    /// The traced CPUs, in order.
+    /// The measured CPUs, in order (the others recorded for the IPIs they
+    /// send to them deliver those events to [`Stream::read`] too).
     pub fn cpus(&self) -> impl Iterator<Item = usize> + '_ {
-        self.pipes.iter().map(|p| p.cpu)
+        self.cpus.iter().copied()
     }
 
     /// The instance's directory.
@@ -88,7 +92,7 @@ impl Stream {
     /// Records the system calls' exits of `pids` from now on, replacing
     /// the list, as [`Session::set_syscall_pids`](super::Session::set_syscall_pids) does.
     pub fn set_syscall_pids(&self, pids: &[i32]) -> Result<()> {
-        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids)
+        set_syscall_pids(&self.instance, self.events, &self.missing, &self.cpus, pids, self.senders)
     }
 
     /// The events lost so far, all CPUs together: the buffers' counters

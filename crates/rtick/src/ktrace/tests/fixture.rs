@@ -109,7 +109,7 @@ impl Setup {
         inst.set_cpumask(&[cpu]).unwrap();
         inst.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.kb.to_string()).unwrap();
         if self.events {
-            super::session::enable_events(&inst, &[cpu], &Default::default()).unwrap();
+            super::session::enable_events(&inst, &[cpu], false, &Default::default()).unwrap();
         }
         save(&inst, out, cpu, self.fields, work);
     }
@@ -340,6 +340,14 @@ fn values(kind: &EventKind) -> Vec<(&'static str, Val)> {
         EventKind::Nmi { delta_ns, handled } => {
             vec![("delta_ns", Int(*delta_ns as u64)), ("handled", Int(*handled as u64))]
         }
+        EventKind::IpiSend(s) => {
+            let mut v = vec![("callsite", Int(s.callsite)), ("callback", Int(s.callback))];
+            if let crate::ktrace::Targets::Cpu(c) = s.targets {
+                v.push(("cpu", Int(u64::from(c))));
+            }
+            v
+        }
+        EventKind::CsdQueue { cpu, func } => vec![("cpu", Int(u64::from(*cpu))), ("func", Int(*func))],
         EventKind::TickStop { success, dependency } => {
             vec![("success", Int(u64::from(*success))), ("dependency", Int(u64::from(dependency.0)))]
         }
