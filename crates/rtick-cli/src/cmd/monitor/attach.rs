@@ -276,7 +276,10 @@ impl Observer for AttachCollector {
         for s in self.series.values() {
             s.max.set(s.window.max(sec).map_or(f64::NAN, |v| Nanos(v).as_secs_f64()));
         }
-        let lost = p.lost.count();
+        // Lost, as the measuring loop counts them: not what is merely
+        // unread yet (the buffers are fullest just before a read), and
+        // each loss of unknown size as one.
+        let lost = p.lost.count_read() + p.lost.uncounted_gaps + p.lost.corrupt_pages;
         self.families.trace_lost.inc_by(lost.saturating_sub(self.lost));
         self.lost = self.lost.max(lost);
     }
@@ -383,5 +386,25 @@ mod tests {
         let t = text(&c);
         assert!(!t.contains("thread=\"2 w2\""), "{t}");
         assert!(t.contains(&format!("{} 3", events("cpu=\"any\",thread=\"other\""))), "{t}");
+    }
+
+    /// Events still in the buffers, unread, are not lost; losses of known
+    /// and of unknown size are, counted once however often polled.
+    #[test]
+    fn events_unread_are_not_counted_lost() {
+        let mut c = AttachCollector::new(&SystemInfo::read(), "SCHED_FIFO", 50, None);
+        let threads = BTreeMap::new();
+        let lost_total = |c: &AttachCollector| {
+            let t = text(c);
+            let line = t.lines().find(|l| l.starts_with("rtick_trace_events_lost_total ")).map(str::to_string);
+            line.unwrap_or_else(|| panic!("{t}"))
+        };
+        let unread = rtick::ktrace::LostEvents { unread: 45_078, ..Default::default() };
+        c.poll(&Polled { threads: &threads, retired: &[], lost: unread });
+        assert_eq!(lost_total(&c), "rtick_trace_events_lost_total 0");
+        let lost = rtick::ktrace::LostEvents { unread: 9, overrun: 5, uncounted_gaps: 1, ..Default::default() };
+        c.poll(&Polled { threads: &threads, retired: &[], lost });
+        c.poll(&Polled { threads: &threads, retired: &[], lost });
+        assert_eq!(lost_total(&c), "rtick_trace_events_lost_total 6");
     }
 }
