@@ -65,6 +65,13 @@ pub fn check(a: &ReportArgs, inputs: &[Input], baseline: Option<&Input>) -> Resu
     }
     let Some(expr) = &a.fail_if else { return Ok(None) };
     let bad = |e: String| Usage(format!("--fail-if: {e}"));
+    let rowless = |i: &&Input| matches!(i.run.as_deref(), Some(RunFile::Attach(f)) if f.results.is_none());
+    if let Some(old) = inputs.iter().find(rowless) {
+        return Err(bad(format!(
+            "{} was written by an older rtick: it holds no result rows to check; re-run rtick attach --json",
+            old.path.display()
+        )));
+    }
     Ok(Some(match first.run.as_deref() {
         Some(RunFile::Noise(_)) => RunGates::Noise(rtick_model::noise_gates::parse(expr).map_err(bad)?),
         _ => RunGates::Attach(rtick_model::gates::parse(expr).map_err(bad)?),

@@ -55,9 +55,9 @@ pub struct AttachFile {
     pub notes: Vec<String>,
     /// Each thread with a timed wait, its lateness as a `measure` results
     /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
-    /// --fail-if checks.
+    /// --fail-if checks (null in files of rtick versions before it).
     #[serde(default)]
-    pub results: Vec<ResultJson>,
+    pub results: Option<Vec<ResultJson>>,
     /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<GatesJson>,
@@ -370,7 +370,7 @@ impl AttachFile {
             causes: a.causes().iter().map(Into::into).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
-            results: lateness_rows(a),
+            results: Some(lateness_rows(a)),
             gates: None,
         }
     }
