@@ -299,7 +299,7 @@ impl AttachSpikeJson {
     /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
     pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
         let t = &w.wait;
-        let label = AttachSpikeJson::label(t.requested, started);
+        let label = AttachSpikeJson::label(t.requested, Some(started));
         let (spike, why) = match &w.explained {
             Ok(s) => (Some(s), None),
             Err(u) => (None, Some(u.reason().to_string())),
@@ -329,13 +329,23 @@ impl AttachSpikeJson {
 }
 
 impl AttachSpikeJson {
-    /// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
-    pub fn label(requested: rtick::Time, started: rtick::Time) -> String {
-        format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
+    /// A wait named by the time it asked for, since tracing began
+    /// (`requested +1.234567 s`), or on CLOCK_MONOTONIC when when tracing
+    /// began is not known (`started`: None).
+    pub fn label(requested: rtick::Time, started: Option<rtick::Time>) -> String {
+        match started {
+            Some(s) => format!("requested +{:.6} s", (requested - s).as_ns() as f64 / 1e9),
+            None => format!("requested at {:.6} s (CLOCK_MONOTONIC)", requested.0 as f64 / 1e9),
+        }
     }
 }
 
 impl AttachFile {
+    /// When tracing began (CLOCK_MONOTONIC), if the file records it.
+    pub fn started(&self) -> Option<rtick::Time> {
+        (self.started_ns != 0).then_some(rtick::Time(self.started_ns))
+    }
+
     /// The file of the attach `a` to `target` for `duration` (-D):
     /// figures, not a row per wait (those are --trace's).
     pub fn of(
