@@ -40,8 +40,14 @@ pub fn render(f: &AttachFile) -> String {
     for finding in &f.findings {
         let _ = writeln!(o, "\nfinding: {finding}");
     }
-    if f.lost_events > 0 {
-        let _ = writeln!(o, "\nwarning: the kernel lost {} trace events: waits around them are missing", f.lost_events);
+    let lost = match (f.lost_events, f.lost_gaps) {
+        (0, 0) => None,
+        (n, 0) => Some(format!("{n} trace events")),
+        (0, g) => Some(format!("trace events in {} of unknown size", rtick::text::count(g, "gap"))),
+        (n, g) => Some(format!("{n} trace events, and more in {} of unknown size", rtick::text::count(g, "gap"))),
+    };
+    if let Some(lost) = lost {
+        let _ = writeln!(o, "\nwarning: the kernel lost {lost}: waits around them are missing");
     }
     for n in &f.notes {
         let _ = writeln!(o, "\nnote: {n}");
@@ -191,6 +197,24 @@ mod tests {
         let o = render(&f);
         assert!(o.contains("overran by 478.6 µs (requested at 23519.360033 s (CLOCK_MONOTONIC))"), "{o}");
         assert!(!o.contains("requested +23519"), "{o}");
+    }
+
+    /// Losses of unknown size warn as counted ones do.
+    #[test]
+    fn losses_of_unknown_size_are_warned_of() {
+        let warning = |lost: u64, gaps: u64| {
+            let mut v: serde_json::Value = serde_json::from_str(OLDER).unwrap();
+            v["lost_events"] = lost.into();
+            v["lost_gaps"] = gaps.into();
+            let o = render(&serde_json::from_value(v).unwrap());
+            o.lines().find(|l| l.starts_with("warning:")).map(str::to_string)
+        };
+        assert_eq!(warning(0, 0), None);
+        let gaps = "warning: the kernel lost trace events in 2 gaps of unknown size: waits around them are missing";
+        assert_eq!(warning(0, 2).as_deref(), Some(gaps));
+        let both =
+            "warning: the kernel lost 7 trace events, and more in 1 gap of unknown size: waits around them are missing";
+        assert_eq!(warning(7, 1).as_deref(), Some(both));
     }
 
     /// An attach file of an older rtick: no `started_ns`, `results`, `over_time`.

@@ -38,6 +38,11 @@ pub struct AttachFile {
     pub events: u64,
     /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
     pub lost_events: u64,
+    /// Losses of unknown size besides (pages marked as following lost
+    /// events without a count, pages that did not decode); absent in files
+    /// of rtick versions before it.
+    #[serde(default)]
+    pub lost_gaps: u64,
     /// Trace events this kernel lacks.
     pub missing_events: Vec<String>,
     /// One per thread seen, in tid order.
@@ -375,6 +380,7 @@ impl AttachFile {
             reader_cpus: a.reader_cpus.clone(),
             events: a.events as u64,
             lost_events: a.lost.count(),
+            lost_gaps: a.lost.of_unknown_size(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
             threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             causes: a.causes().iter().map(Into::into).collect(),

@@ -279,7 +279,7 @@ impl Observer for AttachCollector {
         // Lost, as the measuring loop counts them: not what is merely
         // unread yet (the buffers are fullest just before a read), and
         // each loss of unknown size as one.
-        let lost = p.lost.count_read() + p.lost.uncounted_gaps + p.lost.corrupt_pages;
+        let lost = p.lost.count_read() + p.lost.of_unknown_size();
         self.families.trace_lost.inc_by(lost.saturating_sub(self.lost));
         self.lost = self.lost.max(lost);
     }
