@@ -137,10 +137,10 @@ pub struct AttachCollector {
     exporter: Arc<Exporter>,
     families: Families,
     own: AttachFamilies,
-    /// By `thread` label.
-    series: HashMap<String, ThreadSeries>,
-    /// Each thread's `thread` label.
-    by_tid: HashMap<i32, String>,
+    /// Each thread's own series, by tid; None: it counts under [`Self::other`].
+    threads: HashMap<i32, Option<ThreadSeries>>,
+    /// The threads' past [`THREAD_LABELS`], together.
+    other: Option<ThreadSeries>,
     /// Each thread alive: its name and the CPU it is pinned to, as first read.
     known: HashMap<i32, (String, Option<usize>)>,
     thread_names: BoundedNames,
@@ -161,8 +161,8 @@ impl AttachCollector {
             exporter: Arc::new(Exporter { registry, spikes: spike.map(|s| Mutex::new(SpikeLog::new(s))) }),
             families,
             own,
-            series: HashMap::new(),
-            by_tid: HashMap::new(),
+            threads: HashMap::new(),
+            other: None,
             known: HashMap::new(),
             thread_names: BoundedNames::new(THREAD_LABELS),
             culprit_names: BoundedNames::new(CULPRIT_NAMES),
@@ -175,23 +175,24 @@ impl AttachCollector {
         Arc::clone(&self.exporter)
     }
 
-    /// Thread `tid`'s series, made at its first wait.
+    /// Thread `tid`'s series, made at its first wait (no allocation after).
     fn series_of(&mut self, tid: i32) -> &mut ThreadSeries {
-        let label = match self.by_tid.get(&tid) {
-            Some(l) => l.clone(),
-            None => {
-                let (comm, cpu) = self.known.get(&tid).cloned().unwrap_or_default();
-                let label = self.thread_names.label(format!("{tid} {comm}"));
-                // The threads counted together are pinned to no one CPU.
-                let cpu = if self.thread_names.is_kept(&label) { cpu } else { None };
-                self.by_tid.insert(tid, label.clone());
-                let labels = SeriesLabels { mechanism: MECHANISM.into(), cpu: cpu_label(cpu), thread: label.clone() };
-                let (f, a) = (&self.families, &self.own);
-                self.series.entry(label.clone()).or_insert_with(|| ThreadSeries::new(f, a, labels, cpu));
-                label
+        let AttachCollector { threads, other, known, thread_names, families, own, .. } = self;
+        let mine = threads.entry(tid).or_insert_with(|| {
+            let (comm, cpu) = known.get(&tid).cloned().unwrap_or_default();
+            let label = thread_names.label(format!("{tid} {comm}"));
+            let labels = |cpu| SeriesLabels { mechanism: MECHANISM.into(), cpu: cpu_label(cpu), thread: label.clone() };
+            if thread_names.is_kept(&label) {
+                return Some(ThreadSeries::new(families, own, labels(cpu), cpu));
             }
-        };
-        self.series.get_mut(&label).expect("a thread's series is made with its label")
+            // The threads counted together are pinned to no one CPU.
+            other.get_or_insert_with(|| ThreadSeries::new(families, own, labels(None), None));
+            None
+        });
+        match mine {
+            Some(s) => s,
+            None => other.as_mut().expect("made with the first thread counted under it"),
+        }
     }
 
     /// Logs spike `t` of `tid`, explained (not when crowded: only counted).
@@ -258,11 +259,8 @@ impl Observer for AttachCollector {
     fn poll(&mut self, p: &Polled<'_>) {
         for tid in p.retired {
             self.known.remove(tid);
-            let Some(label) = self.by_tid.remove(tid) else { continue };
-            if self.thread_names.is_kept(&label) {
-                if let Some(s) = self.series.remove(&label) {
-                    s.remove(&self.families, &self.own);
-                }
+            if let Some(Some(s)) = self.threads.remove(tid) {
+                s.remove(&self.families, &self.own);
             }
         }
         for (tid, t) in p.threads {
@@ -273,7 +271,7 @@ impl Observer for AttachCollector {
             self.known.entry(*tid).or_insert_with(|| (t.comm.clone(), pinned));
         }
         let sec = self.started.elapsed().as_secs();
-        for s in self.series.values() {
+        for s in self.threads.values().flatten().chain(&self.other) {
             s.max.set(s.window.max(sec).map_or(f64::NAN, |v| Nanos(v).as_secs_f64()));
         }
         // Lost, as the measuring loop counts them: not what is merely
