@@ -281,7 +281,7 @@ impl Gates {
     /// without -D, Ctrl-C is its end. A file of an rtick before `results`
     /// has no rows to check: its reader refuses --fail-if with it.
     pub fn evaluate_attach(&self, f: &AttachFile) -> GatesJson {
-        let results = f.results.as_deref().unwrap_or_default();
+        let results = f.rows();
         let none = "timed waits".to_string();
         let (asked, unavailable) = match results.is_empty() {
             true => {
@@ -292,6 +292,11 @@ impl Gates {
         };
         let partial = f.duration_ns.is_some() && f.ended_by == "interrupted";
         self.evaluate(results, &asked, &unavailable, partial, Vec::new())
+    }
+
+    /// [`Gates::render`] of the verdict `g` on the attach run `f`: its rows checked.
+    pub fn render_attach(&self, g: &GatesJson, f: &AttachFile) -> String {
+        self.render(g, f.rows().len(), Nanos(f.elapsed_ns), false)
     }
 
     /// The verdict for people: one `FAIL` line per violation (or one `PASS`

@@ -63,7 +63,7 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
-    print!("{}", gates.render(g, file.threads.len(), rtick::Nanos(file.elapsed_ns), false));
+    print!("{}", gates.render_attach(g, &file));
     Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
 }
 

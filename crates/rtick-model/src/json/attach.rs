@@ -346,6 +346,11 @@ impl AttachSpikeJson {
 }
 
 impl AttachFile {
+    /// The result rows --fail-if checks (none in a file of an rtick before them).
+    pub fn rows(&self) -> &[ResultJson] {
+        self.results.as_deref().unwrap_or_default()
+    }
+
     /// When tracing began (CLOCK_MONOTONIC), if the file records it.
     pub fn started(&self) -> Option<rtick::Time> {
         (self.started_ns != 0).then_some(rtick::Time(self.started_ns))
