@@ -113,9 +113,8 @@ fn relative_links(text: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn documentation_links_resolve() {
-    let root = repo_root();
+/// The Markdown pages: README, ARCHITECTURE, BENCHMARKS and docs/.
+fn pages(root: &Path) -> Vec<PathBuf> {
     let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md"), root.join("BENCHMARKS.md")];
     for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
         let path = entry.expect("docs/ entry").path();
@@ -123,6 +122,45 @@ fn documentation_links_resolve() {
             pages.push(path);
         }
     }
+    pages
+}
+
+/// The list items of a Markdown text that follow a paragraph's line
+/// directly (outside code blocks): the pages start a list after a blank
+/// line or its introducing sentence ends with a colon, so such an item is
+/// the rest of a list that text was put into the middle of.
+fn items_after_a_paragraph(text: &str) -> Vec<String> {
+    let (mut code, mut prev, mut found) = (false, "", Vec::new());
+    for line in text.lines() {
+        code ^= line.starts_with("```");
+        let paragraph = !prev.is_empty() && !prev.starts_with(['-', ' ', '#', '|', '`', '*']) && !prev.ends_with(':');
+        if !code && line.starts_with("- ") && paragraph {
+            found.push(line.to_string());
+        }
+        prev = line;
+    }
+    found
+}
+
+#[test]
+fn no_list_is_split_by_other_text() {
+    let root = repo_root();
+    let mut split = Vec::new();
+    for page in pages(&root).iter().filter(|p| p.exists()) {
+        let text = std::fs::read_to_string(page).expect("a page");
+        for item in items_after_a_paragraph(&text) {
+            split.push(format!("{}: {item}", page.strip_prefix(&root).unwrap_or(page).display()));
+        }
+    }
+    assert!(split.is_empty(), "list items cut from their list by other text:\n{}", split.join("\n"));
+    assert_eq!(items_after_a_paragraph("- a\n\nSection.\n- b\n"), ["- b"]);
+    assert!(items_after_a_paragraph("It reads:\n- a\n- b\n\n```\nx\n- y\n```\n").is_empty());
+}
+
+#[test]
+fn documentation_links_resolve() {
+    let root = repo_root();
+    let pages = pages(&root);
     let mut broken = Vec::new();
     for page in pages.iter().filter(|p| p.exists()) {
         let text = std::fs::read_to_string(page).expect("a page");

@@ -116,13 +116,14 @@ fn prometheus_reads_an_attached_programs_threads() {
 /// Bad input: exit 2, one line, nothing printed or served.
 #[test]
 fn attach_with_loop_options_or_a_bad_target_is_refused() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--attach", "999999999"], "no process or thread 999999999"),
         (&["--attach", "2"], "is a kernel thread"),
         (&["--attach", "0"], "--attach 0 is not a process id"),
         (&["--comm", "rtick-no-such"], "no process is named \"rtick-no-such\""),
         (&["--attach", "1", "-m", "nanosleep"], "cannot be used with"),
         (&["--attach", "1", "--noise", "1"], "cannot be used with"),
+        (&["--attach", "1", "--spike", "100", "--explain", "-D", "1s"], "cannot be used with"),
         (&["--attach", "1", "--tid", "1"], "cannot be used with"),
         (&["--attach", "1", "-D", "0"], "--duration"),
     ];

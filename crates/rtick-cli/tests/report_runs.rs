@@ -121,3 +121,20 @@ fn a_noise_file_is_reported_gated_and_drawn_as_noise_printed_it() {
         assert!(!out.exists(), "{args:?}");
     }
 }
+
+/// An attach file of an rtick before result rows, with 1550 timed waits.
+fn older_attach_file() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/attach-older.json")
+}
+
+/// --fail-if with an attach file that holds no rows is the user's to fix
+/// (re-run attach), not a run that failed for want of timed waits.
+#[test]
+fn fail_if_refuses_an_older_attach_file_without_rows() {
+    let old = older_attach_file();
+    let out = rtick(&["report", path_str(&old), "--fail-if", "p99>1h"]);
+    assert_eq!(out.status.code(), Some(2), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("older rtick") && stderr(&out).contains("re-run rtick attach"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}

@@ -278,10 +278,12 @@ impl Gates {
     /// The conditions checked against each thread's lateness of the attach
     /// run `f` (its `results`); without a timed wait there is no figure to
     /// check, which fails. A run stopped by Ctrl-C before its -D is partial;
-    /// without -D, Ctrl-C is its end.
+    /// without -D, Ctrl-C is its end. A file of an rtick before `results`
+    /// has no rows to check: its reader refuses --fail-if with it.
     pub fn evaluate_attach(&self, f: &AttachFile) -> GatesJson {
+        let results = f.rows();
         let none = "timed waits".to_string();
-        let (asked, unavailable) = match f.results.is_empty() {
+        let (asked, unavailable) = match results.is_empty() {
             true => {
                 let why = "no timed wait of the target ended in the run".to_string();
                 (vec![none.clone()], vec![UnavailableJson { mechanism: none, reason: why }])
@@ -289,7 +291,12 @@ impl Gates {
             false => (Vec::new(), Vec::new()),
         };
         let partial = f.duration_ns.is_some() && f.ended_by == "interrupted";
-        self.evaluate(&f.results, &asked, &unavailable, partial, Vec::new())
+        self.evaluate(results, &asked, &unavailable, partial, Vec::new())
+    }
+
+    /// [`Gates::render`] of the verdict `g` on the attach run `f`: its rows checked.
+    pub fn render_attach(&self, g: &GatesJson, f: &AttachFile) -> String {
+        self.render(g, f.rows().len(), Nanos(f.elapsed_ns), false)
     }
 
     /// The verdict for people: one `FAIL` line per violation (or one `PASS`

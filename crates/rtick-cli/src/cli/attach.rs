@@ -61,7 +61,7 @@ pub struct AttachArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("attach_target").multiple(false).args(["attach", "tid", "comm"]).conflicts_with_all(MONITOR_LOOP)))]
 pub struct MonitorTarget {
-    /// Instead of the measuring loop, follow this running program's threads (all of them, later ones too), as rtick attach does, continuously: each thread's timed waits (lateness histogram, counts, overruns, slack) and event-driven wake-ups at /metrics, labelled thread="TID COMM"; with --spike its late waits explained at /spikes (docs/monitor.md). Ends with Ctrl-C, SIGTERM, -D or the program's exit.
+    /// Instead of the measuring loop, follow this running program's threads (all of them, later ones too), as rtick attach does, continuously: each thread's timed waits (lateness histogram, counts, overruns, slack) and event-driven wake-ups at /metrics, labelled thread="TID COMM"; with --spike its late waits explained at /spikes, always (--explain is the loop's) (docs/monitor.md). Ends with Ctrl-C, SIGTERM, -D or the program's exit.
     #[arg(long, value_name = "PID")]
     pub attach: Option<i32>,
 
@@ -75,8 +75,9 @@ pub struct MonitorTarget {
 }
 
 /// The options of `rtick monitor` that shape its own loop (or --noise's
-/// spinners): they make no sense with another program's threads.
-const MONITOR_LOOP: [&str; 15] = [
+/// spinners): they make no sense with another program's threads; and
+/// --explain, which --attach does whenever --spike is given.
+const MONITOR_LOOP: [&str; 16] = [
     "mechanisms",
     "interval",
     "threads",
@@ -92,4 +93,5 @@ const MONITOR_LOOP: [&str; 15] = [
     "overrun",
     "hybrid_slack",
     "noise",
+    "explain",
 ];

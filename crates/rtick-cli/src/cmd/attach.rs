@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use rtick::attach::{attach, AttachOptions, Attached, Spec, Target, Wake};
+use rtick::attach::{attach, AttachOptions, Attached, Observer, Polled, Spec, Target, Wake};
 use rtick::system::{format_cpu_list, SystemInfo};
 use rtick_model::json::AttachFile;
 
@@ -34,16 +34,10 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     // Each wait, as it ends, a --trace row and into the bounded series
     // --plot draws and the JSON file holds (its figures, not its waits).
     let wanted = plot.is_some() || json.is_some();
-    let mut series = wanted.then(|| series::Plotted::new(rtick::ClockId::Monotonic.now()));
-    let mut on_wait = |tid: i32, w: &Wake| {
-        if let Some(t) = trace.as_mut() {
-            t.add(tid, w);
-        }
-        if let Some(s) = series.as_mut() {
-            s.add(tid, w);
-        }
-    };
-    let attached = attach(&target, &opts, &stop, &mut on_wait).context("attach")?;
+    let series = wanted.then(|| series::Plotted::new(rtick::ClockId::Monotonic.now()));
+    let mut watch = Watch { trace: trace.as_mut(), series };
+    let attached = attach(&target, &opts, &stop, &mut watch).context("attach")?;
+    let series = watch.series;
     let system = super::measure::run_file::system_json(&SystemInfo::read());
     let mut file = AttachFile::of(&attached, &target, a.duration, system, started_at);
     if let Some(s) = &series {
@@ -69,8 +63,32 @@ pub fn run(a: &AttachArgs) -> Result<ExitCode> {
     }
     // --fail-if's verdict, after everything else: exit 3 unless it passed.
     let (Some(gates), Some(g)) = (&a.fail_if, &file.gates) else { return Ok(ExitCode::SUCCESS) };
-    print!("{}", gates.render(g, file.threads.len(), rtick::Nanos(file.elapsed_ns), false));
+    print!("{}", gates.render_attach(g, &file));
     Ok(if g.passed { ExitCode::SUCCESS } else { ExitCode::from(crate::EXIT_FAIL) })
+}
+
+/// The run's observer: each wait to --trace and to the series, whose
+/// threads go as the run retires them.
+struct Watch<'a> {
+    trace: Option<&'a mut trace::TraceCsv>,
+    series: Option<series::Plotted>,
+}
+
+impl Observer for Watch<'_> {
+    fn wait(&mut self, tid: i32, w: &Wake) {
+        if let Some(t) = self.trace.as_mut() {
+            t.add(tid, w);
+        }
+        if let Some(s) = self.series.as_mut() {
+            s.add(tid, w);
+        }
+    }
+
+    fn poll(&mut self, p: &Polled<'_>) {
+        if let Some(s) = self.series.as_mut() {
+            s.retire(p);
+        }
+    }
 }
 
 /// The target as given: exactly one of a pid (and the name it goes by:

@@ -42,26 +42,24 @@ const ROUND: Nanos = Nanos::from_secs(60);
 /// the CPU that sends it, then never delays a measured wake-up. The guard
 /// puts the affinity back; `None` when every allowed CPU is measured (or a
 /// thread is not pinned).
-fn beside_the_loop(cfg: &MeasureConfig) -> Result<(Option<rtick::rt::SetupGuard>, Option<Vec<usize>>)> {
-    let Some(measured) = cfg.pinned_cpus() else { return Ok((None, None)) };
-    let others: Vec<usize> = rtick::info::allowed_cpus()?.into_iter().filter(|c| !measured.contains(c)).collect();
-    if others.is_empty() {
-        return Ok((None, None));
-    }
-    let guard =
-        rtick::rt::Setup::new().affinity(&others).apply().context("moving the collector off the measured CPUs")?;
-    Ok((Some(guard), Some(others)))
+fn beside_the_loop(cfg: &MeasureConfig) -> Result<Option<Beside>> {
+    cfg.pinned_cpus().map_or(Ok(None), |measured| off_cpus(&measured))
 }
 
+/// This thread's affinity while off the measured CPUs: the guard that puts
+/// it back, and the CPUs it is on.
+type Beside = (rtick::rt::SetupGuard, Vec<usize>);
+
 /// Moves this thread — and the endpoint's thread it starts next — off
-/// `cpus` (the spinners', the attached program's) when another CPU is
-/// allowed; the guard puts the affinity back.
-fn off_cpus(cpus: &[usize]) -> Result<Option<rtick::rt::SetupGuard>> {
+/// `cpus` (the loop's, the spinners', the attached program's) when another
+/// CPU is allowed.
+fn off_cpus(cpus: &[usize]) -> Result<Option<Beside>> {
     let others: Vec<usize> = rtick::info::allowed_cpus()?.into_iter().filter(|c| !cpus.contains(c)).collect();
-    match others.is_empty() {
-        true => Ok(None),
-        false => Ok(Some(rtick::rt::Setup::new().affinity(&others).apply().context("moving off the measured CPUs")?)),
+    if others.is_empty() {
+        return Ok(None);
     }
+    let guard = rtick::rt::Setup::new().affinity(&others).apply().context("moving off the measured CPUs")?;
+    Ok(Some((guard, others)))
 }
 
 /// Seconds of wake-ups a trace ring holds if the collector stalls. The
@@ -118,7 +116,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
 
     let held = take(&req, &mut warnings)?;
     // Before the endpoint's thread starts, which inherits it.
-    let (_beside, beside) = beside_the_loop(&cfg)?;
+    let beside = beside_the_loop(&cfg)?;
     // After the settings: the endpoint answers once they hold.
     http::serve(listener, collector.exporter())?;
     let file = run_file(&cfg, &sys, &held, warnings);
@@ -136,7 +134,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         if let Some(line) = &trace_line {
             println!("  explain       {line}");
         }
-        if let Some(cpus) = &beside {
+        if let Some((_, cpus)) = &beside {
             println!(
                 "  beside        collector and endpoint on CPU {}, off the measured CPUs",
                 rtick::system::format_cpu_list(cpus)

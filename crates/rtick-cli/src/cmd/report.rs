@@ -67,10 +67,8 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     }
 
     print_inputs(&inputs, a.nsecs);
-    // Runs of rtick noise have no latency rows to set side by side.
-    if inputs.len() > 1 && inputs.iter().all(|i| !i.series.is_empty()) {
-        print!("{}", compare(&inputs, a.nsecs));
-        println!();
+    if let Some(c) = comparison(&inputs, a.nsecs) {
+        println!("{c}");
     }
     if let Some(width) = a.buckets {
         print_buckets(&inputs, width, a.nsecs)?;
@@ -199,6 +197,25 @@ fn report_file(inputs: &[Input]) -> ReportFile {
     }
 }
 
+/// Several inputs side by side, or why they are not: a file without rows
+/// (an attach file of an older rtick, or of a run without a timed wait).
+/// Runs of rtick noise have no latency rows to set side by side.
+fn comparison(inputs: &[Input], nsecs: bool) -> Option<String> {
+    if inputs.len() < 2 || inputs[0].kind == read::InputKind::NoiseJson {
+        return None;
+    }
+    let rowless: Vec<String> =
+        inputs.iter().filter(|i| i.series.is_empty()).map(|i| i.path.display().to_string()).collect();
+    Some(match rowless.is_empty() {
+        true => compare(inputs, nsecs),
+        false => format!(
+            "note: no comparison: {} {} no lateness rows (written by an older rtick, or no timed wait ended in the run)\n",
+            rowless.join(", "),
+            if rowless.len() == 1 { "holds" } else { "hold" }
+        ),
+    })
+}
+
 /// Side by side, with ratios against the first input's matching series
 /// (same mechanism and thread, else its first series).
 fn compare(inputs: &[Input], nsecs: bool) -> String {
@@ -252,4 +269,23 @@ fn compare(inputs: &[Input], nsecs: bool) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attach files of which one holds no rows: a note says why there is
+    /// no comparison, rather than none at all.
+    #[test]
+    fn a_file_without_rows_is_named_instead_of_compared() {
+        let older = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/attach-older.json");
+        let input = || read::load(std::path::Path::new(older), HistUnit::Micros).unwrap();
+        let mut with_rows = input();
+        with_rows.series =
+            read::from_measure(&[ResultJson::with_figures("a".into(), 1, 10, 1, 9, 5.0)], None).unwrap().series;
+        let note = comparison(&[with_rows, input()], false).expect("a note");
+        assert!(note.starts_with(&format!("note: no comparison: {older} holds no lateness rows")), "{note}");
+        assert_eq!(comparison(&[input()], false), None);
+    }
 }

@@ -65,6 +65,13 @@ pub fn check(a: &ReportArgs, inputs: &[Input], baseline: Option<&Input>) -> Resu
     }
     let Some(expr) = &a.fail_if else { return Ok(None) };
     let bad = |e: String| Usage(format!("--fail-if: {e}"));
+    let rowless = |i: &&Input| matches!(i.run.as_deref(), Some(RunFile::Attach(f)) if f.results.is_none());
+    if let Some(old) = inputs.iter().find(rowless) {
+        return Err(bad(format!(
+            "{} was written by an older rtick: it holds no result rows to check; re-run rtick attach --json",
+            old.path.display()
+        )));
+    }
     Ok(Some(match first.run.as_deref() {
         Some(RunFile::Noise(_)) => RunGates::Noise(rtick_model::noise_gates::parse(expr).map_err(bad)?),
         _ => RunGates::Attach(rtick_model::gates::parse(expr).map_err(bad)?),
@@ -120,7 +127,7 @@ pub fn verdict(g: &RunGates, inputs: &[Input]) -> bool {
         let (text, passed) = match (g, input.run.as_deref()) {
             (RunGates::Attach(g), Some(RunFile::Attach(f))) => {
                 let v = g.evaluate_attach(f);
-                (g.render(&v, f.threads.len(), Nanos(f.elapsed_ns), false), v.passed)
+                (g.render_attach(&v, f), v.passed)
             }
             (RunGates::Noise(g), Some(RunFile::Noise(f))) => {
                 let v = g.evaluate(&f.cpus, f.attribution, f.ended_by == "interrupted");
@@ -152,5 +159,29 @@ pub fn plot(f: PlotFile, input: &Input) -> Result<Option<String>> {
             ))
         }
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtick_model::json::{AttachFile, ResultJson};
+
+    /// The verdict counts the rows it checked: one thread without a timed
+    /// wait has none.
+    #[test]
+    fn the_attach_verdict_counts_rows_not_threads() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/report/attach-older.json")).unwrap();
+        let mut idle = v["threads"][0].clone();
+        idle["tid"] = 4242.into();
+        idle["timed_waits"] = 0.into();
+        v["threads"].as_array_mut().unwrap().push(idle);
+        let mut f: AttachFile = serde_json::from_value(v).unwrap();
+        let row = ResultJson::with_figures("overrun".into(), 2980, 1550, 10_000, 483_900, 70_000.0);
+        f.results = Some(vec![row]);
+        let g = rtick_model::gates::parse("max>1h").unwrap();
+        let verdict = g.evaluate_attach(&f);
+        assert!(verdict.passed);
+        assert_eq!(g.render_attach(&verdict, &f), "PASS no result row (1) meets a --fail-if condition (max>1h)\n");
     }
 }

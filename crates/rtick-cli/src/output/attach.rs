@@ -31,7 +31,7 @@ pub fn render(f: &AttachFile) -> String {
     o += &super::columns::layout(&rows, true);
     for t in &f.threads {
         o += &details(t);
-        o += &cycle(t, f.started_ns);
+        o += &cycle(t, f.started());
     }
     o += &worst(f);
     if f.threads.iter().all(|t| t.timed_waits == 0 && t.event_driven == 0) {
@@ -40,8 +40,14 @@ pub fn render(f: &AttachFile) -> String {
     for finding in &f.findings {
         let _ = writeln!(o, "\nfinding: {finding}");
     }
-    if f.lost_events > 0 {
-        let _ = writeln!(o, "\nwarning: the kernel lost {} trace events: waits around them are missing", f.lost_events);
+    let lost = match (f.lost_events, f.lost_gaps) {
+        (0, 0) => None,
+        (n, 0) => Some(format!("{n} trace events")),
+        (0, g) => Some(format!("trace events in {} of unknown size", rtick::text::count(g, "gap"))),
+        (n, g) => Some(format!("{n} trace events, and more in {} of unknown size", rtick::text::count(g, "gap"))),
+    };
+    if let Some(lost) = lost {
+        let _ = writeln!(o, "\nwarning: the kernel lost {lost}: waits around them are missing");
     }
     for n in &f.notes {
         let _ = writeln!(o, "\nnote: {n}");
@@ -114,8 +120,8 @@ fn details(t: &AttachedThreadJson) -> String {
 }
 
 /// A thread's cycle, a line, and its largest overruns with their cause, a
-/// line each (`started`: when tracing began, CLOCK_MONOTONIC ns).
-fn cycle(t: &AttachedThreadJson, started: i64) -> String {
+/// line each (`started`: when tracing began, if known).
+fn cycle(t: &AttachedThreadJson, started: Option<rtick::Time>) -> String {
     let c = &t.cycle;
     let (Some([j50, j99, jmax]), Some([c50, c99, cmax]), Some([mmin, m1, m50])) =
         (c.jitter_ns, c.compute_ns, c.margin_ns)
@@ -133,7 +139,7 @@ fn cycle(t: &AttachedThreadJson, started: i64) -> String {
         rtick::text::count(c.overruns, "overrun")
     );
     for ov in &c.worst_overruns {
-        let at = rtick_model::json::AttachSpikeJson::label(rtick::Time(ov.requested_ns), rtick::Time(started));
+        let at = rtick_model::json::AttachSpikeJson::label(rtick::Time(ov.requested_ns), started);
         let _ = writeln!(o, "    overran by {} ({at}): {}", Nanos(ov.overrun_ns), ov.cause);
     }
     o
@@ -185,4 +191,36 @@ mod tests {
             "\nno timed wait of the target ended in the run; still waiting when tracing stopped: 1 exited thread (blocked in hrtimer_nanosleep)\n"
         );
     }
+
+    /// A file written before tracing's start was recorded: its overruns
+    /// named by their CLOCK_MONOTONIC time, not as hours since 0.
+    #[test]
+    fn a_file_without_its_start_names_overruns_by_their_clock_time() {
+        let f: AttachFile = serde_json::from_str(OLDER).unwrap();
+        assert_eq!(f.started_ns, 0);
+        let o = render(&f);
+        assert!(o.contains("overran by 478.6 µs (requested at 23519.360033 s (CLOCK_MONOTONIC))"), "{o}");
+        assert!(!o.contains("requested +23519"), "{o}");
+    }
+
+    /// Losses of unknown size warn as counted ones do.
+    #[test]
+    fn losses_of_unknown_size_are_warned_of() {
+        let warning = |lost: u64, gaps: u64| {
+            let mut v: serde_json::Value = serde_json::from_str(OLDER).unwrap();
+            v["lost_events"] = lost.into();
+            v["lost_gaps"] = gaps.into();
+            let o = render(&serde_json::from_value(v).unwrap());
+            o.lines().find(|l| l.starts_with("warning:")).map(str::to_string)
+        };
+        assert_eq!(warning(0, 0), None);
+        let gaps = "warning: the kernel lost trace events in 2 gaps of unknown size: waits around them are missing";
+        assert_eq!(warning(0, 2).as_deref(), Some(gaps));
+        let both =
+            "warning: the kernel lost 7 trace events, and more in 1 gap of unknown size: waits around them are missing";
+        assert_eq!(warning(7, 1).as_deref(), Some(both));
+    }
+
+    /// An attach file of an older rtick: no `started_ns`, `results`, `over_time`.
+    const OLDER: &str = include_str!("../../tests/fixtures/report/attach-older.json");
 }

@@ -51,9 +51,12 @@ pub struct AttachPlot {
 impl AttachPlot {
     /// The picture of the attach run `f`: the threads with the latest
     /// waits, the worst first, at most [`MAX_THREADS`]; times since tracing
-    /// began. Threads without `over_time` (no timed wait) are not drawn.
+    /// began (in a file that does not record it, since its first bucket).
+    /// Threads without `over_time` (no timed wait) are not drawn.
     pub fn of(f: &AttachFile) -> AttachPlot {
-        let s = |t: i64| (t - f.started_ns) as f64 / 1e9;
+        let first_bucket = || f.threads.iter().filter_map(|t| Some(t.over_time.as_ref()?.start_ns)).min();
+        let origin = f.started().map(|t| t.0).or_else(first_bucket).unwrap_or(0);
+        let s = |t: i64| (t - origin) as f64 / 1e9;
         let us = |n: i64| n as f64 / 1e3;
         let mut with: Vec<_> = f.threads.iter().filter_map(|t| Some((t, t.over_time.as_ref()?))).collect();
         let plotted = with.len();
@@ -230,5 +233,23 @@ mod tests {
         let none = AttachPlot { title: "pid 1 (app)".into(), elapsed_s: 1.0, threads: Vec::new() };
         let svg = String::from_utf8(super::super::encode(super::super::Format::Svg, &none).unwrap()).unwrap();
         assert!(svg.contains("no timed wait ended in the run"));
+    }
+
+    /// A file that does not record when tracing began: times from its
+    /// first bucket, within the run, not CLOCK_MONOTONIC seconds.
+    #[test]
+    fn a_file_without_its_start_is_drawn_from_its_first_bucket() {
+        let mut f: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/report/attach-older.json")).unwrap();
+        let requested = f["threads"][0]["spikes"][0]["requested_ns"].as_i64().unwrap();
+        let start = requested - 300_000_000;
+        f["threads"][0]["over_time"] = serde_json::json!({"start_ns": start, "width_ns": 5_000_000, "buckets": [
+            {"index": 60, "waits": 5, "lateness_ns": 279_100, "phases_ns": [247_500, 1_000, 26_700, 3_900]}
+        ]});
+        let f: AttachFile = serde_json::from_value(f).unwrap();
+        let p = AttachPlot::of(&f);
+        let t = &p.threads[0];
+        assert!((t.buckets[0].0 - 0.3).abs() < 1e-9, "{:?}", t.buckets);
+        assert!((t.spikes[0].0 - 0.3).abs() < 1e-9, "{:?}", t.spikes);
     }
 }

@@ -38,6 +38,11 @@ pub struct AttachFile {
     pub events: u64,
     /// Events the ring buffer or the reader lost (0 unless the trace is incomplete).
     pub lost_events: u64,
+    /// Losses of unknown size besides (pages marked as following lost
+    /// events without a count, pages that did not decode); absent in files
+    /// of rtick versions before it.
+    #[serde(default)]
+    pub lost_gaps: u64,
     /// Trace events this kernel lacks.
     pub missing_events: Vec<String>,
     /// One per thread seen, in tid order.
@@ -55,9 +60,9 @@ pub struct AttachFile {
     pub notes: Vec<String>,
     /// Each thread with a timed wait, its lateness as a `measure` results
     /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
-    /// --fail-if checks.
+    /// --fail-if checks (null in files of rtick versions before it).
     #[serde(default)]
-    pub results: Vec<ResultJson>,
+    pub results: Option<Vec<ResultJson>>,
     /// With --fail-if: its conditions, checked against each thread's lateness, and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates: Option<GatesJson>,
@@ -303,7 +308,7 @@ impl AttachSpikeJson {
     /// The worst wait `w`; `started` (CLOCK_MONOTONIC) is when tracing began.
     pub fn of(w: &WorstWait, started: rtick::Time) -> AttachSpikeJson {
         let t = &w.wait;
-        let label = AttachSpikeJson::label(t.requested, started);
+        let label = AttachSpikeJson::label(t.requested, Some(started));
         let (spike, why) = match &w.explained {
             Ok(s) => (Some(s), None),
             Err(u) => (None, Some(u.reason().to_string())),
@@ -334,13 +339,28 @@ impl AttachSpikeJson {
 }
 
 impl AttachSpikeJson {
-    /// A wait named by the time it asked for, since tracing began: `requested +1.234567 s`.
-    pub fn label(requested: rtick::Time, started: rtick::Time) -> String {
-        format!("requested +{:.6} s", (requested - started).as_ns() as f64 / 1e9)
+    /// A wait named by the time it asked for, since tracing began
+    /// (`requested +1.234567 s`), or on CLOCK_MONOTONIC when when tracing
+    /// began is not known (`started`: None).
+    pub fn label(requested: rtick::Time, started: Option<rtick::Time>) -> String {
+        match started {
+            Some(s) => format!("requested +{:.6} s", (requested - s).as_ns() as f64 / 1e9),
+            None => format!("requested at {:.6} s (CLOCK_MONOTONIC)", requested.0 as f64 / 1e9),
+        }
     }
 }
 
 impl AttachFile {
+    /// The result rows --fail-if checks (none in a file of an rtick before them).
+    pub fn rows(&self) -> &[ResultJson] {
+        self.results.as_deref().unwrap_or_default()
+    }
+
+    /// When tracing began (CLOCK_MONOTONIC), if the file records it.
+    pub fn started(&self) -> Option<rtick::Time> {
+        (self.started_ns != 0).then_some(rtick::Time(self.started_ns))
+    }
+
     /// The file of the attach `a` to `target` for `duration` (-D):
     /// figures, not a row per wait (those are --trace's).
     pub fn of(
@@ -370,12 +390,13 @@ impl AttachFile {
             reader_cpus: a.reader_cpus.clone(),
             events: a.events as u64,
             lost_events: a.lost.count(),
+            lost_gaps: a.lost.of_unknown_size(),
             missing_events: a.missing.iter().map(|m| m.to_string()).collect(),
             threads: a.threads.iter().map(|t| thread(t, a)).collect(),
             causes: a.causes().iter().map(Into::into).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
-            results: lateness_rows(a),
+            results: Some(lateness_rows(a)),
             gates: None,
         }
     }

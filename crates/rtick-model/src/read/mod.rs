@@ -142,7 +142,7 @@ pub fn load(path: &Path, unit: HistUnit) -> Result<Input, String> {
             (InputKind::CyclictestJson, cyclictest::from_json(&v).map_err(|e| at(format!(" {e}")))?)
         } else if let Some((kind, file)) = rtick_files::run_file(&v, &text).map_err(at)? {
             let series = match &file {
-                RunFile::Attach(a) => rtick_files::series_of_results(a.results.clone()),
+                RunFile::Attach(a) => rtick_files::series_of_results(a.rows().to_vec()),
                 RunFile::Noise(_) => Vec::new(),
             };
             run = Some(Arc::new(file));

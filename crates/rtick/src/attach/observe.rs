@@ -20,7 +20,8 @@ pub struct Polled<'a> {
     /// theirs taken (no wait of theirs comes after; a tid among them that
     /// is in `threads` too is a new thread reusing it).
     pub retired: &'a [i32],
-    /// Events the kernel or the reader lost so far.
+    /// Events the kernel or the reader lost so far (its `unread`: those
+    /// in the buffers now, not lost: [`LostEvents::count_read`]).
     pub lost: LostEvents,
 }
 

@@ -139,6 +139,12 @@ impl LostEvents {
         LostEvents { unread: 0, ..*self }.count()
     }
 
+    /// Losses of unknown size, outside [`LostEvents::count`]: pages marked
+    /// as following lost events without a count, and pages that did not decode.
+    pub fn of_unknown_size(&self) -> u64 {
+        self.uncounted_gaps + self.corrupt_pages
+    }
+
     /// Whether anything at all was lost.
     pub fn any(&self) -> bool {
         *self != LostEvents::default()

@@ -3,11 +3,13 @@
 //! each holding its worst wait (its lateness and phases) and how many ended
 //! in it. When a wait falls past the last bucket, the buckets merge in
 //! pairs and each covers twice the time: an hour's run takes the room of a
-//! second's.
+//! second's. A thread's series goes when the run retires the thread (its
+//! figures then join the exited threads' row, which has none): what is
+//! kept is bounded by the threads alive at once.
 
 use std::collections::BTreeMap;
 
-use rtick::attach::{TimedWait, Wake};
+use rtick::attach::{Polled, TimedWait, Wake};
 use rtick::{Nanos, Time};
 use rtick_model::json::{AttachFile, BucketJson, OverTimeJson};
 
@@ -96,6 +98,14 @@ impl Plotted {
         }
     }
 
+    /// Drops the series of the threads the run retired (`p.retired`: gone,
+    /// or a tid reused by a new thread, whose waits come after).
+    pub fn retire(&mut self, p: &Polled<'_>) {
+        for tid in p.retired {
+            self.threads.remove(tid);
+        }
+    }
+
     /// Thread `tid`'s series, if it had a timed wait.
     pub fn series(&self, tid: i32) -> Option<&Series> {
         self.threads.get(&tid)
@@ -174,5 +184,20 @@ mod tests {
         let b = j.buckets.iter().find(|b| b.index == k).unwrap();
         assert_eq!((b.lateness_ns, b.phases_ns), (900_000, [900_000, 0, 0, 0]));
         assert!(p.series(8).is_none());
+    }
+
+    /// A thread's series goes when the run retires it; a new thread reusing
+    /// its tid starts afresh.
+    #[test]
+    fn a_retired_threads_series_goes() {
+        let mut p = Plotted::new(Time(0));
+        p.add(7, &wait(1_000_000, 5_000));
+        p.add(8, &wait(1_000_000, 6_000));
+        let threads = BTreeMap::new();
+        p.retire(&Polled { threads: &threads, retired: &[7], lost: Default::default() });
+        assert!(p.series(7).is_none());
+        assert_eq!(p.series(8).unwrap().buckets[0].waits, 1);
+        p.add(7, &wait(2_000_000, 1_000));
+        assert_eq!(p.series(7).unwrap().buckets.iter().map(|b| b.waits).sum::<u64>(), 1);
     }
 }

@@ -96,8 +96,14 @@ struct ThreadSeries {
     slack: Float,
     scheduling: Histogram,
     window: WindowMax,
-    /// Timed waits counted.
+}
+
+/// A thread followed: its timed waits so far (its spikes' `cycle`, as
+/// their explanations number it), and its own series unless it counts
+/// under [`AttachCollector::other`].
+struct Followed {
     waits: u64,
+    series: Option<ThreadSeries>,
 }
 
 impl ThreadSeries {
@@ -114,7 +120,6 @@ impl ThreadSeries {
             scheduling: a.scheduling.get_or_create(&labels).clone(),
             labels,
             window: WindowMax::default(),
-            waits: 0,
         }
     }
 
@@ -137,10 +142,10 @@ pub struct AttachCollector {
     exporter: Arc<Exporter>,
     families: Families,
     own: AttachFamilies,
-    /// By `thread` label.
-    series: HashMap<String, ThreadSeries>,
-    /// Each thread's `thread` label.
-    by_tid: HashMap<i32, String>,
+    /// Each thread, by tid.
+    threads: HashMap<i32, Followed>,
+    /// The threads' past [`THREAD_LABELS`], together.
+    other: Option<ThreadSeries>,
     /// Each thread alive: its name and the CPU it is pinned to, as first read.
     known: HashMap<i32, (String, Option<usize>)>,
     thread_names: BoundedNames,
@@ -161,8 +166,8 @@ impl AttachCollector {
             exporter: Arc::new(Exporter { registry, spikes: spike.map(|s| Mutex::new(SpikeLog::new(s))) }),
             families,
             own,
-            series: HashMap::new(),
-            by_tid: HashMap::new(),
+            threads: HashMap::new(),
+            other: None,
             known: HashMap::new(),
             thread_names: BoundedNames::new(THREAD_LABELS),
             culprit_names: BoundedNames::new(CULPRIT_NAMES),
@@ -175,31 +180,34 @@ impl AttachCollector {
         Arc::clone(&self.exporter)
     }
 
-    /// Thread `tid`'s series, made at its first wait.
-    fn series_of(&mut self, tid: i32) -> &mut ThreadSeries {
-        let label = match self.by_tid.get(&tid) {
-            Some(l) => l.clone(),
-            None => {
-                let (comm, cpu) = self.known.get(&tid).cloned().unwrap_or_default();
-                let label = self.thread_names.label(format!("{tid} {comm}"));
-                // The threads counted together are pinned to no one CPU.
-                let cpu = if self.thread_names.is_kept(&label) { cpu } else { None };
-                self.by_tid.insert(tid, label.clone());
-                let labels = SeriesLabels { mechanism: MECHANISM.into(), cpu: cpu_label(cpu), thread: label.clone() };
-                let (f, a) = (&self.families, &self.own);
-                self.series.entry(label.clone()).or_insert_with(|| ThreadSeries::new(f, a, labels, cpu));
-                label
+    /// Thread `tid`'s count of timed waits and series, made at its first
+    /// wait (no allocation after).
+    fn series_of(&mut self, tid: i32) -> (&mut u64, &mut ThreadSeries) {
+        let AttachCollector { threads, other, known, thread_names, families, own, .. } = self;
+        let mine = threads.entry(tid).or_insert_with(|| {
+            let (comm, cpu) = known.get(&tid).cloned().unwrap_or_default();
+            let label = thread_names.label(format!("{tid} {comm}"));
+            let labels = |cpu| SeriesLabels { mechanism: MECHANISM.into(), cpu: cpu_label(cpu), thread: label.clone() };
+            if thread_names.is_kept(&label) {
+                return Followed { waits: 0, series: Some(ThreadSeries::new(families, own, labels(cpu), cpu)) };
             }
+            // The threads counted together are pinned to no one CPU.
+            other.get_or_insert_with(|| ThreadSeries::new(families, own, labels(None), None));
+            Followed { waits: 0, series: None }
+        });
+        let series = match &mut mine.series {
+            Some(s) => s,
+            None => other.as_mut().expect("made with the first thread counted under it"),
         };
-        self.series.get_mut(&label).expect("a thread's series is made with its label")
+        (&mut mine.waits, series)
     }
 
     /// Logs spike `t` of `tid`, explained (not when crowded: only counted).
     fn log(&mut self, tid: i32, t: &TimedWait, explained: &Result<Spike, Unexplained>) {
         let (cpu, cycle) = {
-            let s = self.series_of(tid);
+            let (waits, s) = self.series_of(tid);
             // As its explanation numbers it: the thread's timed waits so far.
-            (s.cpu, explained.as_ref().map_or(s.waits, |b| b.wake.cycle))
+            (s.cpu, explained.as_ref().map_or(*waits, |b| b.wake.cycle))
         };
         let comm = self.known.get(&tid).map_or_else(String::new, |k| k.0.clone());
         let Some(log) = self.exporter.spikes.as_ref() else { return };
@@ -226,7 +234,7 @@ impl AttachCollector {
 impl Observer for AttachCollector {
     fn wait(&mut self, tid: i32, w: &Wake) {
         let sec = self.started.elapsed().as_secs();
-        let s = self.series_of(tid);
+        let (waits, s) = self.series_of(tid);
         match w {
             Wake::Timed(t) => {
                 s.latency.observe(t.lateness.as_secs_f64());
@@ -236,7 +244,7 @@ impl Observer for AttachCollector {
                 }
                 s.slack.set(t.slack.as_secs_f64());
                 s.window.record(sec, t.lateness.as_ns());
-                s.waits += 1;
+                *waits += 1;
             }
             Wake::Event(e) => {
                 s.events.inc();
@@ -249,7 +257,7 @@ impl Observer for AttachCollector {
     }
 
     fn spike(&mut self, tid: i32, t: &TimedWait, explained: &Result<Spike, Unexplained>) {
-        let labels = self.series_of(tid).labels.clone();
+        let labels = self.series_of(tid).1.labels.clone();
         let (blamed, culprit) = blame(Some(explained.as_ref().map_err(|u| u.token())), &mut self.culprit_names);
         count_spike(&self.families.spikes_total, &labels, blamed, culprit);
         self.log(tid, t, explained);
@@ -258,11 +266,8 @@ impl Observer for AttachCollector {
     fn poll(&mut self, p: &Polled<'_>) {
         for tid in p.retired {
             self.known.remove(tid);
-            let Some(label) = self.by_tid.remove(tid) else { continue };
-            if self.thread_names.is_kept(&label) {
-                if let Some(s) = self.series.remove(&label) {
-                    s.remove(&self.families, &self.own);
-                }
+            if let Some(Followed { series: Some(s), .. }) = self.threads.remove(tid) {
+                s.remove(&self.families, &self.own);
             }
         }
         for (tid, t) in p.threads {
@@ -273,10 +278,13 @@ impl Observer for AttachCollector {
             self.known.entry(*tid).or_insert_with(|| (t.comm.clone(), pinned));
         }
         let sec = self.started.elapsed().as_secs();
-        for s in self.series.values() {
+        for s in self.threads.values().filter_map(|t| t.series.as_ref()).chain(&self.other) {
             s.max.set(s.window.max(sec).map_or(f64::NAN, |v| Nanos(v).as_secs_f64()));
         }
-        let lost = p.lost.count();
+        // Lost, as the measuring loop counts them: not what is merely
+        // unread yet (the buffers are fullest just before a read), and
+        // each loss of unknown size as one.
+        let lost = p.lost.count_read() + p.lost.of_unknown_size();
         self.families.trace_lost.inc_by(lost.saturating_sub(self.lost));
         self.lost = self.lost.max(lost);
     }
@@ -383,5 +391,78 @@ mod tests {
         let t = text(&c);
         assert!(!t.contains("thread=\"2 w2\""), "{t}");
         assert!(t.contains(&format!("{} 3", events("cpu=\"any\",thread=\"other\""))), "{t}");
+    }
+
+    /// An unexplained spike of a thread counted under "other" is numbered
+    /// by its own timed waits, not the pool's.
+    #[test]
+    fn a_pooled_threads_spike_is_numbered_by_its_own_waits() {
+        let mut c = AttachCollector::new(&SystemInfo::read(), "SCHED_FIFO", 50, Some(Nanos(1_000)));
+        let n = THREAD_LABELS as i32 + 2;
+        let threads: BTreeMap<i32, ThreadInfo> = (1..=n).map(|t| (t, thread(t, vec![0, 1]))).collect();
+        c.poll(&Polled { threads: &threads, retired: &[], lost: Default::default() });
+        let event = Wake::Event(EventWake { woken: Time(0), scheduling: Nanos(500), waker: Waker::Irq });
+        for t in 1..=THREAD_LABELS as i32 {
+            c.wait(t, &event);
+        }
+        let late = timed(50_000);
+        for (tid, waits) in [(n - 1, 2), (n, 3)] {
+            for _ in 0..waits {
+                c.wait(tid, &Wake::Timed(late));
+            }
+        }
+        c.spike(n - 1, &late, &Err(Unexplained::EventsLost));
+        let log = c.exporter.spikes.as_ref().unwrap().lock().unwrap().json();
+        let v: serde_json::Value = serde_json::from_str(&log).unwrap();
+        assert_eq!(v["spikes"][0]["thread"], n - 1, "{log}");
+        assert_eq!(v["spikes"][0]["cycle"], 2, "{log}");
+    }
+
+    fn timed(late: i64) -> TimedWait {
+        let m = rtick::explain::Matched {
+            cpu: 0,
+            hrtimer: 0,
+            expired: Time(0),
+            waking: Time(0),
+            switched_in: Time(0),
+            prio: 0,
+        };
+        TimedWait {
+            requested: Time(1_000_000),
+            slack: Nanos::ZERO,
+            slack_taken: Nanos::ZERO,
+            lateness: Nanos(late),
+            phases: rtick::explain::Phases {
+                irq_delay: Nanos(late),
+                wakeup_path: Nanos::ZERO,
+                scheduling: Nanos::ZERO,
+                return_to_user: Nanos::ZERO,
+            },
+            matched: m,
+            exit: Time(1_000_000 + late),
+            armed: Time(0),
+            callback: 0,
+            blocked: Time(0),
+        }
+    }
+
+    /// Events still in the buffers, unread, are not lost; losses of known
+    /// and of unknown size are, counted once however often polled.
+    #[test]
+    fn events_unread_are_not_counted_lost() {
+        let mut c = AttachCollector::new(&SystemInfo::read(), "SCHED_FIFO", 50, None);
+        let threads = BTreeMap::new();
+        let lost_total = |c: &AttachCollector| {
+            let t = text(c);
+            let line = t.lines().find(|l| l.starts_with("rtick_trace_events_lost_total ")).map(str::to_string);
+            line.unwrap_or_else(|| panic!("{t}"))
+        };
+        let unread = rtick::ktrace::LostEvents { unread: 45_078, ..Default::default() };
+        c.poll(&Polled { threads: &threads, retired: &[], lost: unread });
+        assert_eq!(lost_total(&c), "rtick_trace_events_lost_total 0");
+        let lost = rtick::ktrace::LostEvents { unread: 9, overrun: 5, uncounted_gaps: 1, ..Default::default() };
+        c.poll(&Polled { threads: &threads, retired: &[], lost });
+        c.poll(&Polled { threads: &threads, retired: &[], lost });
+        assert_eq!(lost_total(&c), "rtick_trace_events_lost_total 6");
     }
 }

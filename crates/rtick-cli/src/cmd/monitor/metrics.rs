@@ -201,7 +201,7 @@ impl Families {
         if tracing {
             registry.register(
                 "rtick_trace_events_lost",
-                "Kernel trace events --explain lost (a trace buffer overflowed), and one for each loss of unknown size: spikes around them are not explained",
+                "Kernel trace events lost while explaining spikes (a trace buffer overflowed), and one for each loss of unknown size: spikes around them are not explained",
                 trace_lost.clone(),
             );
         }
