@@ -3,6 +3,7 @@
 
 mod ab;
 mod attach;
+mod attach_spike;
 mod explain;
 mod gates;
 mod load;

@@ -70,6 +70,18 @@ impl Decoder {
     }
 }
 
+/// An IRQ handler's name, one copy of each.
+fn interned(names: &mut HashMap<Box<[u8]>, Arc<str>>, bytes: &[u8]) -> Arc<str> {
+    match names.get(bytes) {
+        Some(n) => Arc::clone(n),
+        None => {
+            let n: Arc<str> = String::from_utf8_lossy(bytes).into();
+            names.insert(bytes.into(), Arc::clone(&n));
+            n
+        }
+    }
+}
+
 fn decode(
     r: &Resolved,
     p: &[u8],
@@ -114,16 +126,7 @@ fn decode(
             next_prio: i32_(6)?,
         }),
         Tracepoint::IrqHandlerEntry => {
-            let bytes = f[1].c_str(p)?;
-            let name = match names.get(bytes) {
-                Some(n) => Arc::clone(n),
-                None => {
-                    let n: Arc<str> = String::from_utf8_lossy(bytes).into();
-                    names.insert(bytes.into(), Arc::clone(&n));
-                    n
-                }
-            };
-            EventKind::IrqHandlerEntry { irq: i32_(0)?, name }
+            EventKind::IrqHandlerEntry { irq: i32_(0)?, name: interned(names, f[1].c_str(p)?) }
         }
         Tracepoint::IrqHandlerExit => EventKind::IrqHandlerExit { irq: i32_(0)?, ret: i32_(1)? },
         Tracepoint::SoftirqEntry => EventKind::SoftirqEntry { vec: u(0)? as u32 },
@@ -135,11 +138,12 @@ fn decode(
         Tracepoint::WorkqueueExecuteEnd => EventKind::WorkEnd { work: u(0)? },
         Tracepoint::CpuIdle => EventKind::CpuIdle { state: u(0)? as u32 },
         Tracepoint::KernelStack => EventKind::KernelStack { frames: stacks.get(frames(&f[0], &f[1], p)?) },
-        Tracepoint::IpiSendCpu => {
-            EventKind::IpiSend(IpiSend { targets: Targets::Cpu(u(0)? as u32), callsite: u(1)?, callback: u(2)? })
-        }
-        Tracepoint::IpiSendCpumask => {
-            let targets = Targets::Mask(f[0].bytes(p)?.into());
+        tp @ (Tracepoint::IpiSendCpu | Tracepoint::IpiSendCpumask) => {
+            let targets = if tp == Tracepoint::IpiSendCpu {
+                Targets::Cpu(u(0)? as u32)
+            } else {
+                Targets::Mask(f[0].bytes(p)?.into())
+            };
             EventKind::IpiSend(IpiSend { targets, callsite: u(1)?, callback: u(2)? })
         }
         Tracepoint::CsdQueueCpu => EventKind::CsdQueue { cpu: u(0)? as u32, func: u(1)? },

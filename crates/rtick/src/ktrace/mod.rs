@@ -40,6 +40,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod comm;
 mod decode;
 pub mod events;
 mod filter;
