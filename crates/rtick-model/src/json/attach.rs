@@ -147,10 +147,7 @@ impl AttachedThreadJson {
     /// How the lines name it: "tid comm"; the exited threads' pooled row
     /// (tid 0) by its comm alone, "3 exited threads".
     pub fn label(&self) -> String {
-        match self.tid {
-            0 => self.comm.clone(),
-            tid => format!("{tid} {}", self.comm),
-        }
+        rtick::attach::target::label(self.tid, &self.comm)
     }
 }
 

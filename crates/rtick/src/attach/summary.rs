@@ -103,10 +103,10 @@ const NAMED: usize = 5;
 fn slack_finding(threads: &[&ThreadSummary], slack: Nanos) -> String {
     let t = &threads[0].thread;
     let (who, has, it, runs, that) = match threads {
+        [_] if t.tid == 0 => (t.comm.clone(), "have", "their", "they run", "those threads, or run them"),
         [_] => (format!("thread {} ({})", t.tid, t.comm), "has", "its", "it runs", "that thread, or run it"),
         _ => {
-            let mut named: Vec<String> =
-                threads.iter().take(NAMED).map(|s| format!("{} {}", s.thread.tid, s.thread.comm)).collect();
+            let mut named: Vec<String> = threads.iter().take(NAMED).map(|s| s.thread.label()).collect();
             if threads.len() > NAMED {
                 named.push(format!("and {} more", threads.len() - NAMED));
             }
@@ -264,6 +264,15 @@ mod tests {
             .ends_with("in each of those threads, or run them SCHED_FIFO/SCHED_RR (real-time threads get no slack)"));
         assert!(f[1].starts_with("thread 20 (app) has 100.0 µs of timer slack: it runs SCHED_OTHER"), "{}", f[1]);
         assert!(f[2].starts_with("thread 30 (app) has 50.0 µs of timer slack: it runs SCHED_BATCH"), "{}", f[2]);
+        // The exited threads' pooled row is named by its comm, no tid 0.
+        let pooled = ThreadSummary {
+            thread: ThreadInfo { tid: 0, comm: "145 exited threads".into(), ..info(Policy::Other) },
+            ..with(40, Policy::Other, 50_000)
+        };
+        let f = findings(std::slice::from_ref(&pooled));
+        assert!(f[0].starts_with("145 exited threads have 50.0 µs of timer slack: they run SCHED_OTHER"), "{}", f[0]);
+        let f = findings(&[pooled, with(41, Policy::Other, 50_000)]);
+        assert!(f[0].starts_with("2 threads (145 exited threads, 41 app) have"), "{}", f[0]);
     }
 
     #[test]

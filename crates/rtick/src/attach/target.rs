@@ -50,6 +50,14 @@ pub enum TargetError {
     OwnPid(i32),
 }
 
+/// How lines name thread `tid` called `comm` ([`ThreadInfo::label`]).
+pub fn label(tid: i32, comm: &str) -> String {
+    match tid {
+        0 => comm.to_string(),
+        tid => format!("{tid} {comm}"),
+    }
+}
+
 /// One thread and its scheduling settings, as read from /proc when it was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadInfo {
@@ -72,6 +80,12 @@ pub struct ThreadInfo {
 }
 
 impl ThreadInfo {
+    /// How lines name it: "tid comm"; the exited threads' pooled row (tid
+    /// 0) by its comm alone, "3 exited threads".
+    pub fn label(&self) -> String {
+        label(self.tid, &self.comm)
+    }
+
     /// The CPUs any of `threads` may run on, in order: those an attach traces.
     pub fn cpus_of<'a>(threads: impl IntoIterator<Item = &'a ThreadInfo>) -> Vec<usize> {
         let mut cpus: Vec<usize> = threads.into_iter().flat_map(|t| t.affinity.iter().copied()).collect();
