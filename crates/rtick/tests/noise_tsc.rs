@@ -76,11 +76,21 @@ fn gaps_timed_by_the_tsc_hold_the_thread_that_made_them() {
     // The runs, 1.3 s from its start, end before the spinner's 2.5 s.
     assert!(r.cpus[0].runtime >= Nanos::from_ms(2400), "{:?}", r.cpus[0]);
     assert_eq!(runs.len(), 40);
+    let mut after_throttling = 0;
     for &(start, end) in &runs {
         let g = gaps
             .iter()
             .find(|g| g.gap.start <= start && end <= g.gap.end)
             .unwrap_or_else(|| panic!("no gap holds the run {start:?}–{end:?}: {:#?}", near(&gaps, start)));
+        // A run right after RT throttling (the thread is real-time too: the
+        // CPU's budget stops both) begins with a switch out of the idle
+        // task, which this VM's CPU 1 never records: the trace cannot tell
+        // where the throttling ended, and counts the run in it. Seen once
+        // in 40 runs, when the throttling fell on one of them.
+        if g.sources.iter().any(|(s, d)| *s == Source::RtThrottling && *d >= Nanos::from_ms(10)) {
+            after_throttling += 1;
+            continue;
+        }
         let held: Nanos = g
             .sources
             .iter()
@@ -92,6 +102,8 @@ fn gaps_timed_by_the_tsc_hold_the_thread_that_made_them() {
         // Interrupts inside its run are their own sources: 90 % is its.
         assert!(held.as_ns() * 10 >= (end - start).as_ns() * 9, "the thread holds {held:?} of its run in {g:#?}");
     }
+    // Throttling comes once a second: at most a few runs fall in it.
+    assert!(after_throttling <= 3, "{after_throttling} of the 40 runs in RT throttling");
 }
 
 /// Waits until the spinner spins (its thread is named for its CPU; it
