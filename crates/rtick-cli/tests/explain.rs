@@ -466,7 +466,7 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     for s in hybrid {
         assert!(s["unexplained"].as_str().unwrap().contains("spinning"), "{s}");
     }
-    let (mut explained, mut stacked) = (0, 0);
+    let (mut explained, mut stacked, mut busy) = (0, 0, 0);
     let mut stacks_of: std::collections::HashMap<&str, usize> = Default::default();
     for s in &timer {
         match (s.get("explain"), s.get("unexplained")) {
@@ -476,17 +476,25 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
                 assert_eq!((&e["cycle"], &e["latency_ns"]), (&s["cycle"], &s["latency_ns"]), "{s}");
                 assert!(!e["cause"].as_str().unwrap().is_empty() && e["line"].as_str().unwrap().starts_with("cycle "));
                 explained += 1;
-                // The stack where it was due: every mechanism's timer callback triggers it.
+                // The stack where it was due: every mechanism's timer callback
+                // triggers it, but the kernel records none when the interrupt
+                // comes in the idle task (6.18: no stack from an idle CPU's
+                // timer interrupt), so only the spikes whose IRQ delay a task
+                // held count.
+                let idle = e["culprits"][0][0][0].as_str().is_none_or(|c| c == "idle");
                 let stack = e.get("stack").and_then(|f| f.as_array()).map_or(0, Vec::len);
-                stacked += usize::from(stack > 0);
-                *stacks_of.entry(s["mechanism"].as_str().unwrap()).or_insert(0) += usize::from(stack > 0);
+                if !idle {
+                    busy += 1;
+                    stacked += usize::from(stack > 0);
+                    *stacks_of.entry(s["mechanism"].as_str().unwrap()).or_insert(0) += usize::from(stack > 0);
+                }
             }
             (None, Some(why)) => assert!(!why.as_str().unwrap().is_empty(), "{s}"),
             _ => panic!("a spike has a breakdown or the reason it has none: {s}"),
         }
     }
     assert!(timer.len() >= 100 && explained * 10 >= timer.len() * 8, "{explained} of {} spikes explained", timer.len());
-    assert!(stacked * 10 >= explained * 9, "{stacked} of {explained} explained spikes have a stack: {stacks_of:?}");
+    assert!(stacked * 10 >= busy * 9, "{stacked} of {busy} spikes due while a task ran have a stack: {stacks_of:?}");
 }
 
 /// A SCHED_FIFO 95 thread of this test, in a cpuset cgroup made for the
