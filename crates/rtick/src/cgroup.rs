@@ -218,10 +218,12 @@ mod task_tests {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    /// A directory tree under a temporary root (`/proc`, `/sys/fs/cgroup`
+    /// as a test needs them): each path with its contents.
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         for (p, c) in files {
             let p = d.path().join(p.trim_start_matches('/'));

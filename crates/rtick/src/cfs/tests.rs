@@ -1,14 +1,6 @@
 use super::*;
 
-fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    for (p, c) in files {
-        let p = d.path().join(p.trim_start_matches('/'));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, c).unwrap();
-    }
-    d
-}
+use crate::cgroup::tests::tree;
 
 fn cg(path: &str, dir: &str, mount: &str, v2: bool) -> CpuCgroup {
     CpuCgroup { path: path.into(), dir: dir.into(), mount: mount.into(), v2, rt_runtime_us: None, rt_period_us: None }
