@@ -38,6 +38,27 @@ fn rss_kib(pid: u32) -> Option<u64> {
     status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()
 }
 
+/// rtick's RSS (KiB) every 200 ms, seconds from now, while process `pid`
+/// runs (a minute at most).
+fn rss_while_running(pid: u32) -> Vec<(f64, u64)> {
+    let started = Instant::now();
+    let mut rss = Vec::new();
+    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
+        rss.push((started.elapsed().as_secs_f64(), kib));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rss
+}
+
+/// The largest RSS sampled in `late` is at most 6 MiB above the largest in
+/// `early` (`what`: the run's figures, for the message).
+fn assert_flat(rss: &[(f64, u64)], early: std::ops::Range<f64>, late: std::ops::Range<f64>, what: &str) {
+    let most = |r: &std::ops::Range<f64>| rss.iter().filter(|(t, _)| r.contains(t)).map(|&(_, k)| k).max().unwrap();
+    let (e, l) = (most(&early), most(&late));
+    eprintln!("rtick's RSS: {e} KiB at {early:?} s, {l} KiB at {late:?} s; {what}; {rss:?}");
+    assert!(l <= e + 6 * 1024, "RSS grew by {} KiB from {early:?} to {late:?} s: {rss:?}", l.saturating_sub(e));
+}
+
 /// A 10 kHz loop attached for 9 s: each wake-up brings about ten events,
 /// 100 000 a second. rtick kept every one until the run ended (80 bytes
 /// each: 8 MB a second); it reads them as they come and keeps a window
@@ -54,12 +75,7 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     std::thread::sleep(Duration::from_millis(400));
     let j = dir.path().join("fast.json");
     let a = attach(&[&prog.id().to_string(), "-D", "9", "-q", "--json", path_str(&j), "--fail-if", "max>1h"]);
-    let (pid, started) = (a.id(), Instant::now());
-    let mut rss: Vec<(f64, u64)> = Vec::new();
-    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
-        rss.push((started.elapsed().as_secs_f64(), kib));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let rss = rss_while_running(a.id());
     let o = finish(a);
     ok(&o);
     let _ = prog.kill();
@@ -70,10 +86,7 @@ fn memory_stays_flat_through_a_long_run_of_a_10_khz_loop() {
     let waits = run["threads"][0]["timed_waits"].as_u64().unwrap();
     // A busy trace (this VM may be loaded: the loop does not always keep 10 kHz).
     assert!(waits >= 20_000, "a 10 kHz loop: {waits} timed waits in 9 s");
-    let most = |from: f64, to: f64| rss.iter().filter(|(t, _)| (from..to).contains(t)).map(|&(_, k)| k).max();
-    let (early, late) = (most(3.0, 4.5).unwrap(), most(7.5, 9.0).unwrap());
-    eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 7.5–9 s; {waits} waits; {rss:?}");
-    assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 4.5 s: {rss:?}", late.saturating_sub(early));
+    assert_flat(&rss, 3.0..4.5, 7.5..9.0, &format!("{waits} waits"));
 }
 
 /// A program whose threads come and go, thousands a second, attached for
@@ -92,12 +105,7 @@ fn threads_that_come_and_go_keep_memory_and_rows_bounded() {
     std::thread::sleep(Duration::from_millis(300));
     let j = dir.path().join("churn.json");
     let a = attach(&[&prog.id().to_string(), "-D", "8", "-q", "--json", path_str(&j)]);
-    let (pid, started) = (a.id(), Instant::now());
-    let mut rss: Vec<(f64, u64)> = Vec::new();
-    while let Some(kib) = rss_kib(pid).filter(|_| started.elapsed() < Duration::from_secs(60)) {
-        rss.push((started.elapsed().as_secs_f64(), kib));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let rss = rss_while_running(a.id());
     let o = finish(a);
     let _ = prog.kill();
     let _ = prog.wait();
@@ -113,10 +121,7 @@ fn threads_that_come_and_go_keep_memory_and_rows_bounded() {
     let count: u64 = comm.split(' ').next().unwrap().parse().unwrap();
     assert!(count >= 50, "{comm}: thousands a second, even on a loaded VM");
     assert!(exited["timed_waits"].as_u64().unwrap() > 0, "{exited}");
-    let most = |from: f64, to: f64| rss.iter().filter(|(t, _)| (from..to).contains(t)).map(|&(_, k)| k).max();
-    let (early, late) = (most(3.0, 4.5).unwrap(), most(6.5, 8.0).unwrap());
-    eprintln!("rtick's RSS: {early} KiB at 3–4.5 s, {late} KiB at 6.5–8 s; {comm}; {rss:?}");
-    assert!(late <= early + 6 * 1024, "RSS grew by {} KiB in 3.5 s: {rss:?}", late.saturating_sub(early));
+    assert_flat(&rss, 3.0..4.5, 6.5..8.0, comm);
 }
 
 /// A loop pinned to CPU 0, moved by sched_setaffinity onto every CPU as
