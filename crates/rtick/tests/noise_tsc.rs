@@ -99,8 +99,20 @@ fn gaps_timed_by_the_tsc_hold_the_thread_that_made_them() {
             })
             .map(|(_, d)| *d)
             .fold(Nanos::ZERO, |a, d| a + d);
-        // Interrupts inside its run are their own sources: 90 % is its.
-        assert!(held.as_ns() * 10 >= (end - start).as_ns() * 9, "the thread holds {held:?} of its run in {g:#?}");
+        // Interrupts inside its run are their own sources (a host stall in
+        // one makes it long: CI saw a 1 ms TIMER softirq in a run): of the
+        // run less them, 90 % is its.
+        let interrupts: Nanos = g
+            .sources
+            .iter()
+            .filter(|(s, _)| !matches!(s, Source::Thread { .. } | Source::RtThrottling))
+            .map(|(_, d)| *d)
+            .fold(Nanos::ZERO, |a, d| a + d);
+        let own = (end - start - interrupts).max(Nanos::ZERO);
+        assert!(
+            held > Nanos::ZERO && held.as_ns() * 10 >= own.as_ns() * 9,
+            "the thread holds {held:?} of its run in {g:#?}"
+        );
     }
     // Throttling comes once a second: at most a few runs fall in it.
     assert!(after_throttling <= 3, "{after_throttling} of the 40 runs in RT throttling");
