@@ -64,6 +64,19 @@ CANDIDATES = {
     "hrtimer_start": ["timer:hrtimer_start"],
     "hrtimer_cancel": ["timer:hrtimer_cancel"],
     "cpu_idle": ["power:cpu_idle"],
+    "hrtimer_expire_exit": ["timer:hrtimer_expire_exit"],
+    # What only a spike's explanation reads (other contexts on the CPU, the
+    # idle state, inferred switches): a lean set is the full one without it.
+    "explain": [
+        "timer:hrtimer_expire_exit", "timer:hrtimer_cancel",
+        "irq_vectors:local_timer_entry", "irq_vectors:local_timer_exit", "sched:sched_wakeup",
+        "irq:irq_handler_entry", "irq:irq_handler_exit", "irq:softirq_entry", "irq:softirq_exit",
+        "irq_vectors:reschedule_entry", "irq_vectors:reschedule_exit",
+        "irq_vectors:call_function_entry", "irq_vectors:call_function_exit",
+        "irq_vectors:call_function_single_entry", "irq_vectors:call_function_single_exit",
+        "irq_vectors:irq_work_entry", "irq_vectors:irq_work_exit", "nmi:nmi_handler",
+        "workqueue:workqueue_execute_start", "workqueue:workqueue_execute_end", "power:cpu_idle",
+    ],
 }
 
 
