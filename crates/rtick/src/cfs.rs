@@ -171,7 +171,8 @@ pub struct ThrottleSample {
 pub struct CfsWatch {
     root: SysRoot,
     first: Vec<Bandwidth>,
-    samples: Vec<ThrottleSample>,
+    /// The samples so far (no counts yet: [`CfsWatch::finish`] gives them).
+    run: CfsRun,
 }
 
 impl CfsWatch {
@@ -182,7 +183,16 @@ impl CfsWatch {
         if first.is_empty() {
             return None;
         }
-        let mut w = CfsWatch { root, first, samples: Vec::new() };
+        let throttling = first
+            .iter()
+            .map(|b| Throttling {
+                path: b.path.clone(),
+                quota: b.quota,
+                quota_file: b.quota_file(),
+                delta: CpuStat::default(),
+            })
+            .collect();
+        let mut w = CfsWatch { root, first, run: CfsRun { throttling, samples: Vec::new() } };
         w.sample();
         Some(w)
     }
@@ -192,28 +202,41 @@ impl CfsWatch {
         let at = crate::clock::ClockId::Monotonic.now();
         for (i, b) in self.first.iter().enumerate() {
             if let Some(s) = self.root.read(&format!("{}/cpu.stat", b.dir)).and_then(|t| CpuStat::parse(&t)) {
-                self.samples.push(ThrottleSample { at, cgroup: i, throttled: s.throttled });
+                self.run.samples.push(ThrottleSample { at, cgroup: i, throttled: s.throttled });
             }
         }
+    }
+
+    /// The samples so far, to match a spike with as the run goes on
+    /// ([`CfsRun::throttled_around`]); its counts are zero until
+    /// [`CfsWatch::finish`].
+    pub fn run(&self) -> &CfsRun {
+        &self.run
+    }
+
+    /// Forgets the samples that no spike planned at `from` or later needs,
+    /// so that a run that never ends keeps a bounded window of them (as
+    /// its window of trace events): per cgroup, those before its latest
+    /// sample at or before `from` (the sample before such a spike).
+    /// What [`CfsRun::throttled_around`] says of such a spike is unchanged.
+    pub fn forget_before(&mut self, from: Time) {
+        let keep: Vec<Time> = (0..self.first.len())
+            .map(|i| {
+                let before = self.run.samples.iter().filter(|s| s.cgroup == i && s.at <= from).map(|s| s.at);
+                before.max().unwrap_or(from)
+            })
+            .collect();
+        self.run.samples.retain(|s| s.at >= keep[s.cgroup]);
     }
 
     /// Samples a last time; the counts over the run.
     pub fn finish(mut self) -> CfsRun {
         self.sample();
-        let throttling = self
-            .first
-            .iter()
-            .map(|b| {
-                let now = self.root.read(&format!("{}/cpu.stat", b.dir)).and_then(|t| CpuStat::parse(&t));
-                Throttling {
-                    path: b.path.clone(),
-                    quota: b.quota,
-                    quota_file: b.quota_file(),
-                    delta: now.map(|n| n.since(&b.stat)).unwrap_or_default(),
-                }
-            })
-            .collect();
-        CfsRun { throttling, samples: self.samples }
+        for (t, b) in self.run.throttling.iter_mut().zip(&self.first) {
+            let now = self.root.read(&format!("{}/cpu.stat", b.dir)).and_then(|t| CpuStat::parse(&t));
+            t.delta = now.map(|n| n.since(&b.stat)).unwrap_or_default();
+        }
+        self.run
     }
 }
 
@@ -240,6 +263,9 @@ impl CfsRun {
         (best.1 >= least && best.1 > Nanos::ZERO).then(|| (self.throttling[best.0].path.clone(), best.1))
     }
 }
+
+mod threads;
+pub use threads::{CfsWatches, MAX_CGROUPS};
 
 #[cfg(test)]
 mod tests;

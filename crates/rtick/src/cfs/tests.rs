@@ -87,3 +87,97 @@ fn a_spike_is_matched_to_the_cgroup_throttled_longest_around_it() {
     assert_eq!(run.throttled_around(Time(110), Time(190), Nanos::ZERO), None);
     assert_eq!(run.throttled_around(Time(110), Time(210), Nanos::ZERO), None);
 }
+
+/// A live run samples forever: forgetting what no spike in the window
+/// needs keeps a bounded number of samples, and every spike planned in the
+/// window is matched as if nothing had been forgotten.
+#[test]
+fn a_live_watch_keeps_a_bounded_window_of_samples_and_the_same_answers() {
+    let t = |path: &str| Throttling { path: path.into(), quota: None, quota_file: String::new(), delta: CpuStat::default() };
+    let b = |path: &str| Bandwidth {
+        path: path.into(),
+        dir: String::new(),
+        quota: None,
+        stat: CpuStat::default(),
+        v2: false,
+    };
+    let first = vec![b("/pod/c"), b("/pod")];
+    let mut w = CfsWatch {
+        root: SysRoot::new("/nonexistent"),
+        first,
+        run: CfsRun { throttling: vec![t("/pod/c"), t("/pod")], samples: Vec::new() },
+    };
+    let mut all = CfsRun { throttling: w.run.throttling.clone(), samples: Vec::new() };
+    // Ten samples a second for 1000 s; /pod throttled 30 ms in every third
+    // 100 ms, its child 5 ms in every seventh (one reading of /pod/c missing).
+    let window = 20; // two seconds of samples
+    let mut most = 0;
+    for k in 0..10_000i64 {
+        let at = Time(k * 100_000_000);
+        let s = [(0, Nanos::from_ms(5 * (k / 7))), (1, Nanos::from_ms(30 * (k / 3)))];
+        for (cgroup, throttled) in s.into_iter().filter(|&(c, _)| c == 1 || k != 9_990) {
+            let sample = ThrottleSample { at, cgroup, throttled };
+            w.run.samples.push(sample);
+            all.samples.push(sample);
+        }
+        w.forget_before(at - Nanos(window * 100_000_000));
+        most = most.max(w.run().samples.len());
+    }
+    assert!(most <= 2 * (window as usize + 2), "at most a window of samples per cgroup: {most}");
+    let end = Time(9_999 * 100_000_000);
+    for from in (0..window).map(|i| end - Nanos(i * 100_000_000 + 50_000_000)) {
+        for to in [from + Nanos::from_ms(20), from + Nanos::from_ms(150), end] {
+            assert_eq!(w.run().throttled_around(from, to, Nanos::ZERO), all.throttled_around(from, to, Nanos::ZERO));
+        }
+    }
+    assert!(w.run().throttled_around(end - Nanos::from_ms(1050), end, Nanos::ZERO).is_some());
+    // Forgetting never invents an earlier sample: a spike before the window is not matched.
+    let old = end - Nanos::from_secs(30);
+    assert_eq!(w.run().throttled_around(old, old + Nanos::from_ms(20), Nanos::ZERO), None);
+}
+
+/// The threads of one process share its cgroup's watch; a thread of the
+/// root cgroup has none; the cgroups watched are bounded and a note says
+/// so; the counts name each cgroup once.
+#[test]
+fn threads_are_watched_by_cgroup_within_a_bound() {
+    let stat = "nr_periods 3\nnr_throttled 1\nthrottled_time 5000\n";
+    let mut files: Vec<(String, String)> = vec![(
+        "/proc/self/mountinfo".into(),
+        "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu,cpuacct\n".into(),
+    )];
+    let mut cgroup = |tid: i32, path: &str| {
+        files.push((format!("/proc/{tid}/cgroup"), format!("2:cpu,cpuacct:{path}\n0::/\n")));
+        for (f, v) in [("cpu.cfs_quota_us", "10000"), ("cpu.cfs_period_us", "100000"), ("cpu.stat", stat)] {
+            files.push((format!("/sys/fs/cgroup/cpu{path}/{f}"), v.into()));
+        }
+    };
+    cgroup(1, "/app");
+    cgroup(2, "/app");
+    for i in 0..MAX_CGROUPS as i32 + 1 {
+        cgroup(10 + i, &format!("/app/c{i}"));
+    }
+    files.push(("/proc/3/cgroup".into(), "2:cpu,cpuacct:/\n0::/\n".into()));
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let d = tree(&refs);
+    let mut w = CfsWatches::new(SysRoot::new(d.path()));
+    w.follow(&[1, 2, 3]);
+    assert_eq!(w.watched(), 1, "one process, one cgroup; the root has no bandwidth control");
+    assert!(std::ptr::eq(w.run_of(1).unwrap(), w.run_of(2).unwrap()));
+    assert!(w.run_of(3).is_none() && w.note().is_none());
+    assert_eq!(w.run_of(1).unwrap().throttling[0].path.as_ref(), "/app");
+    w.follow(&(10..10 + MAX_CGROUPS as i32 + 1).collect::<Vec<_>>());
+    assert_eq!(w.watched(), MAX_CGROUPS);
+    assert!(w.run_of(10 + MAX_CGROUPS as i32).is_none(), "beyond the bound");
+    assert_eq!(
+        w.note().as_deref(),
+        Some("2 threads in cgroups beyond the 8 whose CFS throttling rtick watches: their waits are not matched with it")
+    );
+    w.sample();
+    w.forget(&[1]);
+    assert!(w.run_of(1).is_none() && w.run_of(2).is_some());
+    let counts = w.finish();
+    // /app, then /app/c0 … c6 (each with /app, its ancestor with a quota, named once).
+    assert_eq!(counts.len(), MAX_CGROUPS, "{counts:?}");
+    assert_eq!(counts.iter().filter(|t| &*t.path == "/app").count(), 1);
+}
