@@ -195,6 +195,12 @@ impl Recent {
         self.steal.retain(|s| from.iter().any(|&(cpu, t)| cpu == s.cpu && s.at >= t));
     }
 
+    /// How long the window lasts: what is older than this before the
+    /// latest read is forgotten.
+    pub fn keep(&self) -> Nanos {
+        self.keep
+    }
+
     /// Events held, all CPUs together.
     pub fn held(&self) -> usize {
         self.cpus.iter().map(|w| w.events.len()).sum()
