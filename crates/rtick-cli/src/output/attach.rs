@@ -52,6 +52,10 @@ pub fn render(f: &AttachFile) -> String {
     for n in &f.notes {
         let _ = writeln!(o, "\nnote: {n}");
     }
+    for n in f.cfs.iter().filter_map(crate::output::explain::cfs_note) {
+        o += "\n";
+        o += &n;
+    }
     match f.ended_by.as_str() {
         "target_exited" => o += "\nnote: the target exited; the figures cover its run until then\n",
         "interrupted" => o += "\nnote: interrupted; the figures cover the run until then\n",

@@ -90,7 +90,7 @@ pub fn render(b: &Breakdown, nsecs: bool, lost_detail: Option<&str>) -> String {
 
 /// A cgroup's CFS quota and its throttling over the run, if it has a
 /// quota or was throttled.
-fn cfs_note(c: &CfsJson) -> Option<String> {
+pub fn cfs_note(c: &CfsJson) -> Option<String> {
     let quota = match (c.quota_us, c.period_us) {
         (Some(q), Some(p)) => format!("a CPU quota of {} every {}", Nanos::from_us(q), Nanos::from_us(p)),
         _ if c.nr_throttled > 0 => "no quota of its own".to_string(),

@@ -5,7 +5,7 @@ use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, 
 use serde::{Deserialize, Serialize};
 
 pub use super::attach_spike::{AttachSpikeJson, CulpritJson};
-use super::{CauseJson, GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
+use super::{CauseJson, CfsJson, GatesJson, KernelPhaseJson, ResultJson, SystemJson, SCHEMA_VERSION};
 
 /// The whole file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,6 +58,12 @@ pub struct AttachFile {
     /// the kernel's filter, an unreadable /proc/kallsyms).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The CFS bandwidth control of the threads' cgroups (at most 8) and of
+    /// their ancestors with a quota, with their throttling over the run, as
+    /// `explain.cfs` of a run file (absent without bandwidth control, and in
+    /// files of rtick versions before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cfs: Vec<CfsJson>,
     /// Each thread with a timed wait, its lateness as a `measure` results
     /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
     /// --fail-if checks (null in files of rtick versions before it).
@@ -274,6 +280,7 @@ impl AttachFile {
             causes: a.causes().iter().map(Into::into).collect(),
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
+            cfs: a.cfs.iter().map(Into::into).collect(),
             results: Some(lateness_rows(a)),
             gates: None,
         }

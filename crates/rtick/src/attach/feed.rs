@@ -12,6 +12,7 @@ use super::overruns::{Overrun, OverrunCause, Overruns};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
+use crate::cfs::{CfsRun, CfsWatches};
 use crate::explain::{Cgroups, Matched, Recent, Recorded, Spike, Unexplained};
 use crate::ktrace::{Event, EventKind};
 use crate::time::{Nanos, Time};
@@ -69,6 +70,8 @@ pub struct Feed {
     budget: usize,
     /// Where the cgroups of the tasks blamed are read.
     cgroups: &'static Cgroups,
+    /// The CFS throttling of the threads' cgroups, sampled by the caller.
+    cfs: Option<CfsWatches>,
 }
 
 impl Feed {
@@ -90,7 +93,20 @@ impl Feed {
             spike: None,
             budget: SPIKES_PER_READ,
             cgroups: Cgroups::system(),
+            cfs: None,
         }
+    }
+
+    /// Matches the waits explained with the throttling of their thread's
+    /// cgroup, watched by `cfs` (the caller samples it: [`Feed::cfs_mut`]).
+    pub fn with_cfs(mut self, cfs: CfsWatches) -> Feed {
+        self.cfs = Some(cfs);
+        self
+    }
+
+    /// The CFS watches, to sample as the trace is read.
+    pub fn cfs_mut(&mut self) -> Option<&mut CfsWatches> {
+        self.cfs.as_mut()
     }
 
     /// Explains too every timed wait later than `threshold` (`None`: none).
@@ -120,6 +136,9 @@ impl Feed {
     pub fn follow_threads_from(&mut self, tids: &[i32], from: Time) {
         self.follower.follow_threads_from(tids, from);
         self.threads.extend(tids);
+        if let Some(c) = self.cfs.as_mut() {
+            c.follow(tids);
+        }
     }
 
     /// Stops following `tids`, threads that exited (every event of theirs
@@ -128,6 +147,9 @@ impl Feed {
     /// bounded by the threads alive at once, however many come and go.
     pub fn retire(&mut self, tids: &[i32]) {
         self.follower.unfollow_threads(tids);
+        if let Some(c) = self.cfs.as_mut() {
+            c.forget(tids);
+        }
         for t in tids {
             if self.threads.remove(t) {
                 self.exited_count += 1;
@@ -203,7 +225,8 @@ impl Feed {
             // Explained from when the kernel meant to fire: the slack it took
             // was allowed, no task's doing.
             let wake = Recorded { tid, cycle, planned: t.planned(), actual: t.exit };
-            explain(recent, wake, t.matched, from, self.cgroups)
+            let cfs = self.cfs.as_ref().and_then(|c| c.run_of(tid));
+            explain(recent, wake, t.matched, from, self.cgroups, cfs)
         } else {
             Err(Unexplained::Crowded)
         };
@@ -235,7 +258,8 @@ impl Feed {
                 &(b, from, None) => {
                     let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count()).saturating_sub(1);
                     let wake = Recorded { tid, cycle, planned: b.planned(), actual: b.exit };
-                    let explained = Box::new(explain(recent, wake, b.matched, from, self.cgroups));
+                    let cfs = self.cfs.as_ref().and_then(|c| c.run_of(tid));
+                    let explained = Box::new(explain(recent, wake, b.matched, from, self.cgroups, cfs));
                     OverrunCause::LateWake { late: b.lateness, back: 1, explained }
                 }
             },
@@ -250,6 +274,11 @@ impl Feed {
         Some(cause)
     }
 
+    /// The CFS watches, taken to finish them.
+    pub fn take_cfs(&mut self) -> Option<CfsWatches> {
+        self.cfs.take()
+    }
+
     /// The threads in a wait now.
     pub fn in_progress(&self) -> impl Iterator<Item = i32> + '_ {
         self.follower.in_progress()
@@ -261,7 +290,7 @@ impl Feed {
     }
 
     /// Each thread's figures, its worst waits and its largest overruns
-    /// (threads with a wait).
+    /// (threads with a wait); the CFS watches are [`Feed::take_cfs`]'s.
     pub fn finish(self) -> Finished {
         let overruns = self.overruns.into_iter().map(|(t, o)| (t, o.into_list())).filter(|o| !o.1.is_empty());
         (self.stats, self.worst.into_iter().map(|(t, w)| (t, w.into_waits())).collect(), overruns.collect())
@@ -269,10 +298,22 @@ impl Feed {
 }
 
 /// A wait explained from the recent window ([`Recent::explain_matched`]),
-/// the cgroup of the task it blames read while that task lives.
-fn explain(recent: &Recent, wake: Recorded, m: Matched, from: Time, cgroups: &Cgroups) -> Result<Spike, Unexplained> {
+/// the cgroup of the task it blames read while that task lives, and the
+/// CFS throttling of its thread's cgroup (`cfs`, sampled after the wait
+/// ended) matched as `measure --explain` matches it.
+fn explain(
+    recent: &Recent,
+    wake: Recorded,
+    m: Matched,
+    from: Time,
+    cgroups: &Cgroups,
+    cfs: Option<&CfsRun>,
+) -> Result<Spike, Unexplained> {
     let mut spike = recent.explain_matched(wake, m, from)?;
     spike.find_cgroup(cgroups);
+    if let Some(run) = cfs {
+        spike.find_cfs_throttling(run);
+    }
     Ok(spike)
 }
 

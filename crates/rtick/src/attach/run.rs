@@ -20,6 +20,7 @@ use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
 use super::waits::Wake;
 use super::worst::WorstWait;
+use crate::cfs::{CfsWatches, Throttling};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::explain::{cause_summary, CauseTotal, Live, Recent, TraceBuffers};
@@ -105,6 +106,10 @@ pub struct Attached {
     pub events: usize,
     /// What limited the run's view, a sentence each.
     pub notes: Vec<String>,
+    /// The CFS throttling of the threads' cgroups (at most
+    /// [`MAX_CGROUPS`](crate::cfs::MAX_CGROUPS)) and of their ancestors
+    /// with a quota, over the run (empty without bandwidth control).
+    pub cfs: Vec<Throttling>,
 }
 
 impl Attached {
@@ -223,7 +228,10 @@ impl<'a> Run<'a> {
                 None
             }
         };
-        let mut feed = Feed::new(sleeper, bases, opts.explain_top).with_spikes(opts.spike);
+        // A wait late while its thread's cgroup was throttled for its CPU
+        // quota is matched with it, as measure's spikes are.
+        let cfs = CfsWatches::new(crate::system::SysRoot::default());
+        let mut feed = Feed::new(sleeper, bases, opts.explain_top).with_spikes(opts.spike).with_cfs(cfs);
         feed.follow_threads(&tids);
         let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
         Ok(Run {
@@ -256,6 +264,11 @@ impl<'a> Run<'a> {
         let Run { live, merge, feed, gone, retired, .. } = self;
         let (watermark, all) = live.read_each(READ_PAGES, &mut |cpu, e| merge.push(cpu, e))?;
         feed.new_read();
+        // After the read: every wait taken below ended before this sample,
+        // which counts the throttling that held it.
+        if let Some(c) = feed.cfs_mut() {
+            c.sample();
+        }
         let watermark = if last && all { Time(i64::MAX) } else { watermark };
         // Into the window in the order taken: a wait's events are held when
         // it ends, however many one read brought.
@@ -271,6 +284,9 @@ impl<'a> Run<'a> {
         // The window keeps the last KEEP of what was taken, however far
         // behind the trace the reads are.
         live.recent_mut().advance(watermark);
+        if let Some(c) = feed.cfs_mut() {
+            c.forget_before(watermark - KEEP);
+        }
         // Threads gone before the watermark: their last events are taken.
         gone.retain(|(at, tids)| {
             let done = *at <= watermark;
@@ -373,6 +389,8 @@ impl<'a> Run<'a> {
         for (_, tids) in std::mem::take(&mut self.gone) {
             self.feed.retire(&tids);
         }
+        let cfs = self.feed.take_cfs();
+        self.notes.extend(cfs.as_ref().and_then(CfsWatches::note));
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
         let exited = self.first_exited.take().map(|first| {
@@ -415,6 +433,7 @@ impl<'a> Run<'a> {
             missing,
             events,
             notes: self.notes,
+            cfs: cfs.map(CfsWatches::finish).unwrap_or_default(),
         })
     }
 }
