@@ -1,10 +1,11 @@
 //! CFS bandwidth throttling of the measured thread's own cgroup: a
-//! SCHED_OTHER `measure --explain` run in a cgroup made for the test, whose
-//! CPU quota a busy loop beside it uses up, names CFS throttling in that
-//! cgroup as the cause of its spikes and gives the cgroup's `cpu.stat`
-//! counts over the run. The cgroup is removed on every path (its tasks
-//! killed first). Root, tracefs and CFS bandwidth control needed; under CI a
-//! skip is a failure.
+//! SCHED_OTHER thread in a cgroup made for the test, whose CPU quota a busy
+//! loop beside it uses up — `measure --explain`'s, `monitor --explain`'s, or
+//! a program's that `rtick attach` follows — has CFS throttling in that
+//! cgroup named as the cause of its spikes, and (measure, attach) the
+//! cgroup's `cpu.stat` counts over the run. The cgroup is removed on every
+//! path (its tasks killed first). Root, tracefs and CFS bandwidth control
+//! needed; under CI a skip is a failure.
 
 mod common;
 use common::*;
@@ -50,6 +51,17 @@ impl QuotaCgroup {
         Some(this)
     }
 
+    /// A shell script that moves itself into the cgroup, starts a busy
+    /// loop there that uses up the quota, and becomes `"$0" "$@"` (exit
+    /// 77: it could not move).
+    fn script(&self) -> String {
+        format!(
+            "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
+            self.dir.display(),
+            self.procs
+        )
+    }
+
     fn pids(&self) -> Vec<i32> {
         let text = std::fs::read_to_string(self.dir.join(self.procs)).unwrap_or_default();
         text.lines().filter_map(|l| l.trim().parse().ok()).collect()
@@ -87,11 +99,7 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     // The shell moves itself into the cgroup, starts a busy loop there that
     // uses up the quota, and becomes rtick.
-    let script = format!(
-        "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
-        cg.dir.display(),
-        cg.procs
-    );
+    let script = cg.script();
     let args = ["measure", "-m", "clock_nanosleep", "-i", "1ms", "-l", "300", "--policy", "other", "-a", &cpu];
     let o = Command::new("sh")
         .arg("-c")
@@ -128,4 +136,119 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     assert_eq!(named.count() as u64, c["count"].as_u64().unwrap(), "{e}");
     let summary = out.find("causes of the spikes above").expect("the cause summary");
     assert!(out[summary..].contains(&key), "{out}");
+}
+
+/// `rtick attach` (itself outside the cgroup) to a SCHED_OTHER periodic
+/// program in the quota cgroup beside a busy loop: the program's late
+/// waits name CFS throttling in that cgroup, the cause summary (text and
+/// JSON) counts them as the lines do, and the cgroup's counts and the note
+/// with its quota and fix are given as measure gives them.
+#[test]
+fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
+    if !is_root() {
+        return skip("needs root to make a cgroup", false);
+    }
+    if !common::tracee::ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = common::tracee::periodic(dir.path(), "rtick-quota") else { return };
+    let Some(cg) = QuotaCgroup::create() else { return };
+    let out_file = dir.path().join("waits.txt");
+    let mut prog = Command::new("sh")
+        .arg("-c")
+        .arg(cg.script())
+        .arg(&exe)
+        .args([path_str(&out_file), "20000", "1000", "other", "abs"])
+        .spawn()
+        .unwrap();
+    // In the cgroup and waiting (its first wait is due 300 ms after its start).
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(prog.try_wait().unwrap().is_none(), "the program runs (or could not move into {})", cg.dir.display());
+    let j = dir.path().join("a.json");
+    let pid = prog.id().to_string();
+    let a = common::tracee::spawn("attach", &[&pid, "-D", "3", "--explain-top", "10", "--json", path_str(&j)]);
+    let o = common::tracee::finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let out = stdout(&o);
+    let run = json(&j);
+    let cfs = &run["cfs"][0];
+    assert_eq!(cfs["cgroup"].as_str(), Some(cg.path.as_str()), "{run}");
+    assert!(cfs["nr_throttled"].as_u64().unwrap() > 0, "{cfs}");
+    let note = format!("note: CFS bandwidth: cgroup {} has a CPU quota of 10.00 ms every 100.00 ms", cg.path);
+    assert!(out.contains(&note) && out.contains("raise or remove the quota"), "{out}");
+    let key = format!("CFS throttled in {}", cg.path);
+    let causes = run["causes"].as_array().unwrap_or_else(|| panic!("causes: {run}"));
+    let c = causes.iter().find(|c| c["cause"] == key.as_str()).unwrap_or_else(|| panic!("{key} in {causes:?}"));
+    assert_eq!(c["kind"], "cfs_throttled");
+    let spikes = run["threads"][0]["spikes"].as_array().unwrap();
+    let named: Vec<_> = spikes.iter().filter(|s| s["cause_kind"] == "cfs_throttled").collect();
+    for s in &named {
+        assert_eq!(s["cgroup"].as_str(), Some(cg.path.as_str()), "{s}");
+        assert!(s["line"].as_str().unwrap().contains(&format!("CFS throttling in {}", cg.path)), "{s}");
+    }
+    assert!(!named.is_empty() && named.len() as u64 == c["count"].as_u64().unwrap(), "{causes:?} {spikes:?}");
+    let summary = out.find("causes of the waits above").expect("the cause summary");
+    assert!(out[summary..].contains(&key), "{out}");
+}
+
+/// `rtick monitor --explain` measuring in the quota cgroup beside a busy
+/// loop: /spikes explains spikes by CFS throttling in that cgroup, and
+/// /metrics counts them with cause="cfs_throttled".
+#[test]
+fn monitor_names_the_throttling_of_its_cgroup() {
+    use common::prometheus::{free_port, get};
+    if !is_root() {
+        return skip("needs root to make a cgroup", false);
+    }
+    if !common::tracee::ready() {
+        return;
+    }
+    let Some(cg) = QuotaCgroup::create() else { return };
+    let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = ["monitor", "--listen", &listen, "-a", &cpu, "-i", "1ms", "--spike", "5000", "--explain", "-q"];
+    let mut m = Command::new("sh")
+        .arg("-c")
+        .arg(cg.script())
+        .arg(env!("CARGO_BIN_EXE_rtick"))
+        .args(args)
+        .args(["-D", "60"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = |p: &str| format!("http://{listen}{p}");
+    // Up (slowly: it shares 10 % of a CPU with the busy loop), then a few
+    // throttled periods measured.
+    let started = std::time::Instant::now();
+    while get(&url("/metrics")).is_err() {
+        assert!(m.try_wait().unwrap().is_none(), "the monitor exited");
+        assert!(started.elapsed() < Duration::from_secs(30), "the monitor did not answer in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let key = format!("CFS throttling in {}", cg.path);
+    let (mut spikes, mut metrics) = (String::new(), String::new());
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(500));
+        (spikes, metrics) = (get(&url("/spikes")).unwrap().1, get(&url("/metrics")).unwrap().1);
+        if spikes.contains(&key) && metrics.contains("cause=\"cfs_throttled\"") {
+            break;
+        }
+    }
+    // SIGTERM: its trace instance removed before the cgroup's tasks are killed.
+    let pid = rustix::process::Pid::from_raw(m.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(m.wait().unwrap().success());
+    let v: serde_json::Value = serde_json::from_str(&spikes).unwrap();
+    let list = v["spikes"].as_array().unwrap();
+    let named: Vec<_> = list.iter().filter(|s| s["explain"]["line"].as_str().is_some_and(|l| l.contains(&key))).collect();
+    assert!(!named.is_empty(), "a spike explained by {key}: {spikes}");
+    for s in &named {
+        assert_eq!(s["explain"]["cgroup"].as_str(), Some(cg.path.as_str()), "{s}");
+    }
+    let counted = metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{") && l.contains("cause=\"cfs_throttled\""));
+    assert!(counted.count() > 0, "{metrics}");
 }

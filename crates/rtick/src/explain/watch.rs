@@ -14,6 +14,8 @@ use super::live::{Live, Unexplained};
 use super::run::not_timer_woken;
 use super::window::WindowMax;
 use super::{Cgroups, Recorded, Spike};
+use crate::cfs::CfsWatch;
+use crate::clock::ClockId;
 use crate::ktrace;
 use crate::measure::{MeasureConfig, TraceConsumer, TraceRow};
 use crate::time::Nanos;
@@ -105,6 +107,10 @@ pub struct SpikeWatcher {
     /// the thread's previous row). Allocated once.
     pending: Vec<VecDeque<(usize, TraceRow, Option<TraceRow>)>>,
     windows: Vec<WindowMax>,
+    /// With a kernel trace, the CFS throttling of the measuring threads'
+    /// cgroup (this process's), sampled at each drain, its samples as long
+    /// as the trace's window.
+    cfs: Option<CfsWatch>,
 }
 
 impl SpikeWatcher {
@@ -124,6 +130,8 @@ impl SpikeWatcher {
     ) -> SpikeWatcher {
         let threads = cfg.threads.len();
         assert_eq!(consumers.len(), threads, "one trace ring per thread of the run is needed");
+        let sys = crate::system::SysRoot::default();
+        let cfs = live.as_ref().and_then(|_| CfsWatch::start(sys.clone(), &crate::cgroup::cpu_cgroup(&sys)?));
         SpikeWatcher {
             mechanisms: cfg.mechanisms.clone(),
             cpus: cfg.threads.iter().map(|t| if let [c] = t.cpus.as_slice() { Some(*c) } else { None }).collect(),
@@ -140,6 +148,7 @@ impl SpikeWatcher {
             pending: (0..threads).map(|_| VecDeque::with_capacity(keep)).collect(),
             windows: vec![WindowMax::default(); threads * cfg.mechanisms.len()],
             consumers,
+            cfs,
         }
     }
 
@@ -209,6 +218,11 @@ impl SpikeWatcher {
                 explained: self.explaining.then(|| self.breakdown(series, &row, prev)),
             })
             .collect();
+        // The next spikes are within the trace's window (older ones are not held).
+        let keep = self.live.as_ref().map_or(Nanos::ZERO, |l| l.recent().keep());
+        if let Some(c) = self.cfs.as_mut() {
+            c.forget_before(ClockId::Monotonic.now() - keep);
+        }
         out
     }
 
@@ -225,6 +239,10 @@ impl SpikeWatcher {
         let lost = live.losses();
         out.lost = lost.saturating_sub(self.lost_seen);
         self.lost_seen = lost;
+        // After the rows: this sample counts the throttling that held them.
+        if let Some(c) = self.cfs.as_mut() {
+            c.sample();
+        }
     }
 
     /// The kernel-side breakdown of the wake-up of `row` (of `series`; its
@@ -244,6 +262,9 @@ impl SpikeWatcher {
             .explain(rec(row), prev.as_ref().map(rec), self.interval, cpu)
             .map_err(NoBreakdown::Unexplained)?;
         spike.find_cgroup(Cgroups::system());
+        if let Some(c) = &self.cfs {
+            spike.find_cfs_throttling(c.run());
+        }
         Ok(spike)
     }
 }
