@@ -570,7 +570,7 @@ fn dashboard_has_the_views_and_variables_it_needs() {
 
     // Spikes by cause, per machine and CPU as the other panels, coloured by
     // where they came from: the host, idle exits, other tasks, interrupts,
-    // RT throttling (each cause token a colour of its own group).
+    // RT throttling, CFS throttling (each cause token a colour of its own group).
     let by_title = |t: &str| *panels.iter().find(|p| p["title"] == t).unwrap_or_else(|| panic!("no panel '{t}'"));
     let spikes = by_title("Spikes by cause");
     let expr = spikes["targets"][0]["expr"].as_str().unwrap();
@@ -592,6 +592,7 @@ fn dashboard_has_the_views_and_variables_it_needs() {
         (&["preempted", "held_up"], "orange"),
         (&["interrupt", "irqs_off"], "yellow"),
         (&["rt_throttled"], "red"),
+        (&["cfs_throttled"], "dark-red"),
     ];
     for (causes, want) in groups {
         for c in causes {
@@ -603,6 +604,7 @@ fn dashboard_has_the_views_and_variables_it_needs() {
     let share = by_title("Spikes by cause, over the time range");
     assert!(share["targets"][0]["expr"].as_str().unwrap().contains("sum by (cause) (increase(rtick_spikes_total{"));
     assert_eq!(colour(share, "rt_throttled").as_deref(), Some("red"));
+    assert_eq!(colour(share, "cfs_throttled").as_deref(), Some("dark-red"));
 
     // The machines table shows whether each machine traces (its latencies
     // then include tracing's cost), beside the machine's name.
