@@ -244,11 +244,13 @@ fn monitor_names_the_throttling_of_its_cgroup() {
     assert!(m.wait().unwrap().success());
     let v: serde_json::Value = serde_json::from_str(&spikes).unwrap();
     let list = v["spikes"].as_array().unwrap();
-    let named: Vec<_> = list.iter().filter(|s| s["explain"]["line"].as_str().is_some_and(|l| l.contains(&key))).collect();
+    let named: Vec<_> =
+        list.iter().filter(|s| s["explain"]["line"].as_str().is_some_and(|l| l.contains(&key))).collect();
     assert!(!named.is_empty(), "a spike explained by {key}: {spikes}");
     for s in &named {
         assert_eq!(s["explain"]["cgroup"].as_str(), Some(cg.path.as_str()), "{s}");
     }
-    let counted = metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{") && l.contains("cause=\"cfs_throttled\""));
+    let counted =
+        metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{") && l.contains("cause=\"cfs_throttled\""));
     assert!(counted.count() > 0, "{metrics}");
 }

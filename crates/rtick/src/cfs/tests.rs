@@ -93,7 +93,12 @@ fn a_spike_is_matched_to_the_cgroup_throttled_longest_around_it() {
 /// window is matched as if nothing had been forgotten.
 #[test]
 fn a_live_watch_keeps_a_bounded_window_of_samples_and_the_same_answers() {
-    let t = |path: &str| Throttling { path: path.into(), quota: None, quota_file: String::new(), delta: CpuStat::default() };
+    let t = |path: &str| Throttling {
+        path: path.into(),
+        quota: None,
+        quota_file: String::new(),
+        delta: CpuStat::default(),
+    };
     let b = |path: &str| Bandwidth {
         path: path.into(),
         dir: String::new(),
@@ -171,7 +176,9 @@ fn threads_are_watched_by_cgroup_within_a_bound() {
     assert!(w.run_of(10 + MAX_CGROUPS as i32).is_none(), "beyond the bound");
     assert_eq!(
         w.note().as_deref(),
-        Some("2 threads in cgroups beyond the 8 whose CFS throttling rtick watches: their waits are not matched with it")
+        Some(
+            "2 threads in cgroups beyond the 8 whose CFS throttling rtick watches: their waits are not matched with it"
+        )
     );
     w.sample();
     w.forget(&[1]);
