@@ -5,7 +5,8 @@
 //! and python3 needed; under CI a skip is a failure.
 
 mod common;
-use common::tracee::{compile, finish, periodic, ready, spawn, wait_for_instance, CpuCgroup};
+use common::cgroup::ChildCgroup;
+use common::tracee::{compile, finish, periodic, ready, spawn, wait_for_instance};
 use common::*;
 use rtick::cgroup::task_path;
 
@@ -212,7 +213,7 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let a = attach(&[&[prog.id().to_string().as_str()][..], &args].concat());
     // The bursts come while rtick traces, however long it took to start.
     wait_for_instance(&a);
-    let cgroup = CpuCgroup::new("rtick-test-hog");
+    let cgroup = ChildCgroup::for_culprits("rtick-test-hog");
     let hog_args = ["-c", HOG, &test_cpu().to_string()];
     let mut hog = match &cgroup {
         Some(cg) => cg.command(Path::new(&py), &hog_args).spawn(),

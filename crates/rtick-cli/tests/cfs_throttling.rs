@@ -8,81 +8,38 @@
 //! needed; under CI a skip is a failure.
 
 mod common;
+use common::cgroup::ChildCgroup;
 use common::*;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-/// A child cgroup of ours with a CPU quota; its tasks killed and the cgroup
-/// removed when dropped.
-struct QuotaCgroup {
-    dir: PathBuf,
-    path: String,
-    procs: &'static str,
+/// A cgroup of ours with a CPU quota: 10 ms of CPU every 100 ms.
+fn quota_cgroup() -> Option<ChildCgroup> {
+    let cg = ChildCgroup::create("rtick-cfs-test").map_err(|why| skip(&why, false)).ok()?;
+    let set = if cg.v2 {
+        std::fs::write(cg.dir.join("cpu.max"), "10000 100000")
+    } else {
+        std::fs::write(cg.dir.join("cpu.cfs_period_us"), "100000")
+            .and_then(|_| std::fs::write(cg.dir.join("cpu.cfs_quota_us"), "10000"))
+    };
+    if let Err(e) = set {
+        // v2 without the cpu controller enabled for our children, or no CONFIG_CFS_BANDWIDTH.
+        skip(&format!("cannot set a CPU quota in {}: {e}", cg.dir.display()), false);
+        return None;
+    }
+    Some(cg)
 }
 
-impl QuotaCgroup {
-    /// 10 ms of CPU every 100 ms.
-    fn create() -> Option<QuotaCgroup> {
-        let Some(cg) = rtick::cgroup::cpu_cgroup(&rtick::system::SysRoot::default()) else {
-            skip("no cpu cgroup controller found in /proc/self/cgroup and /proc/self/mountinfo", false);
-            return None;
-        };
-        let name = format!("rtick-cfs-test-{}", std::process::id());
-        let dir = PathBuf::from(&cg.dir).join(&name);
-        if let Err(e) = std::fs::create_dir(&dir) {
-            skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
-            return None;
-        }
-        let path = format!("{}/{name}", cg.path.trim_end_matches('/'));
-        let this = QuotaCgroup { dir, path, procs: if cg.v2 { "cgroup.procs" } else { "tasks" } };
-        let set = if cg.v2 {
-            std::fs::write(this.dir.join("cpu.max"), "10000 100000")
-        } else {
-            std::fs::write(this.dir.join("cpu.cfs_period_us"), "100000")
-                .and_then(|_| std::fs::write(this.dir.join("cpu.cfs_quota_us"), "10000"))
-        };
-        if let Err(e) = set {
-            // v2 without the cpu controller enabled for our children, or no CONFIG_CFS_BANDWIDTH.
-            skip(&format!("cannot set a CPU quota in {}: {e}", this.dir.display()), false);
-            return None;
-        }
-        Some(this)
-    }
-
-    /// A shell script that moves itself into the cgroup, starts a busy
-    /// loop there that uses up the quota, and becomes `"$0" "$@"` (exit
-    /// 77: it could not move).
-    fn script(&self) -> String {
-        format!(
-            "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
-            self.dir.display(),
-            self.procs
-        )
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        let text = std::fs::read_to_string(self.dir.join(self.procs)).unwrap_or_default();
-        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
-    }
-}
-
-impl Drop for QuotaCgroup {
-    fn drop(&mut self) {
-        // The busy loop outlives rtick: kill every task left, then remove the
-        // cgroup once the kernel has let them go.
-        for _ in 0..100 {
-            for pid in self.pids() {
-                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            }
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        eprintln!("could not remove {}", self.dir.display());
-    }
+/// A shell script that moves itself into `cg`, starts a busy loop there
+/// that uses up the quota, and becomes `"$0" "$@"` (exit 77: it could not
+/// move).
+fn script(cg: &ChildCgroup) -> String {
+    format!(
+        "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
+        cg.dir.display(),
+        cg.procs
+    )
 }
 
 #[test]
@@ -93,13 +50,13 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     if !common::tracee::ready() {
         return;
     }
-    let Some(cg) = QuotaCgroup::create() else { return };
+    let Some(cg) = quota_cgroup() else { return };
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     // The shell moves itself into the cgroup, starts a busy loop there that
     // uses up the quota, and becomes rtick.
-    let script = cg.script();
+    let script = script(&cg);
     let args = ["measure", "-m", "clock_nanosleep", "-i", "1ms", "-l", "300", "--policy", "other", "-a", &cpu];
     let o = Command::new("sh")
         .arg("-c")
@@ -153,11 +110,11 @@ fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = common::tracee::periodic(dir.path(), "rtick-quota") else { return };
-    let Some(cg) = QuotaCgroup::create() else { return };
+    let Some(cg) = quota_cgroup() else { return };
     let out_file = dir.path().join("waits.txt");
     let mut prog = Command::new("sh")
         .arg("-c")
-        .arg(cg.script())
+        .arg(script(&cg))
         .arg(&exe)
         .args([path_str(&out_file), "20000", "1000", "other", "abs"])
         .spawn()
@@ -206,14 +163,14 @@ fn monitor_names_the_throttling_of_its_cgroup() {
     if !common::tracee::ready() {
         return;
     }
-    let Some(cg) = QuotaCgroup::create() else { return };
+    let Some(cg) = quota_cgroup() else { return };
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let args = ["monitor", "--listen", &listen, "-a", &cpu, "-i", "1ms", "--spike", "5000", "--explain", "-q"];
     let mut m = Command::new("sh")
         .arg("-c")
-        .arg(cg.script())
+        .arg(script(&cg))
         .arg(env!("CARGO_BIN_EXE_rtick"))
         .args(args)
         .args(["-D", "60"])

@@ -11,8 +11,9 @@
 //! measure each other.
 
 mod common;
+use common::cgroup::ChildCgroup;
 use common::gaps::gap_rows;
-use common::tracee::{compile, finish, ready_on_cpu_1, spawn, CpuCgroup};
+use common::tracee::{compile, finish, ready_on_cpu_1, spawn};
 use common::*;
 use rtick::cgroup::task_path;
 
@@ -86,7 +87,7 @@ fn a_higher_priority_thread_is_named_with_the_time_it_ran() {
     spinning(&rtick);
     // 2 ms of every 100 ms, 15 times, at FIFO 60: above the spinner's 50;
     // in a cgroup of its own (else in this test's).
-    let cgroup = CpuCgroup::new("rtick-test-busy");
+    let cgroup = ChildCgroup::for_culprits("rtick-test-busy");
     let args = [CPU, "fifo", "60", "2000", "100000", "15"];
     let b = match &cgroup {
         Some(cg) => cg.command(&exe, &args).output(),

@@ -4,9 +4,11 @@
 //! falls back and says so, an explicit request fails with the fix on one line.
 
 mod common;
+use common::cgroup::ChildCgroup;
 use common::support;
 use common::*;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// Runs rtick without CAP_SYS_NICE / CAP_IPC_LOCK and with no real-time or
@@ -106,75 +108,39 @@ fn tracemark_without_access_to_tracefs_names_the_permission() {
     assert!(!err.contains("not mounted") && !err.contains("mount -t"), "tracefs is mounted: {err}");
 }
 
-/// A child cgroup of ours, which RT group scheduling starts without a
-/// real-time budget; removed when dropped.
-struct BudgetlessCgroup {
-    dir: std::path::PathBuf,
-    /// Its path in the hierarchy, as /proc/PID/cgroup names it.
-    path: String,
-    tasks: &'static str,
+/// A cgroup of ours, which RT group scheduling starts without a
+/// real-time budget.
+fn budgetless_cgroup() -> Option<ChildCgroup> {
+    if !is_root() {
+        skip("needs root to create a cgroup", false);
+        return None;
+    }
+    let cg = ChildCgroup::create("rtick-test").map_err(|why| skip(&why, false)).ok()?;
+    let Ok(budget) = std::fs::read_to_string(cg.dir.join("cpu.rt_runtime_us")) else {
+        // cgroup v2, or a kernel without CONFIG_RT_GROUP_SCHED: no budgets to lack.
+        skip("no RT group scheduling here (no cpu.rt_runtime_us)", true);
+        return None;
+    };
+    // The kernel starts every child cgroup with no real-time budget.
+    assert_eq!(budget.trim(), "0", "a new cgroup's cpu.rt_runtime_us");
+    Some(cg)
 }
 
-impl BudgetlessCgroup {
-    fn create() -> Option<BudgetlessCgroup> {
-        if !is_root() {
-            skip("needs root to create a cgroup", false);
-            return None;
-        }
-        let Some(cg) = rtick::cgroup::cpu_cgroup(&rtick::system::SysRoot::default()) else {
-            skip("no cpu cgroup controller found in /proc/self/cgroup and /proc/self/mountinfo", false);
-            return None;
-        };
-        if cg.rt_runtime_us.is_none() {
-            // cgroup v2, or a kernel without CONFIG_RT_GROUP_SCHED: no budgets to lack.
-            skip("no RT group scheduling here (no cpu.rt_runtime_us)", true);
-            return None;
-        }
-        // Each its own: the tests of this file run at once.
-        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::path::PathBuf::from(&cg.dir).join(format!("rtick-test-{}-{n}", std::process::id()));
-        if let Err(e) = std::fs::create_dir(&dir) {
-            skip(&format!("cannot create the cgroup {}: {e}", dir.display()), false);
-            return None;
-        }
-        let path = format!("{}/{}", cg.path.trim_end_matches('/'), dir.file_name().unwrap().to_string_lossy());
-        let this = BudgetlessCgroup { dir, path, tasks: if cg.v2 { "cgroup.procs" } else { "tasks" } };
-        // The kernel starts every child cgroup with no real-time budget.
-        let budget = std::fs::read_to_string(this.dir.join("cpu.rt_runtime_us")).unwrap();
-        assert_eq!(budget.trim(), "0", "a new cgroup's cpu.rt_runtime_us");
-        Some(this)
+/// Runs rtick with `args` inside `cg`; `None` (after `skip`) when the shell
+/// cannot move itself there (exit 77).
+fn run_in(cg: &ChildCgroup, args: &[&str]) -> Option<Output> {
+    let o = cg.command(Path::new(env!("CARGO_BIN_EXE_rtick")), args).output().unwrap();
+    if o.status.code() == Some(77) {
+        skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
+        return None;
     }
-
-    /// Runs rtick with `args` inside the cgroup; `None` (after `skip`) when
-    /// the shell cannot move itself there (exit 77).
-    fn run(&self, args: &[&str]) -> Option<Output> {
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!("echo $$ > {}/{} || exit 77; exec \"$0\" \"$@\"", self.dir.display(), self.tasks))
-            .arg(env!("CARGO_BIN_EXE_rtick"))
-            .args(args)
-            .output()
-            .unwrap();
-        if o.status.code() == Some(77) {
-            skip(&format!("cannot move a process into {}: {}", self.dir.display(), stderr(&o)), false);
-            return None;
-        }
-        Some(o)
-    }
-}
-
-impl Drop for BudgetlessCgroup {
-    fn drop(&mut self) {
-        // The processes run in it have exited; an empty cgroup can be removed.
-        let _ = std::fs::remove_dir(&self.dir);
-    }
+    Some(o)
 }
 
 #[test]
 fn cgroup_without_rt_budget_is_named_as_the_cause() {
-    let Some(cg) = BudgetlessCgroup::create() else { return };
-    let Some(o) = cg.run(&["measure", "-p", "80", "-l", "20"]) else { return };
+    let Some(cg) = budgetless_cgroup() else { return };
+    let Some(o) = run_in(&cg, &["measure", "-p", "80", "-l", "20"]) else { return };
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -182,7 +148,7 @@ fn cgroup_without_rt_budget_is_named_as_the_cause() {
     assert!(!err.contains("CAP_SYS_NICE"), "root already has it: {err}");
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("a.json");
-    let Some(a) = cg.run(&["audit", "--json", path_str(&j)]) else { return };
+    let Some(a) = run_in(&cg, &["audit", "--json", path_str(&j)]) else { return };
     let j = json(&j);
     let finding = j["findings"].as_array().and_then(|f| f.iter().find(|x| x["id"] == "sched.rt_group").cloned());
     assert_eq!(finding.as_ref().map(|f| f["status"].clone()), Some("fail".into()), "{}", stdout(&a));
@@ -194,10 +160,9 @@ fn cgroup_without_rt_budget_is_named_as_the_cause() {
 /// make a thread real-time.
 #[test]
 fn audit_names_another_populated_cgroup_without_rt_budget() {
-    let Some(cg) = BudgetlessCgroup::create() else { return };
-    let script = format!("echo $$ > {}/{} || exit 77; exec sleep 60", cg.dir.display(), cg.tasks);
-    let mut sleeper = Command::new("sh").arg("-c").arg(script).spawn().unwrap();
-    let tasks = cg.dir.join(cg.tasks);
+    let Some(cg) = budgetless_cgroup() else { return };
+    let mut sleeper = cg.command(Path::new("sleep"), &["60"]).spawn().unwrap();
+    let tasks = cg.dir.join(cg.procs);
     let t0 = std::time::Instant::now();
     while std::fs::read_to_string(&tasks).unwrap_or_default().trim().is_empty() {
         assert!(t0.elapsed().as_secs() < 60, "the sleeper never entered {}", cg.dir.display());

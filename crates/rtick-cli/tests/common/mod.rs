@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod cgroup;
 pub mod gaps;
 pub mod monitor;
 pub mod prometheus;

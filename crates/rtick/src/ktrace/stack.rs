@@ -19,6 +19,24 @@
 //! event it belongs to, on the same CPU, as a `ftrace:kernel_stack` record
 //! (`int size; unsigned long caller[size]`, though its format file says 8).
 //!
+//! Where no stack comes: mainline has no exit for an idle CPU on this
+//! path (the interrupt's entry makes RCU watch in the idle task,
+//! `irqentry_enter` → `ct_irq_enter`; `__trace_stack` records whenever RCU
+//! watches; ORC unwinds the idle task's stack), but this VM's kernel, a
+//! sandbox build of 6.18, leaves some tasks out of a tracefs instance: for
+//! the idle tasks and the VM agent's threads (pid 1's) it records no event
+//! in their own context (no `sched_switch` away from idle, no
+//! `power:cpu_idle`: 0 of 19,404 switches from idle, where the 19,404 to
+//! it were recorded), and in an interrupt that came in while one of them
+//! ran it records the event but not its stack — except for the boot CPU's
+//! idle task (pid 0 of CPU 0), whose stacks are all recorded. So a wake-up
+//! on an idle CPU 1 has no stack (0 of 39,932), one on an idle CPU 0 always
+//! has one (98 of 98). No other trigger point does better: the instance's
+//! `stacktrace` option instead of the trigger, and stacks at
+//! `local_timer_entry`, `irq_handler_entry`, `sched_waking` and
+//! `softirq_entry`, are missing alike. The spike's IRQ-delay culprit says
+//! `idle` then.
+//!
 //! Named frames need `/proc/kallsyms`, and so does the filter: when it
 //! hides the addresses (`kernel.kptr_restrict`), no trigger is set and the
 //! reason is given instead.
