@@ -105,7 +105,7 @@ pub fn cfs_note(c: &CfsJson) -> Option<String> {
     );
     if c.nr_throttled > 0 {
         s.push_str(&format!(
-            ": its SCHED_OTHER threads wait for the next period when it runs out; raise or remove the quota ({}), or measure with a real-time policy",
+            ": its SCHED_OTHER threads wait for the next period when it runs out; raise or remove the quota ({}), or run the latency-critical threads with a real-time policy",
             c.quota_file
         ));
     }
