@@ -80,6 +80,20 @@ CANDIDATES = {
 }
 
 
+# Not an event: attach's stack trigger (with --stacks).
+STACKS = "stacktrace"
+
+
+def hrtimer_wakeup():
+    """The address of hrtimer_wakeup, the sleeps' callback, from /proc/kallsyms."""
+    with open("/proc/kallsyms") as f:
+        for line in f:
+            addr, _, name = line.split()[:3]
+            if name == "hrtimer_wakeup" and int(addr, 16):
+                return "0x" + addr
+    fail("no address for hrtimer_wakeup in /proc/kallsyms (kernel.kptr_restrict?): run without --stacks")
+
+
 def fail(msg):
     print(f"attach-events.py: {msg}", file=sys.stderr)
     sys.exit(1)
@@ -97,6 +111,9 @@ def parse_args():
                    help="groups of events, each a configuration without it (default "
                    "local_timer,sched_wakeup,local_timer+sched_wakeup; 'a+b' drops both in one configuration): "
                    + ", ".join(CANDIDATES))
+    p.add_argument("--stacks", action="store_true",
+                   help="also attach's set (the full one but the local timer's edges) without and with its "
+                   "stacktrace trigger, a configuration each")
     a = p.parse_args()
     bad = [g for c in a.drop.split(",") if c for g in c.split("+") if g not in CANDIDATES]
     if a.rate <= 0 or a.rounds <= 0 or a.stretch <= a.margin or a.margin < 0 or bad:
@@ -136,8 +153,13 @@ class Instance:
         return self.p(f"events/{system}/{name}/{what}")
 
     def enable(self, events):
-        """Exactly `events` on, the rest of the set off."""
+        """Exactly `events` on, the rest of the set off; STACKS among them:
+        attach's `stacktrace` trigger on hrtimer_expire_entry for the
+        sleep's wake-up callback (crates/rtick/src/ktrace/stack.rs)."""
         want = set(events)
+        trigger = self.event("timer:hrtimer_expire_entry", "trigger")
+        if (STACKS in want) != (STACKS in self.on):
+            write(trigger, f"stacktrace if function == {hrtimer_wakeup()}" if STACKS in want else "!stacktrace")
         for ev in FULL:
             if (ev in want) != (ev in self.on):
                 write(self.event(ev, "enable"), "1" if ev in want else "0")
@@ -188,6 +210,9 @@ def main():
                    check=True)
     os.sched_setaffinity(0, [c for c in os.sched_getaffinity(0) if c != a.cpu] or [0])
     configs = {"none": [], "full": FULL}
+    if a.stacks:
+        attach = [e for e in FULL if e not in CANDIDATES["local_timer"]]
+        configs["attach"], configs["attach + stacks"] = attach, attach + [STACKS]
     for c in a.drop.split(","):
         if c:
             gone = {e for g in c.split("+") for e in CANDIDATES[g]}
@@ -259,7 +284,7 @@ def report(a, configs, stretches, records):
         d50 = [x[0] - n[0] for x, n in pairs]
         d99 = [x[1] - n[1] for x, n in pairs]
         pos = sum(1 for d in d50 if d > 0)
-        print(f"  {c:28s} {len(configs[c]):6d} {statistics.median(x[0] for x in rows):7.2f} "
+        print(f"  {c:28s} {len([e for e in configs[c] if e != STACKS]):6d} {statistics.median(x[0] for x in rows):7.2f} "
               f"{statistics.median(x[1] for x in rows):7.2f} {statistics.median(d50):+7.2f} "
               f"{statistics.median(d99):+7.2f}  {pos}/{len(rows)}")
     print("\nper group, the full set minus it against the full set in the same round (µs of p50; > 0: it costs):")
