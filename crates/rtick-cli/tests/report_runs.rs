@@ -65,8 +65,17 @@ fn an_attach_file_is_reported_gated_and_drawn_as_attach_printed_it() {
     let rep = rtick(&["report", path_str(&json), "--fail-if", "max>1h"]);
     assert_eq!(rep.status.code(), Some(0), "{}", stdout(&rep));
     assert!(verdict_of(&stdout(&rep)).starts_with("PASS"), "{}", stdout(&rep));
-    // The picture, from the lateness over time the file holds.
+    // The cycle's least margin is a figure of its row (any margin is below
+    // an hour, and none above).
     let file = common::json(&json);
+    let least = file["threads"][0]["cycle"]["margin_ns"][0].as_i64().expect("a 1 ms loop's margin");
+    assert_eq!(file["results"][0]["margin_min_ns"].as_i64(), Some(least), "{}", file["results"]);
+    let under = rtick(&["report", path_str(&json), "--fail-if", "margin<1h"]);
+    assert_eq!(under.status.code(), Some(3), "{}", stdout(&under));
+    assert!(verdict_of(&stdout(&under)).starts_with("FAIL margin of rr-periodic T"), "{}", stdout(&under));
+    let over = rtick(&["report", path_str(&json), "--fail-if", "margin>1h"]);
+    assert_eq!(over.status.code(), Some(0), "{}", stdout(&over));
+    // The picture, from the lateness over time the file holds.
     let buckets = file["threads"][0]["over_time"]["buckets"].as_array().expect("the lateness over time").len();
     assert!(buckets > 10, "{buckets} buckets of 5 ms in 1.5 s of a 1 ms loop");
     let plot = dir.path().join("attach.png");

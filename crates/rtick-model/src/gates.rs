@@ -28,6 +28,8 @@ pub enum Figure {
     Missed,
     /// CPU time of the measuring thread, % of wall time.
     Cpu,
+    /// `rtick attach`: a thread's least margin before its next deadline.
+    Margin,
 }
 
 /// The kind of number a figure is, which decides how its limit is written.
@@ -50,6 +52,7 @@ impl Figure {
             Figure::Overruns,
             Figure::Missed,
             Figure::Cpu,
+            Figure::Margin,
         ]);
         v
     }
@@ -64,6 +67,7 @@ impl Figure {
             Figure::Overruns => "overruns".into(),
             Figure::Missed => "missed".into(),
             Figure::Cpu => "cpu".into(),
+            Figure::Margin => "margin".into(),
         }
     }
 
@@ -93,6 +97,9 @@ impl Figure {
             Figure::Overruns => r.overruns.map(|n| n as f64).ok_or_else(|| missing("overrun count")),
             Figure::Missed => r.missed_periods.map(|n| n as f64).ok_or_else(|| missing("count of missed periods")),
             Figure::Cpu => r.cpu_percent.ok_or_else(|| missing("CPU time")),
+            Figure::Margin => r.margin_min_ns.map(|n| n as f64).ok_or_else(|| {
+                "no cycle margin: a thread's margin is rtick attach's, of a thread with a fixed period".to_string()
+            }),
         }
     }
 
@@ -416,6 +423,24 @@ mod tests {
         );
         assert!(text.contains("FAIL sched-deadline: unavailable: needs root: no figure to check\n"), "{text}");
         assert!(!text.contains("PASS"), "{text}");
+    }
+
+    /// `margin` is a thread's least cycle margin (attach's rows); a
+    /// measured loop's row has none, and says why.
+    #[test]
+    fn margin_checks_the_cycle_s_least_margin() {
+        let g = parse("margin<100us").unwrap();
+        let mut tight = row("control", 10);
+        tight.margin_min_ns = Some(42_000);
+        let mut roomy = row("logger", 10);
+        roomy.margin_min_ns = Some(900_000);
+        let j = g.evaluate(&[tight, roomy, row("clock_nanosleep", 10)], &[], &[], false, Vec::new());
+        let got: Vec<(&str, Option<f64>, Option<&str>)> =
+            j.violations.iter().map(|v| (v.mechanism.as_str(), v.value, v.reason.as_deref())).collect();
+        let why = "no cycle margin: a thread's margin is rtick attach's, of a thread with a fixed period";
+        assert_eq!(got, [("control", Some(42_000.0), None), ("clock_nanosleep", None, Some(why))]);
+        let text = g.render(&j, 3, Nanos::from_secs(1), false);
+        assert!(text.contains("FAIL margin of control T1 (loaded): 42 µs < 100 µs\n"), "{text}");
     }
 
     #[test]

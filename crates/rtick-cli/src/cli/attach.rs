@@ -35,7 +35,7 @@ pub struct AttachArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
-    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns: its cycle's waits armed after their own request; missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
+    /// Fail (exit 3) when a condition holds for any thread's lateness, e.g. 'p99>500us,max>2ms': the figures of measure --fail-if (p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev; plain numbers µs; overruns: its cycle's waits armed after their own request; margin: the least time its cycle left before a deadline, e.g. 'margin<100us'; missed and cpu have no value here). Checked after the outputs are written; a run stopped by Ctrl-C before its -D does not pass.
     #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
     pub fail_if: Option<rtick_model::gates::Gates>,
 

@@ -304,6 +304,7 @@ fn lateness_rows(a: &Attached) -> Vec<ResultJson> {
             // Its waits armed after their own request (the cycle's).
             r.overruns = thread(tid).map(|t| t.cycle.overruns);
             r.early_wakeups = Some(s.negative);
+            r.margin_min_ns = thread(tid).and_then(|t| t.cycle.margin).map(|[min, ..]| min.as_ns());
             r
         })
         .collect()

@@ -241,6 +241,11 @@ pub struct ResultJson {
     /// Wake-ups of the --warm-up, discarded before the figures above.
     #[serde(default)]
     pub warm_up_discarded: u64,
+    /// `rtick attach`: the least time the thread's cycle left between going
+    /// to sleep and the deadline it asked for (its cycle's minimum margin;
+    /// negative: it overran); null elsewhere (a measured loop has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_min_ns: Option<i64>,
 }
 
 impl ResultJson {
@@ -281,6 +286,7 @@ impl ResultJson {
             histogram_ns: Vec::new(),
             phase: None,
             warm_up_discarded: 0,
+            margin_min_ns: None,
         }
     }
 
@@ -314,6 +320,7 @@ impl ResultJson {
             clock_stepped_ns: r.clock_stepped.as_ns(),
             phase: None,
             warm_up_discarded: r.warm_up_discarded,
+            margin_min_ns: None,
         }
     }
 
