@@ -72,6 +72,17 @@ pub struct Sender {
     pub work: u64,
 }
 
+impl Sender {
+    /// The sender with the function its IPI ran, when the events say:
+    /// "(flush_tlb_func) from CPU 0 task X:42", else as [`Sender`]'s `Display`.
+    pub fn describe(&self) -> String {
+        match self.work {
+            0 => self.to_string(),
+            work => format!("({}) {self}", super::kallsyms::describe(work)),
+        }
+    }
+}
+
 impl fmt::Display for Sender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.pid, &self.comm) {
@@ -173,6 +184,15 @@ impl Senders {
         let upto = self.sent.partition_point(|s| s.at <= at);
         let recent = self.sent.range(..upto).rev().take_while(|s| at - s.at <= MAX_DELAY);
         recent.into_iter().find(|s| s.reschedule == reschedule && s.targets.contains(cpu)).map(|s| &s.sender)
+    }
+
+    /// Who sent the IPI that event `e` of `cpu` enters ([`Senders::sender_of`]);
+    /// None for any other event.
+    pub fn sender_of_entry(&self, cpu: usize, e: &Event) -> Option<&Sender> {
+        match e.kind {
+            EventKind::IpiEntry { ipi, .. } => self.sender_of(cpu, ipi, e.ts),
+            _ => None,
+        }
     }
 
     /// Forgets the sends before `before` (what no IPI entry still to come can match).
