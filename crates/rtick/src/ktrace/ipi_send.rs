@@ -99,7 +99,7 @@ const MAX_DELAY: Nanos = Nanos::from_ms(50);
 /// A queued function belongs to the send that follows it on its CPU this soon.
 const CSD_TO_SEND: Nanos = Nanos::from_us(200);
 /// Sends kept at most (the oldest go first).
-const MAX_SENDS: usize = 4096;
+pub const MAX_SENDS: usize = 4096;
 /// Task names kept at most.
 const MAX_COMMS: usize = 4096;
 
@@ -193,6 +193,11 @@ impl Senders {
             EventKind::IpiEntry { ipi, .. } => self.sender_of(cpu, ipi, e.ts),
             _ => None,
         }
+    }
+
+    /// The sends kept (at most [`MAX_SENDS`]).
+    pub fn held(&self) -> usize {
+        self.sent.len()
     }
 
     /// Forgets the sends before `before` (what no IPI entry still to come can match).
