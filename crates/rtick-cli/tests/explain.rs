@@ -605,7 +605,8 @@ fn monitor_explain_names_the_sender_of_an_ipi() {
         set.set(c);
         rustix::thread::sched_setaffinity(None, &set).unwrap();
     };
-    let args = ["-a", cpu.as_str(), "-i", "1ms", "--spike", "1", "--explain", "-q", "-m", "clock_nanosleep", "-D", "30"];
+    let args =
+        ["-a", cpu.as_str(), "-i", "1ms", "--spike", "1", "--explain", "-q", "-m", "clock_nanosleep", "-D", "30"];
     let mut m = Monitor::start_with(&args, Stdio::null());
     let (tx, rx) = mpsc::channel::<u32>();
     let sleeper = std::thread::spawn(move || {

@@ -277,6 +277,22 @@ impl Recent {
     }
 }
 
+impl Analysis {
+    /// [`Analysis::every`], each IPI named with its sender from `senders`
+    /// (the window's, which holds the sends of CPUs not in `cpus`).
+    pub fn with_senders(
+        cpus: &[CpuTrace<'_>],
+        wakes: &[Recorded],
+        period: Option<Nanos>,
+        senders: &Senders,
+    ) -> Analysis {
+        let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
+        let timelines =
+            cpus.iter().map(|c| (c.cpu, Timeline::build_on(c.events, end, c.cpu as usize, senders))).collect();
+        Analysis { timelines, matched: super::match_all_every(cpus, wakes, period) }
+    }
+}
+
 /// A trace of the measured CPUs read as the loop runs, and its recent window.
 #[derive(Debug)]
 pub struct Live {

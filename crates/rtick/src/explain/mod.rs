@@ -313,24 +313,8 @@ impl Analysis {
     /// (with few wake-ups it cannot be read from their deadlines).
     pub fn every(cpus: &[CpuTrace<'_>], wakes: &[Recorded], period: Option<Nanos>) -> Analysis {
         let mut senders = crate::ktrace::Senders::new(true);
-        for c in cpus {
-            c.events.iter().for_each(|e| senders.event(c.cpu as usize, e));
-        }
+        cpus.iter().for_each(|c| c.events.iter().for_each(|e| senders.event(c.cpu as usize, e)));
         Analysis::with_senders(cpus, wakes, period, &senders)
-    }
-
-    /// [`Analysis::every`], each IPI named with its sender from `senders`
-    /// (the live window's, which holds the sends of CPUs not in `cpus`).
-    pub fn with_senders(
-        cpus: &[CpuTrace<'_>],
-        wakes: &[Recorded],
-        period: Option<Nanos>,
-        senders: &crate::ktrace::Senders,
-    ) -> Analysis {
-        let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
-        let timelines =
-            cpus.iter().map(|c| (c.cpu, Timeline::build_on(c.events, end, c.cpu as usize, senders))).collect();
-        Analysis { timelines, matched: match_all_every(cpus, wakes, period) }
     }
 
     /// Each wake-up's match, in the order given to [`Analysis::new`].
