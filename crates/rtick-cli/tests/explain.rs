@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 #[path = "common/breakdown.rs"]
 mod breakdown_check;
 
+/// The monitor's tests, one at a time: the IPIs one makes to order would
+/// be the other's spikes.
+static MONITORS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The last CPU this process may use (the tests pin rtick there).
 fn cpu() -> String {
     rtick::info::allowed_cpus().unwrap().last().unwrap().to_string()
@@ -388,6 +392,7 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     use common::monitor::Monitor;
     use common::prometheus::get;
     use std::io::Read;
+    let _one = MONITORS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
     }
@@ -594,6 +599,7 @@ fn monitor_explain_names_the_sender_of_an_ipi() {
     use common::prometheus::get;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
+    let _one = MONITORS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
     }
