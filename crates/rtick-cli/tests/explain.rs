@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 #[path = "common/breakdown.rs"]
 mod breakdown_check;
 
+/// The monitor's tests, one at a time: the IPIs one makes to order would
+/// be the other's spikes.
+static MONITORS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The last CPU this process may use (the tests pin rtick there).
 fn cpu() -> String {
     rtick::info::allowed_cpus().unwrap().last().unwrap().to_string()
@@ -388,6 +392,7 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     use common::monitor::Monitor;
     use common::prometheus::get;
     use std::io::Read;
+    let _one = MONITORS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
     }
@@ -581,4 +586,75 @@ fn a_culprit_is_named_with_its_cgroup() {
         assert!(s["line"].as_str().unwrap().contains(&format!("{want} (prio 4) in /{name}")), "{s}");
     }
     assert!(out.contains(&format!(" in /{name}")), "{out}");
+}
+
+/// `rtick monitor --explain` names who sent an IPI, as `measure --explain`
+/// does: a thread of this test on another CPU wakes a sleeper on the
+/// measured CPU every 200 µs (a reschedule or call-function IPI each, sent
+/// from its CPU); some wake-ups of the monitor's loop have one in their
+/// window, and /spikes names it with its sender, this thread on its CPU.
+#[test]
+fn monitor_explain_names_the_sender_of_an_ipi() {
+    use common::monitor::Monitor;
+    use common::prometheus::get;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let _one = MONITORS.lock().unwrap_or_else(|p| p.into_inner());
+    if !ready() {
+        return;
+    }
+    let cpu = cpu();
+    let n: usize = cpu.parse().unwrap();
+    let other = *rtick::info::allowed_cpus().unwrap().iter().find(|&&c| c != n).expect("two CPUs");
+    let pin = |c: usize| {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(c);
+        rustix::thread::sched_setaffinity(None, &set).unwrap();
+    };
+    let args =
+        ["-a", cpu.as_str(), "-i", "1ms", "--spike", "1", "--explain", "-q", "-m", "clock_nanosleep", "-D", "30"];
+    let mut m = Monitor::start_with(&args, Stdio::null());
+    let (tx, rx) = mpsc::channel::<u32>();
+    let sleeper = std::thread::spawn(move || {
+        pin(n);
+        rx.iter().count()
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let (me_tx, me_rx) = mpsc::channel();
+    let sender = std::thread::Builder::new()
+        .name("rtick-ipi-from".into())
+        .spawn(move || {
+            pin(other);
+            me_tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                tx.send(0).unwrap();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+        .unwrap();
+    let tid = me_rx.recv().unwrap();
+    let want = format!("from CPU {other} task rtick-ipi-from:{tid}");
+    // The log keeps the latest spikes: looked at while the IPIs go on.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut found = None;
+    while found.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(2));
+        let (_, spikes) = get(&m.url("/spikes")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&spikes).unwrap();
+        found = v["spikes"].as_array().unwrap().iter().find(|s| s["explain"].to_string().contains(&want)).cloned();
+    }
+    stop.store(true, Ordering::Relaxed);
+    sender.join().unwrap();
+    assert!(sleeper.join().unwrap() > 1000, "the sleeper was woken");
+    let (_, status) = m.terminate();
+    assert!(status.success(), "{status:?}");
+    let s = found.unwrap_or_else(|| panic!("no spike names an IPI {want}"));
+    let text = s["explain"].to_string();
+    assert!(
+        ["reschedule IPI", "call_function_single IPI", "call_function IPI"]
+            .iter()
+            .any(|v| text.contains(&format!("{v} {want}")) || text.contains(&format!("{v} (")) && text.contains(&want)),
+        "{s:#}"
+    );
 }

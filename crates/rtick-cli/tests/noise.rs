@@ -256,6 +256,21 @@ fn tlb_shootdowns_from_cpu_0_are_counted_as_call_function_ipis() {
     // rtick cannot count more than the kernel delivered.
     assert!(counted * 2 >= shootdowns, "{counted} call-function IPIs named, {shootdowns} shootdowns: {src:#?}");
     assert!(counted <= calls, "{counted} named, the kernel's count over the run: {calls}");
+    // Their sender: the helper's zapping thread, on CPU 0, flushing the TLB.
+    let zapper: i64 = String::from_utf8_lossy(&z.stdout).split_whitespace().nth(2).unwrap().parse().unwrap();
+    let tlb = src.iter().find(|s| s["kind"] == "vector" && s["top_sender"]["function"] == "flush_tlb_func");
+    let top = &tlb.unwrap_or_else(|| panic!("no call-function IPI sent to flush the TLB: {src:#?}"))["top_sender"];
+    assert_eq!(
+        (top["cpu"].as_i64(), top["pid"].as_i64(), top["comm"].as_str()),
+        (Some(0), Some(zapper), Some("noise_shootdown")),
+        "{top:#}"
+    );
+    let name = format!("(flush_tlb_func) from CPU 0 task noise_shootdown:{zapper}");
+    assert_eq!(top["name"], name.as_str());
+    assert!(top["count"].as_u64().unwrap() * 2 >= top["named"].as_u64().unwrap(), "the most of those named: {top:#}");
+    // The table names it too.
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l.contains(" IPI (flush_tlb_func) from CPU 0 task noise_shootdown:")), "{text}");
 }
 
 /// CPU `cpu`'s function-call and TLB-shootdown interrupts so far (/proc/interrupts' CAL and TLB rows).

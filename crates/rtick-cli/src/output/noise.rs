@@ -7,7 +7,7 @@ use std::fmt::Write;
 use rtick::noise::{NoiseRun, Plan, Source};
 use rtick::system::format_cpu_list;
 use rtick::Nanos;
-use rtick_model::json::{NoiseCpuJson, NoiseFile};
+use rtick_model::json::{NoiseCpuJson, NoiseFile, NoiseSourceJson};
 
 use super::columns::layout;
 
@@ -98,6 +98,16 @@ pub fn render(f: &NoiseFile) -> String {
     o + &notes(f)
 }
 
+/// A source as its row names it: with its cgroup, or an IPI's most frequent sender.
+fn source_name(s: &NoiseSourceJson) -> String {
+    match (&s.cgroup, &s.top_sender) {
+        (Some(cg), _) => format!("{} in {cg}", s.name),
+        (None, Some(t)) if t.count == s.count => format!("{} {}", s.name, t.name),
+        (None, Some(t)) => format!("{} {} ({} of {})", s.name, t.name, t.count, s.count),
+        (None, None) => s.name.clone(),
+    }
+}
+
 /// One CPU's sources, most time first, and its largest gap.
 fn sources(c: &NoiseCpuJson) -> String {
     let mut o = format!("\nCPU {}: where the noise went, most time first\n", c.cpu);
@@ -105,7 +115,7 @@ fn sources(c: &NoiseCpuJson) -> String {
     let share = |t: i64| format!("{:.1}", 100.0 * t as f64 / c.noise_ns.max(1) as f64);
     for s in c.sources.iter().take(SHOWN) {
         rows.push(vec![
-            s.cgroup.as_ref().map_or_else(|| s.name.clone(), |cg| format!("{} in {cg}", s.name)),
+            source_name(s),
             s.count.to_string(),
             us(Nanos(s.total_ns)),
             us(Nanos(s.max_ns)),

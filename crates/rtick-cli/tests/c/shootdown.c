@@ -8,7 +8,7 @@
  * unmaps the buffer's pages again and again (madvise MADV_DONTNEED): each
  * time, the kernel flushes them from the TLB of every CPU the process has
  * run on lately, TOUCH_CPU's by an inter-processor interrupt. At the end it
- * prints the main thread's id and the number of zaps. */
+ * prints the main thread's id, the number of zaps and the zapping thread's id. */
 #define _GNU_SOURCE
 #include "common.h"
 #include <pthread.h>
@@ -22,8 +22,10 @@ static char *buf;
 static size_t len;
 static atomic_int done;
 static long zaps;
+static atomic_long zapper_tid;
 
 static void *zapper(void *arg) {
+    atomic_store(&zapper_tid, (long)syscall(SYS_gettid));
     if (pin(*(int *)arg)) {
         perror("sched_setaffinity (zapper)");
         exit(1);
@@ -71,6 +73,6 @@ int main(int argc, char **argv) {
     }
     atomic_store(&done, 1);
     pthread_join(t, NULL);
-    printf("%ld %ld\n", (long)syscall(SYS_gettid), zaps);
+    printf("%ld %ld %ld\n", (long)syscall(SYS_gettid), zaps, atomic_load(&zapper_tid));
     return 0;
 }

@@ -20,8 +20,8 @@ pub use explain::{CauseJson, CfsJson, ExplainJson, ExplainedJson, KernelPhaseJso
 pub use gates::{ConditionJson, GatesJson, ViolationJson};
 pub use load::{CpuBusyJson, LoadCommandJson, LoadJson, LoadKindJson, LoadPhaseJson, PhaseRatioJson};
 pub use noise::{
-    LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseGatesJson, NoiseSourceJson, NoiseTickJson,
-    NoiseViolationJson,
+    LoopClockJson, NoiseCpuJson, NoiseFile, NoiseGapJson, NoiseGatesJson, NoiseSenderJson, NoiseSourceJson,
+    NoiseTickJson, NoiseViolationJson,
 };
 
 use rtick::measure::{MeasureReport, ThreadResult};

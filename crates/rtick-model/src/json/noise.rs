@@ -2,7 +2,7 @@
 //! "rtick noise"), built from the library's [`NoiseRun`] by [`NoiseFile::of`].
 
 use rtick::noise::spin::LoopClock;
-use rtick::noise::{CpuNoise, End, NoiseRun, Plan, Source, Tally};
+use rtick::noise::{CpuNoise, End, NoiseRun, Plan, SentBy, Source, Tally};
 use serde::{Deserialize, Serialize};
 
 use super::{SystemJson, SCHEMA_VERSION};
@@ -152,6 +152,28 @@ pub struct NoiseSourceJson {
     /// A thread's cgroup (its container or unit), unless the root or unread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// An IPI source's most frequent sender, when the trace named its senders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_sender: Option<NoiseSenderJson>,
+}
+
+/// Who sent the most of an IPI source's IPIs.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NoiseSenderJson {
+    /// As printed: "(flush_tlb_func) from CPU 0 task mprotect:4242".
+    pub name: String,
+    /// The sender's CPU.
+    pub cpu: usize,
+    /// Its task's thread id (0: idle, or an interrupt on an idle CPU).
+    pub pid: i32,
+    /// Its task's name (null: gone before it was read).
+    pub comm: Option<String>,
+    /// The function a call-function IPI ran (`csd:csd_queue_cpu`); null for a reschedule.
+    pub function: Option<String>,
+    /// The source's IPIs it sent.
+    pub count: u64,
+    /// The source's IPIs whose sender was named, all senders together.
+    pub named: u64,
 }
 
 /// One gap and its sources.
@@ -214,12 +236,27 @@ fn source(kind: &str, name: String, t: &Tally) -> NoiseSourceJson {
         max_ns: t.max.as_ns(),
         nested_ns: t.nested.as_ns(),
         cgroup: None,
+        top_sender: None,
     }
+}
+
+fn top_sender(by: &SentBy) -> Option<NoiseSenderJson> {
+    let (s, count) = by.top()?;
+    Some(NoiseSenderJson {
+        name: s.describe(),
+        cpu: s.cpu,
+        pid: s.pid,
+        comm: s.comm.map(|c| c.to_string()),
+        function: (s.work != 0).then(|| rtick::ktrace::kallsyms::describe(s.work)),
+        count,
+        named: by.named(),
+    })
 }
 
 fn cpu(c: &CpuNoise) -> NoiseCpuJson {
     let named = |(s, t): &(Source, Tally)| NoiseSourceJson {
         cgroup: c.cgroups.get(s).map(|p| p.to_string()),
+        top_sender: c.senders.get(s).and_then(top_sender),
         ..source(s.kind(), s.to_string(), t)
     };
     NoiseCpuJson {

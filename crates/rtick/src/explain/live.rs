@@ -6,9 +6,11 @@
 //! either: a wake-up is explained by the events from its thread's previous
 //! wake-up to its own clock read. [`Recent`] keeps each traced CPU's events
 //! of the last `keep` (bounded by a count, so memory is flat however busy
-//! the CPU) and the CPUs' steal time, and explains one wake-up at a time
-//! with the analysis `measure --explain` uses ([`Analysis`]); [`Live`] fills
-//! it from a [`Stream`] read by the caller's thread.
+//! the CPU), the IPIs sent to them from the other CPUs (their send events,
+//! in the one matcher [`Senders`], bounded by `keep` and its own count) and
+//! the CPUs' steal time, and explains one wake-up at a time with the
+//! analysis `measure --explain` uses ([`Analysis`]); [`Live`] fills it from
+//! a [`Stream`] read by the caller's thread.
 //!
 //! The order that makes it exact: the caller takes the measuring threads'
 //! rows first, then [`Live::read`]s the trace. A row exists only after its
@@ -26,7 +28,7 @@ use std::path::Path;
 use super::input::{CpuTrace, Recorded};
 use super::{Analysis, Matched, Spike, StealSample, Timeline, Unmatched};
 use crate::clock::ClockId;
-use crate::ktrace::{self, Event, Options, Stream};
+use crate::ktrace::{self, Event, Options, Senders, Stream, Tracepoint};
 use crate::time::{Nanos, Time};
 
 /// Why a wake-up over the threshold has no breakdown.
@@ -98,6 +100,8 @@ impl CpuWindow {
 #[derive(Debug)]
 pub struct Recent {
     cpus: Vec<CpuWindow>,
+    /// The IPIs sent to them (any CPU's send events), to name each IPI's sender.
+    senders: Senders,
     /// The index in `cpus` of each CPU number's window: one lookup per event.
     index: Vec<Option<usize>>,
     steal: Vec<StealSample>,
@@ -127,7 +131,7 @@ impl Recent {
         for (i, w) in cpus.iter().enumerate() {
             index[w.cpu] = Some(i);
         }
-        Recent { cpus, index, steal: Vec::new(), keep, cap }
+        Recent { cpus, senders: Senders::new(true), index, steal: Vec::new(), keep, cap }
     }
 
     /// The events a window of at most `cap` holds: `cap` rounded down to a
@@ -145,8 +149,11 @@ impl Recent {
         self.cpus.get((*self.index.get(cpu)?)?)
     }
 
-    /// Adds an event of `cpu` (in time order); a full window drops its oldest.
+    /// Adds an event of `cpu` (in time order); a full window drops its
+    /// oldest. A send of an IPI is kept whichever CPU sent it (the other
+    /// CPUs record only those, to the traced ones).
     pub fn push(&mut self, cpu: usize, e: Event) {
+        self.senders.event(cpu, &e);
         let cap = self.cap;
         let Some(w) = self.window(cpu) else { return };
         if w.events.len() >= cap {
@@ -174,6 +181,7 @@ impl Recent {
     /// before a wake-up's interval).
     pub fn advance(&mut self, now: Time) {
         let oldest = now - self.keep;
+        self.senders.forget_before(oldest);
         for w in &mut self.cpus {
             while w.events.front().is_some_and(|e| e.ts < oldest) {
                 w.drop_oldest();
@@ -241,7 +249,7 @@ impl Recent {
             .collect();
         let traces: Vec<CpuTrace<'_>> = slices.iter().map(|(cpu, events)| CpuTrace { cpu: *cpu, events }).collect();
         let wakes: Vec<Recorded> = prev.into_iter().chain([wake]).collect();
-        let analysis = Analysis::every(&traces, &wakes, Some(period));
+        let analysis = Analysis::with_senders(&traces, &wakes, Some(period), &self.senders);
         let last = wakes.len() - 1;
         match analysis.matched()[last] {
             Err(u) => Err(Unexplained::Unmatched(u)),
@@ -270,8 +278,24 @@ impl Recent {
         let lo = w.events.partition_point(|e| e.ts < from);
         let hi = w.events.partition_point(|e| e.ts <= wake.actual).max(lo);
         let events: Vec<Event> = w.events.range(lo..hi).cloned().collect();
-        let tl = Timeline::build(&events, wake.actual);
+        let tl = Timeline::build_on(&events, wake.actual, m.cpu as usize, &self.senders);
         Ok(Spike::explain(wake, m, &tl, &self.steal))
+    }
+}
+
+impl Analysis {
+    /// [`Analysis::every`], each IPI named with its sender from `senders`
+    /// (the window's, which holds the sends of CPUs not in `cpus`).
+    pub fn with_senders(
+        cpus: &[CpuTrace<'_>],
+        wakes: &[Recorded],
+        period: Option<Nanos>,
+        senders: &Senders,
+    ) -> Analysis {
+        let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
+        let timelines =
+            cpus.iter().map(|c| (c.cpu, Timeline::build_on(c.events, end, c.cpu as usize, senders))).collect();
+        Analysis { timelines, matched: super::match_all_every(cpus, wakes, period) }
     }
 }
 
@@ -293,7 +317,8 @@ impl Live {
     /// with kernel buffers of `buffer_kb` a CPU), keeping the events of the
     /// last `keep`, at most [`Recent::cap`]`(cap)` per CPU.
     pub fn start(tracefs: &Path, cpus: &[usize], buffer_kb: usize, keep: Nanos, cap: usize) -> ktrace::Result<Live> {
-        Live::start_with(tracefs, cpus, &Options { buffer_kb, ..Options::default() }, keep, cap)
+        let opts = Options { buffer_kb, events: &Tracepoint::EXPLAIN, ..Options::default() };
+        Live::start_with(tracefs, cpus, &opts, keep, cap)
     }
 
     /// [`Live::start`] recording what `opts` says (`rtick attach`: its
@@ -345,9 +370,11 @@ impl Live {
         let before: Vec<Option<Time>> = self.losses.iter().map(|&(cpu, _)| self.last_seen(cpu)).collect();
         let (seen, recent) = (&mut self.seen, &mut self.recent);
         let mut take = |cpu: usize, e: Event| {
-            if let Some(s) = seen.get_mut(cpu) {
-                *s = Some(e.ts);
+            if cpu >= seen.len() {
+                // A CPU recorded for the IPIs it sends to the traced ones.
+                seen.resize(cpu + 1, None);
             }
+            seen[cpu] = Some(e.ts);
             match max_pages {
                 None => recent.push(cpu, e),
                 Some(_) => sink(cpu, e),
@@ -416,7 +443,7 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::testing::{cycle, ev, ME};
+    use crate::explain::testing::{cycle, ev, switch, IDLE, ME, MEE};
     use crate::ktrace::EventKind as K;
 
     /// Four clock_nanosleep cycles of [`ME`] on CPU 1, period 1000: the
@@ -547,6 +574,73 @@ mod tests {
             Unexplained::Unmatched(Unmatched::DidNotSleep)
         );
         assert_eq!(Unexplained::Unmatched(Unmatched::DidNotSleep).token(), "did_not_sleep");
+    }
+
+    /// Cycle 3 of [`four_cycles`] late by a call-function IPI (3010–3390)
+    /// that CPU 0 sent, for a function it queued: the send events, recorded
+    /// on CPU 0, pushed into the window as read.
+    fn late_by_an_ipi() -> (Vec<(usize, Event)>, Vec<Recorded>) {
+        use crate::ktrace::{Ipi, IpiSend, Targets};
+        let (evs, wakes) = four_cycles();
+        let ipi = Ipi::CallFunctionSingle;
+        let mut all: Vec<(usize, Event)> = evs
+            .into_iter()
+            .map(|e| match e.kind {
+                K::IrqHandlerEntry { .. } => ev(e.ts.0, 0, K::IpiEntry { ipi, vector: 251 }),
+                K::IrqHandlerExit { .. } => ev(e.ts.0, 0, K::IpiExit { ipi, vector: 251 }),
+                _ => e,
+            })
+            .map(|e| (1, e))
+            .collect();
+        let send = IpiSend { targets: Targets::Cpu(1), callsite: 0x10, callback: 0xd0 };
+        // CPU 0: a sleep's switch (not this window's), and the send, read after CPU 1's events.
+        all.push((0, ev(2990, SENDER, switch(IDLE, MEE))));
+        all.push((0, ev(3000, SENDER, K::CsdQueue { cpu: 1, func: 0xf1 })));
+        all.push((0, ev(3005, SENDER, K::IpiSend(send))));
+        (all, wakes)
+    }
+
+    /// A task of CPU 0 that no process has (its name is not read).
+    const SENDER: i32 = 4_100_000;
+
+    #[test]
+    fn an_ipi_in_the_window_is_named_with_its_sender_from_another_cpu() {
+        use crate::explain::{Cause, Culprit};
+        use crate::ktrace::Ipi;
+        let (all, wakes) = late_by_an_ipi();
+        let mut r = Recent::new(&[1], Nanos::from_secs(1), 1 << 10, Time(0));
+        all.iter().for_each(|(cpu, e)| r.push(*cpu, e.clone()));
+        assert_eq!(r.held(), all.len() - 3, "CPU 0's events are not held in a window");
+        let whole = Analysis::new(
+            &[CpuTrace { cpu: 1, events: &r.cpus[0].events.iter().cloned().collect::<Vec<_>>() }],
+            &wakes,
+        );
+        let m = whole.matched()[2].unwrap();
+        for spike in [
+            r.explain(wakes[2], Some(wakes[1]), Nanos(1000), Some(1)).unwrap(),
+            r.explain_matched(wakes[2], m, wakes[1].actual).unwrap(),
+        ] {
+            let Cause::InterruptWork(Culprit::Ipi(Ipi::CallFunctionSingle, Some(s))) = &spike.cause else {
+                panic!("{:?}", spike.cause)
+            };
+            assert_eq!((s.cpu, s.pid, s.work), (0, SENDER, 0xf1), "CPU 0's task, the function it queued");
+            assert!(spike.line().contains("call_function_single IPI ("), "{}", spike.line());
+            assert!(spike.line().contains(&format!(") from CPU 0 task {SENDER}")), "{}", spike.line());
+        }
+        // The sends leave with the window: a wake-up explained after is not named by them.
+        r.advance(Time(3005) + Nanos::from_secs(1) + Nanos::from_ms(51));
+        assert_eq!(r.senders.held(), 0);
+    }
+
+    #[test]
+    fn the_sends_kept_are_bounded_however_many_come() {
+        use crate::ktrace::{IpiSend, Targets, MAX_SENDS};
+        let mut r = Recent::new(&[1], Nanos::from_secs(1), 1 << 10, Time(0));
+        let send = IpiSend { targets: Targets::Cpu(1), callsite: 0x10, callback: 0 };
+        for k in 0..2 * MAX_SENDS as i64 {
+            r.push(0, ev(k, SENDER, K::IpiSend(send.clone())));
+        }
+        assert_eq!((r.senders.held(), r.held()), (MAX_SENDS, 0));
     }
 
     #[test]

@@ -312,14 +312,9 @@ impl Analysis {
     /// [`Analysis::new`] for a loop of `period`, when the caller knows it
     /// (with few wake-ups it cannot be read from their deadlines).
     pub fn every(cpus: &[CpuTrace<'_>], wakes: &[Recorded], period: Option<Nanos>) -> Analysis {
-        let end = cpus.iter().filter_map(|c| c.events.last()).map(|e| e.ts).max().unwrap_or(Time(0));
         let mut senders = crate::ktrace::Senders::new(true);
-        for c in cpus {
-            c.events.iter().for_each(|e| senders.event(c.cpu as usize, e));
-        }
-        let timelines =
-            cpus.iter().map(|c| (c.cpu, Timeline::build_on(c.events, end, c.cpu as usize, &senders))).collect();
-        Analysis { timelines, matched: match_all_every(cpus, wakes, period) }
+        cpus.iter().for_each(|c| c.events.iter().for_each(|e| senders.event(c.cpu as usize, e)));
+        Analysis::with_senders(cpus, wakes, period, &senders)
     }
 
     /// Each wake-up's match, in the order given to [`Analysis::new`].

@@ -50,10 +50,7 @@ impl std::fmt::Display for Culprit {
             Culprit::Softirq(n) => write!(f, "softirq {n}"),
             Culprit::Ipi(Ipi::IrqWork, _) => f.write_str("irq_work interrupt"),
             Culprit::Ipi(i, None) => write!(f, "{i} IPI"),
-            Culprit::Ipi(i, Some(s)) if s.work != 0 => {
-                write!(f, "{i} IPI ({}) {s}", crate::ktrace::kallsyms::describe(s.work))
-            }
-            Culprit::Ipi(i, Some(s)) => write!(f, "{i} IPI {s}"),
+            Culprit::Ipi(i, Some(s)) => write!(f, "{i} IPI {}", s.describe()),
             Culprit::Nmi => f.write_str("NMI"),
             Culprit::Hrtimer { function, .. } => {
                 write!(f, "hrtimer callback {}", crate::ktrace::kallsyms::describe(*function))

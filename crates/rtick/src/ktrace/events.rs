@@ -114,11 +114,17 @@ impl Tracepoint {
         &[Tracepoint::WorkqueueExecuteStart, Tracepoint::WorkqueueExecuteEnd, Tracepoint::CpuIdle],
     ]);
 
-    /// What `measure --explain` enables: [`Tracepoint::ALL`] and who sent
-    /// each IPI ([`Tracepoint::SENDS`]), which records the other CPUs too.
-    /// Not the live readers' (`monitor --explain`, `attach`): their window
-    /// keeps the measured CPUs' events only, so they would pay for the
-    /// senders' events and name no sender.
+    /// What `--explain` enables (`measure`, `monitor`): [`Tracepoint::ALL`]
+    /// and who sent each IPI ([`Tracepoint::SENDS`]).
+    ///
+    /// The sends are written on the sender's CPU, in its task's context:
+    /// the session records the other CPUs too, and cuts their events in the
+    /// kernel to sends aimed at the measured CPUs (`cpu == N`, `cpumask &
+    /// CPUS{N}`), every other event to the measured CPUs (`CPU == N`). A
+    /// measured CPU records no more events than without the sends, but
+    /// those it sends to another measured CPU (counted per CPU in
+    /// ktrace's tests: `the_senders_events_are_written_on_the_other_cpus`);
+    /// what it pays more is the filter each of its events now passes.
     pub const EXPLAIN: [Tracepoint; 28] = Tracepoint::join(&[&Tracepoint::ALL, &Tracepoint::SENDS]);
 
     /// What `rtick attach` enables: [`Tracepoint::ALL`] but the local
@@ -129,14 +135,22 @@ impl Tracepoint {
     /// nor its spikes' explanation reads those two (the hrtimer callbacks
     /// say what the interrupt did; only `noise` names the interrupt): see
     /// BENCHMARKS.md, "What `rtick attach` costs the program it traces".
-    pub const ATTACH: [Tracepoint; 24] = {
-        let mut out = [Tracepoint::SysExit; 24];
+    /// And who sent each IPI ([`Tracepoint::SENDS`], written on the
+    /// senders' CPUs: see [`Tracepoint::EXPLAIN`]).
+    pub const ATTACH: [Tracepoint; 27] = {
+        let mut out = [Tracepoint::SysExit; 27];
         let (mut i, mut n) = (0, 0);
         while i < Tracepoint::ALL.len() {
             if !matches!(Tracepoint::ALL[i], Tracepoint::LocalTimerEntry | Tracepoint::LocalTimerExit) {
                 out[n] = Tracepoint::ALL[i];
                 n += 1;
             }
+            i += 1;
+        }
+        // out[n] stays SysExit.
+        i = 0;
+        while i < Tracepoint::SENDS.len() {
+            out[n + 1 + i] = Tracepoint::SENDS[i];
             i += 1;
         }
         out
@@ -515,7 +529,8 @@ mod tests {
         assert_eq!(Tracepoint::ALL.iter().filter(|t| t.system() == "timer").count(), 4);
         assert_eq!(Tracepoint::ATTACH[23].full_name(), "raw_syscalls:sys_exit");
         assert_eq!(&Tracepoint::EXPLAIN[..25], &Tracepoint::ALL[..]);
-        assert!(Tracepoint::SENDS.iter().all(|s| !Tracepoint::ALL.contains(s) && !Tracepoint::ATTACH.contains(s)));
+        assert!(Tracepoint::SENDS.iter().all(|s| !Tracepoint::ALL.contains(s) && Tracepoint::ATTACH.contains(s)));
+        assert_eq!(&Tracepoint::ATTACH[24..], &Tracepoint::SENDS[..]);
         assert!(!Tracepoint::ALL.contains(&Tracepoint::SysExit), "measure never traces every system call");
         assert_eq!((softirq_name(1), softirq_name(9), softirq_name(10)), ("TIMER", "RCU", "?"));
         assert_eq!(Comm::new(b"0123456789abcdefXYZ").to_string(), "0123456789abcdef");
@@ -530,6 +545,6 @@ mod tests {
         assert!(edges.iter().all(|t| Tracepoint::ALL.contains(t) && !Tracepoint::ATTACH.contains(t)));
         let rest: Vec<_> = Tracepoint::ALL.iter().filter(|t| !edges.contains(t)).collect();
         assert_eq!(Tracepoint::ATTACH[..23].iter().collect::<Vec<_>>(), rest, "every other event, in order");
-        assert_eq!(Tracepoint::ATTACH.len(), Tracepoint::ALL.len() - edges.len() + 1);
+        assert_eq!(Tracepoint::ATTACH.len(), Tracepoint::ALL.len() - edges.len() + 1 + Tracepoint::SENDS.len());
     }
 }

@@ -72,6 +72,17 @@ pub struct Sender {
     pub work: u64,
 }
 
+impl Sender {
+    /// The sender with the function its IPI ran, when the events say:
+    /// "(flush_tlb_func) from CPU 0 task X:42", else as [`Sender`]'s `Display`.
+    pub fn describe(&self) -> String {
+        match self.work {
+            0 => self.to_string(),
+            work => format!("({}) {self}", super::kallsyms::describe(work)),
+        }
+    }
+}
+
 impl fmt::Display for Sender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.pid, &self.comm) {
@@ -88,7 +99,7 @@ const MAX_DELAY: Nanos = Nanos::from_ms(50);
 /// A queued function belongs to the send that follows it on its CPU this soon.
 const CSD_TO_SEND: Nanos = Nanos::from_us(200);
 /// Sends kept at most (the oldest go first).
-const MAX_SENDS: usize = 4096;
+pub const MAX_SENDS: usize = 4096;
 /// Task names kept at most.
 const MAX_COMMS: usize = 4096;
 
@@ -173,6 +184,20 @@ impl Senders {
         let upto = self.sent.partition_point(|s| s.at <= at);
         let recent = self.sent.range(..upto).rev().take_while(|s| at - s.at <= MAX_DELAY);
         recent.into_iter().find(|s| s.reschedule == reschedule && s.targets.contains(cpu)).map(|s| &s.sender)
+    }
+
+    /// Who sent the IPI that event `e` of `cpu` enters ([`Senders::sender_of`]);
+    /// None for any other event.
+    pub fn sender_of_entry(&self, cpu: usize, e: &Event) -> Option<&Sender> {
+        match e.kind {
+            EventKind::IpiEntry { ipi, .. } => self.sender_of(cpu, ipi, e.ts),
+            _ => None,
+        }
+    }
+
+    /// The sends kept (at most [`MAX_SENDS`]).
+    pub fn held(&self) -> usize {
+        self.sent.len()
     }
 
     /// Forgets the sends before `before` (what no IPI entry still to come can match).

@@ -61,7 +61,7 @@ pub use events::{
 };
 pub use filter::kernel_filters_pids;
 pub use instance::{remove_instance, BufferStats};
-pub use ipi_send::{Sender, Senders};
+pub use ipi_send::{Sender, Senders, MAX_SENDS};
 pub(crate) use reader::keep_off;
 pub use reader::ReadCounts;
 pub use session::{Capture, CpuEvents, LostEvents, Options, Session, DEFAULT_BUFFER_KB};

@@ -378,7 +378,8 @@ impl Prepared {
         // Not for a session without `hrtimer_expire_entry` (`rtick noise`'s):
         // a trigger would switch the event on.
         let stacks = opts.stacks && opts.events.contains(&Tracepoint::HrtimerExpireEntry);
-        let stacks = Stacks::set_up(stacks, &instance, &mut decoder, &missing);
+        let only = (!senders.is_empty()).then_some(&cpus[..]);
+        let stacks = Stacks::set_up(stacks, &instance, &mut decoder, &missing, only);
         let (page, header) = load_headers(&instance.events_dir())?;
         let files = recorded.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };

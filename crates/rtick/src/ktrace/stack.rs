@@ -72,14 +72,24 @@ pub struct StackTrigger {
 
 impl StackTrigger {
     /// The trigger for the callbacks of [`WAKE_CALLBACKS`] that `k` names
-    /// (a kernel may lack some); `Err` says why there is none.
-    pub fn new(k: &Kallsyms) -> Result<StackTrigger, String> {
+    /// (a kernel may lack some); `Err` says why there is none. `only`: the
+    /// CPUs it fires on, when the session records others (for the IPIs
+    /// they send: a trigger fires whatever its event's filter).
+    pub fn new(k: &Kallsyms, only: Option<&[usize]>) -> Result<StackTrigger, String> {
         let addrs: Vec<String> =
             WAKE_CALLBACKS.iter().filter_map(|f| k.address(f)).map(|a| format!("function == {a:#x}")).collect();
         if addrs.is_empty() {
             return Err(format!("/proc/kallsyms names none of {}", WAKE_CALLBACKS.join(", ")));
         }
-        Ok(StackTrigger { command: format!("stacktrace if {}", addrs.join(" || ")) })
+        let callbacks = addrs.join(" || ");
+        let command = match only {
+            None => format!("stacktrace if {callbacks}"),
+            Some(cpus) => {
+                let here = cpus.iter().map(|c| format!("CPU == {c}")).collect::<Vec<_>>().join(" || ");
+                format!("stacktrace if ({callbacks}) && ({here})")
+            }
+        };
+        Ok(StackTrigger { command })
     }
 
     /// What is written to the trigger file.
@@ -193,12 +203,19 @@ pub(super) enum Stacks {
 }
 
 impl Stacks {
-    /// Sets the stack trigger in `instance` when `on`: see [`set_up`].
-    pub(super) fn set_up(on: bool, instance: &Instance, decoder: &mut Decoder, missing: &[&str]) -> Stacks {
+    /// Sets the stack trigger in `instance` when `on`, firing on `only`
+    /// when given: see [`set_up`].
+    pub(super) fn set_up(
+        on: bool,
+        instance: &Instance,
+        decoder: &mut Decoder,
+        missing: &[&str],
+        only: Option<&[usize]>,
+    ) -> Stacks {
         if !on {
             return Stacks::Off;
         }
-        match set_up(instance, decoder, missing) {
+        match set_up(instance, decoder, missing, only) {
             Ok(t) => Stacks::Armed(t),
             Err(why) => Stacks::Unavailable(why),
         }
@@ -232,7 +249,12 @@ impl Stacks {
 /// Sets the stack trigger in `instance`, whose events are enabled (this
 /// kernel lacking `missing`), and teaches `decoder` the stack records.
 /// `Err`: why a session has no stacks, in one line; the session goes on.
-fn set_up(instance: &Instance, decoder: &mut Decoder, missing: &[&str]) -> Result<StackTrigger, String> {
+fn set_up(
+    instance: &Instance,
+    decoder: &mut Decoder,
+    missing: &[&str],
+    only: Option<&[usize]>,
+) -> Result<StackTrigger, String> {
     let entry = Tracepoint::HrtimerExpireEntry;
     if missing.contains(&entry.full_name()) {
         return Err(format!("this kernel lacks {entry}, where they are taken"));
@@ -241,7 +263,7 @@ fn set_up(instance: &Instance, decoder: &mut Decoder, missing: &[&str]) -> Resul
     let tp = Tracepoint::KernelStack;
     let format = EventFormat::load(&instance.events_dir(), tp.system(), tp.name()).map_err(|e| e.to_string())?;
     decoder.add(tp, &format)?;
-    let trigger = StackTrigger::new(k)?;
+    let trigger = StackTrigger::new(k, only)?;
     trigger.arm(instance).map_err(|e| format!("the kernel refused the stacktrace trigger: {e}"))?;
     Ok(trigger)
 }
@@ -332,9 +354,15 @@ mod tests {
     #[test]
     fn the_trigger_fires_for_the_wake_up_callbacks_the_kernel_has() {
         let k = Kallsyms::parse("ffffffff814204b0 t hrtimer_wakeup\nffffffff81500000 t timerfd_tmrproc\n").unwrap();
-        let t = StackTrigger::new(&k).unwrap();
+        let t = StackTrigger::new(&k, None).unwrap();
         assert_eq!(t.command(), "stacktrace if function == 0xffffffff814204b0 || function == 0xffffffff81500000");
+        // A session that records other CPUs for their sends takes stacks on the measured ones only.
+        let t = StackTrigger::new(&k, Some(&[1, 3])).unwrap();
+        assert_eq!(
+            t.command(),
+            "stacktrace if (function == 0xffffffff814204b0 || function == 0xffffffff81500000) && (CPU == 1 || CPU == 3)"
+        );
         let none = Kallsyms::parse("ffffffff81000000 T _stext\n").unwrap();
-        assert!(StackTrigger::new(&none).unwrap_err().contains("hrtimer_wakeup"));
+        assert!(StackTrigger::new(&none, None).unwrap_err().contains("hrtimer_wakeup"));
     }
 }

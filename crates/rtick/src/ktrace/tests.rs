@@ -234,23 +234,29 @@ fn a_stream_read_up_to_a_page_leaves_the_rest_for_the_next_read() {
         let n = std::fs::File::open(f).and_then(|mut file| file.read(&mut buf)).unwrap_or(0);
         String::from_utf8_lossy(&buf[..n]).trim().to_string()
     };
-    // attach's events name no sender: its CPUs alone record, unfiltered by CPU.
-    assert_eq!(read(&filter), "common_pid == 1");
+    // attach names IPIs' senders: the other CPUs record their sends, the rest stays on this CPU.
+    assert_eq!(read(&filter), format!("(common_pid == 1) && (CPU == {cpu})"));
     stream.set_syscall_pids(&[2, 3]).unwrap();
-    assert_eq!(read(&filter), "common_pid == 2 || common_pid == 3");
-    let mask = std::fs::read_to_string(stream.instance_dir().join("tracing_cpumask")).unwrap();
-    assert_eq!(u64::from_str_radix(mask.trim(), 16), Ok(1 << cpu), "{mask}");
+    assert_eq!(read(&filter), format!("(common_pid == 2 || common_pid == 3) && (CPU == {cpu})"));
     assert_eq!(stream.cpus().collect::<Vec<_>>(), [cpu], "the measured CPU only");
     sleep_loop(cpu, Nanos::from_us(200), 1000);
     let (mut first, mut rest) = (Vec::new(), Vec::new());
-    let cut = stream.read_up_to(1, &mut |_, e| first.push(e.ts)).unwrap();
-    assert_eq!(cut, [cpu], "a thousand sleeps' events take more than a page");
+    // (The other CPUs deliver the IPIs they send to this one: apart.)
+    fn of(cpu: usize, to: &mut Vec<Time>) -> impl FnMut(usize, Event) + '_ {
+        move |c, e| {
+            if c == cpu {
+                to.push(e.ts)
+            }
+        }
+    }
+    let cut = stream.read_up_to(1, &mut of(cpu, &mut first)).unwrap();
+    assert!(cut.contains(&cpu), "a thousand sleeps' events take more than a page");
     assert!(!first.is_empty() && first.len() < 1000, "{} events in one page", first.len());
-    while !stream.read_up_to(64, &mut |_, e| rest.push(e.ts)).unwrap().is_empty() {}
+    while !stream.read_up_to(64, &mut of(cpu, &mut rest)).unwrap().is_empty() {}
     // The CPU goes on recording until stopped: what came meanwhile is read
     // after the stop, else it counts as unread.
     stream.stop_recording().unwrap();
-    while !stream.read_up_to(64, &mut |_, e| rest.push(e.ts)).unwrap().is_empty() {}
+    while !stream.read_up_to(64, &mut of(cpu, &mut rest)).unwrap().is_empty() {}
     assert!(rest.len() > 4 * first.len(), "{} then {}", first.len(), rest.len());
     assert!(first.iter().chain(&rest).collect::<Vec<_>>().windows(2).all(|w| w[0] <= w[1]), "in order");
     assert!(!stream.lost().unwrap().any(), "{:?}", stream.lost().unwrap());
@@ -531,4 +537,66 @@ fn ipis_sent_from_another_cpu_are_named_by_vector_and_sender() {
             .any(|v| n.starts_with(v))),
         "{ipis:?}"
     );
+}
+
+/// What the senders cost the traced CPU, counted: with attach's events
+/// (the sends among them) and wake-ups sent from another CPU to a thread
+/// of the traced one, the other CPU records only sends aimed at the traced
+/// CPU (no kernel stack either: the stack trigger is cut to the traced CPU
+/// too), and the traced CPU no send at all (it sends none to itself): the
+/// send events are written on the sender's CPU.
+#[test]
+fn the_senders_events_are_written_on_the_other_cpus() {
+    use std::sync::mpsc;
+    let Some((root, _lock)) = kernel() else { return };
+    let cpu = test_cpu();
+    let other = *sys::sched::affinity().unwrap().first().unwrap();
+    assert_ne!(cpu, other, "two CPUs");
+    let opts = Options { events: &Tracepoint::ATTACH, syscall_pids: vec![1], ..Options::default() };
+    let mut stream = Stream::start(&root, &[cpu], &opts).unwrap();
+    let (tx, rx) = mpsc::channel::<u32>();
+    let sleeper = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[cpu]).unwrap();
+        rx.iter().count()
+    });
+    sys::sched::set_affinity(&[other]).unwrap();
+    for k in 0..300 {
+        tx.send(k).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    drop(tx);
+    assert_eq!(sleeper.join().unwrap(), 300);
+    stream.stop_recording().unwrap();
+    let mut per_cpu: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
+    let mut aimed_elsewhere = Vec::new();
+    while !stream
+        .read_up_to(64, &mut |c, e| {
+            let n = per_cpu.entry(c).or_default();
+            match &e.kind {
+                EventKind::IpiSend(s) => {
+                    n.0 += 1;
+                    if !s.targets.contains(cpu) {
+                        aimed_elsewhere.push((c, e));
+                    }
+                }
+                EventKind::CsdQueue { cpu: to, .. } => {
+                    n.0 += 1;
+                    if *to as usize != cpu {
+                        aimed_elsewhere.push((c, e));
+                    }
+                }
+                _ => n.1 += 1,
+            }
+        })
+        .unwrap()
+        .is_empty()
+    {}
+    let (sends_here, others_here) = per_cpu.get(&cpu).copied().unwrap_or_default();
+    let (sends_there, others_there) = per_cpu.get(&other).copied().unwrap_or_default();
+    assert_eq!(sends_here, 0, "the traced CPU records no send: {per_cpu:?}");
+    assert!(others_here >= 300, "its own events: {per_cpu:?}");
+    assert!(sends_there >= 30, "the wake-ups' IPIs, sent from CPU {other}: {per_cpu:?}");
+    assert_eq!(others_there, 0, "nothing else of CPU {other}: {per_cpu:?}");
+    assert!(aimed_elsewhere.is_empty(), "sends aimed elsewhere: {aimed_elsewhere:?}");
+    assert!(!stream.lost().unwrap().any(), "{:?}", stream.lost().unwrap());
 }

@@ -56,8 +56,9 @@ impl Tracepoint {
 
     /// What `rtick noise` enables: every event that marks the CPU taken
     /// from the thread running on it (IRQ handlers, vectors, softirqs,
-    /// NMIs, switches), and whether the tick stopped (`nohz_full`).
-    pub const NOISE: [Tracepoint; 17] = Tracepoint::join(&[
+    /// NMIs, switches), whether the tick stopped (`nohz_full`), and who
+    /// sent each IPI ([`Tracepoint::SENDS`], written on the senders' CPUs).
+    pub const NOISE: [Tracepoint; 20] = Tracepoint::join(&[
         &[
             Tracepoint::SchedSwitch,
             Tracepoint::IrqHandlerEntry,
@@ -69,6 +70,7 @@ impl Tracepoint {
         ],
         &Tracepoint::VECTORS,
         &[Tracepoint::TickStop],
+        &Tracepoint::SENDS,
     ]);
 
     /// The IPI this event begins or ends, and whether it begins it.
@@ -96,6 +98,7 @@ mod tests {
         for tp in Tracepoint::NOISE {
             let tick = tp == Tracepoint::TickStop;
             assert!(tick || !matches!(tp.system(), "timer" | "raw_syscalls"), "{tp}");
+            assert!(tp.system() != "sched" || tp == Tracepoint::SchedSwitch, "{tp}: no wake-ups");
             if let Some((ipi, entry)) = tp.ipi() {
                 let suffix = if entry { "_entry" } else { "_exit" };
                 assert_eq!(tp.name(), format!("{}{suffix}", ipi.name()));
@@ -107,6 +110,7 @@ mod tests {
         for tp in Tracepoint::VECTORS {
             assert!(Tracepoint::ALL.contains(&tp) && Tracepoint::ATTACH.contains(&tp), "{tp}: explain names it too");
         }
+        assert!(Tracepoint::SENDS.iter().all(|s| Tracepoint::NOISE.contains(s)), "who sent each IPI");
         let tick = Tracepoint::TickStop;
         assert!(
             Tracepoint::NOISE.contains(&tick)

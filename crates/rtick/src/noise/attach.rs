@@ -16,7 +16,7 @@ use crate::attach::{Spec, Target, ThreadInfo};
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::explain::{Cgroups, StealSample};
-use crate::ktrace::{self, Event, EventKind, Options, Stream, Tracepoint};
+use crate::ktrace::{self, Event, EventKind, Options, Senders, Stream, Tracepoint};
 use crate::rt::Policy;
 use crate::system::{parse_cpu_list, SysRoot};
 use crate::time::{Nanos, Time};
@@ -84,10 +84,11 @@ pub fn run_attached(
     let until = opts.duration.map(|d| t0 + d);
     let steal0 = StealSample::sample(cpus);
     let mut carry = Vec::new();
+    let mut senders = Senders::new(true);
     let (end, t1) = loop {
         std::thread::sleep(ROUND);
         let watermark = ClockId::Monotonic.now();
-        round(&mut stream, cpus, &mut f, &mut carry, watermark, tid)?;
+        round(&mut stream, cpus, &mut f, &mut carry, &mut senders, watermark, tid)?;
         show(cpus, &mut f, watermark, observe);
         if stop.load(Ordering::Relaxed) {
             break (End::Interrupted, watermark);
@@ -135,11 +136,13 @@ fn round(
     cpus: &[usize],
     f: &mut [Follower],
     carry: &mut Vec<(usize, Event)>,
+    senders: &mut Senders,
     watermark: Time,
     tid: i32,
 ) -> Result<()> {
     let mut fresh = std::mem::take(carry);
     stream.read(&mut |cpu, e| {
+        senders.event(cpu, &e);
         if let Some(i) = cpus.iter().position(|&c| c == cpu) {
             fresh.push((i, e));
         }
@@ -155,8 +158,11 @@ fn round(
             // It runs on CPU i: a wait anywhere else ends.
             f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(e.ts));
         }
-        f[i].event(&e);
+        let from = senders.sender_of_entry(cpus[i], &e).cloned();
+        f[i].event_from(&e, from);
     }
+    // What the carried events (from the watermark on) can still match is kept.
+    senders.forget_before(watermark);
     f.iter_mut().for_each(|o| o.settle(watermark));
     Ok(())
 }
@@ -186,6 +192,7 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         resolution: (Nanos::ZERO, Nanos::ZERO),
         sources,
         cgroups: f.attr.cgroups,
+        senders: f.attr.senders,
         below_threshold: f.attr.below_threshold,
         unattributed,
         dropped_instances: f.attr.dropped_instances,

@@ -19,10 +19,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use super::senders::SentBy;
 use super::source::{Source, Tally, Vector, MAX_THREADS};
 use super::tick::TickTally;
 use crate::explain::{Cgroups, Task};
-use crate::ktrace::{Event, EventKind, Switch};
+use crate::ktrace::{Event, EventKind, Sender, Switch};
 use crate::time::{Nanos, Time};
 
 /// Instances or gaps waiting beyond this many are dropped (and counted).
@@ -57,6 +58,8 @@ pub struct Instance {
     pub net: Nanos,
     /// The time of what nested in it (interrupts inside a thread's run).
     pub nested: Nanos,
+    /// Who sent it, for an IPI whose send was traced.
+    pub from: Option<Sender>,
 }
 
 /// A gap with its sources (the largest ones of a run are kept).
@@ -74,6 +77,7 @@ struct Open {
     source: Source,
     start: Time,
     nested: Nanos,
+    from: Option<Sender>,
 }
 
 /// The attribution of one CPU's gaps.
@@ -115,6 +119,8 @@ pub struct Attributor {
     reader: Option<&'static Cgroups>,
     /// The cgroup of each thread source not in the root, read as it is first named.
     pub cgroups: HashMap<Source, Arc<str>>,
+    /// Who sent each IPI source's IPIs inside gaps, where the trace named them.
+    pub senders: HashMap<Source, SentBy>,
 }
 
 impl Attributor {
@@ -143,6 +149,12 @@ impl Attributor {
 
     /// One event of the CPU, in timestamp order.
     pub fn event(&mut self, e: &Event) {
+        self.event_from(e, None)
+    }
+
+    /// [`Attributor::event`]; for an IPI's entry, `from` its sender when
+    /// the trace names it ([`Senders::sender_of_entry`](crate::ktrace::Senders::sender_of_entry)).
+    pub fn event_from(&mut self, e: &Event, from: Option<Sender>) {
         let ts = e.ts;
         match &e.kind {
             EventKind::IrqHandlerEntry { irq, name } => self.open(Source::Irq { irq: *irq, name: name.clone() }, ts),
@@ -151,7 +163,7 @@ impl Attributor {
             }
             EventKind::LocalTimerEntry { .. } => self.open(Source::Vector(Vector::LocalTimer), ts),
             EventKind::LocalTimerExit { .. } => self.close(ts, |s| *s == Source::Vector(Vector::LocalTimer)),
-            EventKind::IpiEntry { ipi, .. } => self.open(Source::Vector(Vector::Ipi(*ipi)), ts),
+            EventKind::IpiEntry { ipi, .. } => self.open_from(Source::Vector(Vector::Ipi(*ipi)), ts, from),
             EventKind::IpiExit { ipi, .. } => self.close(ts, |s| *s == Source::Vector(Vector::Ipi(*ipi))),
             EventKind::SoftirqEntry { vec } => self.open(Source::Softirq(*vec), ts),
             EventKind::SoftirqExit { vec } => self.close(ts, |s| *s == Source::Softirq(*vec)),
@@ -163,8 +175,12 @@ impl Attributor {
     }
 
     fn open(&mut self, source: Source, start: Time) {
+        self.open_from(source, start, None)
+    }
+
+    fn open_from(&mut self, source: Source, start: Time, from: Option<Sender>) {
         if self.stack.len() < 16 {
-            self.stack.push(Open { source, start, nested: Nanos::ZERO });
+            self.stack.push(Open { source, start, nested: Nanos::ZERO, from });
         }
     }
 
@@ -175,7 +191,7 @@ impl Attributor {
         self.stack.truncate(i + 1);
         let Some(o) = self.stack.pop() else { return };
         let dur = ts - o.start;
-        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested, nested: o.nested });
+        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested, nested: o.nested, from: o.from });
         self.charge_parent(dur);
     }
 
@@ -188,7 +204,7 @@ impl Attributor {
 
     fn nmi(&mut self, end: Time, dur: Nanos) {
         let dur = dur.max(Nanos::ZERO);
-        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur, nested: Nanos::ZERO });
+        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur, nested: Nanos::ZERO, from: None });
         self.charge_parent(dur);
     }
 
@@ -204,7 +220,7 @@ impl Attributor {
             self.stack.clear();
             self.spinner_runnable = sw.prev_state & 0xff == 0;
             let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
-            self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+            self.task = Some(Open { source, start: ts, nested: Nanos::ZERO, from: None });
         } else if sw.next_pid == self.spinner_pid {
             self.end_task(ts);
         } else if let Some(task) = &self.task {
@@ -213,7 +229,7 @@ impl Attributor {
             let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
             if !(source == Source::RtThrottling && task.source == Source::RtThrottling) {
                 self.end_task(ts);
-                self.task = Some(Open { source, start: ts, nested: Nanos::ZERO });
+                self.task = Some(Open { source, start: ts, nested: Nanos::ZERO, from: None });
             }
         }
     }
@@ -222,7 +238,7 @@ impl Attributor {
         self.stack.clear();
         if let Some(t) = self.task.take() {
             let net = ts - t.start - t.nested;
-            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested });
+            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested, from: None });
         }
     }
 
@@ -329,6 +345,9 @@ impl Attributor {
                 self.first_seen(&i.source);
             }
             self.sources.entry(i.source.clone()).or_default().add_nested(i.net, i.nested);
+            if let Some(from) = &i.from {
+                self.senders.entry(i.source.clone()).or_default().add(from);
+            }
             match parts.iter_mut().find(|(s, _)| *s == i.source) {
                 Some((_, d)) => *d = *d + i.net,
                 None => parts.push((i.source, i.net)),

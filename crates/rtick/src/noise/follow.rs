@@ -9,7 +9,7 @@
 //! kernel event (the host, an SMI) makes no gap here: the mode cannot see it.
 
 use super::attribute::{Attributor, Gap};
-use crate::ktrace::{Event, EventKind};
+use crate::ktrace::{Event, EventKind, Sender};
 use crate::stats::SignedHistogram;
 use crate::time::{Nanos, Time};
 
@@ -91,6 +91,11 @@ impl Follower {
 
     /// One event of this CPU, in timestamp order.
     pub fn event(&mut self, e: &Event) {
+        self.event_from(e, None)
+    }
+
+    /// [`Follower::event`]; for an IPI's entry, `from` its sender when the trace names it.
+    pub fn event_from(&mut self, e: &Event, from: Option<Sender>) {
         if e.ts < self.begin {
             return;
         }
@@ -103,7 +108,7 @@ impl Follower {
             self.here = Here::Running;
         }
         let before = self.attr.in_context();
-        self.attr.event(e);
+        self.attr.event_from(e, from);
         let ts = e.ts;
         match &e.kind {
             EventKind::SchedSwitch(sw) if sw.prev_pid == self.tid => {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::attribute::GapRecord;
 use super::observe::{Live, Observer, Unobserved};
+use super::senders::SentBy;
 use super::source::{Source, Tally};
 use super::spin::{Spun, StepsUs};
 use super::spinners::{Spinner, Spinners};
@@ -18,7 +19,7 @@ use crate::attach::ThreadInfo;
 use crate::clock::ClockId;
 use crate::error::Result;
 use crate::explain::StealSample;
-use crate::ktrace::{self, Event, Options, Stream, Tracepoint};
+use crate::ktrace::{self, Event, Options, Senders, Stream, Tracepoint};
 use crate::rt::{Setup, SetupGuard};
 use crate::session::{Request, Session};
 use crate::system::{format_cpu_list, SysRoot};
@@ -67,6 +68,8 @@ pub struct CpuNoise {
     /// The cgroup of each thread source not in the root (its container or
     /// unit), read while it ran.
     pub cgroups: HashMap<Source, Arc<str>>,
+    /// Who sent each IPI source's IPIs, where the trace named them.
+    pub senders: HashMap<Source, SentBy>,
     /// Kernel work between gaps (it delayed the spinner less than the threshold).
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
@@ -159,8 +162,9 @@ pub fn run_observed(
     // spinners are stopped and joined (`Spinners`' drop) before it returns.
     let (cpus, end) = std::thread::scope(|scope| {
         let mut spinners = Spinners::start(scope, plan, opts, until, stop)?;
+        let mut senders = Senders::new(true);
         let mut each_round = |sp: &mut [Spinner<'_>]| {
-            round(sp, stream.as_mut(), observe)?;
+            round(sp, stream.as_mut(), &mut senders, observe)?;
             show(sp, observe);
             Ok(())
         };
@@ -211,8 +215,14 @@ pub(super) fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
     }
 }
 
-/// Reads the trace and the gaps, and attributes every gap both cover.
-fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>, observe: &mut dyn Observer) -> Result<()> {
+/// Reads the trace and the gaps, and attributes every gap both cover; each
+/// IPI named with its sender from `senders` (every CPU's sends read first).
+fn round(
+    spinners: &mut [Spinner],
+    stream: Option<&mut Stream>,
+    senders: &mut Senders,
+    observe: &mut dyn Observer,
+) -> Result<()> {
     let watermark = ClockId::Monotonic.now();
     for s in spinners.iter_mut() {
         // Nothing counts before the spinner's first read (none yet: nothing at all).
@@ -223,6 +233,7 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>, observe: &mut dy
         let by_cpu: HashMap<usize, usize> = spinners.iter().enumerate().map(|(i, s)| (s.cpu, i)).collect();
         let mut fresh: Vec<Vec<Event>> = spinners.iter().map(|_| Vec::new()).collect();
         st.read(&mut |cpu, e| {
+            senders.event(cpu, &e);
             if let Some(&i) = by_cpu.get(&cpu) {
                 fresh[i].push(e);
             }
@@ -232,12 +243,14 @@ fn round(spinners: &mut [Spinner], stream: Option<&mut Stream>, observe: &mut dy
             // the gaps around them are known.
             for e in std::mem::take(&mut s.carry).into_iter().chain(events) {
                 if e.ts < watermark {
-                    s.attr.event(&e);
+                    s.attr.event_from(&e, senders.sender_of_entry(s.cpu, &e).cloned());
                 } else {
                     s.carry.push(e);
                 }
             }
         }
+        // What the carried events (from the watermark on) can still match is kept.
+        senders.forget_before(watermark);
     } else {
         watermark_only(spinners, observe);
         return Ok(());
@@ -313,6 +326,7 @@ fn figures(
         resolution: sp.resolution,
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
         cgroups: s.attr.cgroups,
+        senders: s.attr.senders,
         below_threshold: s.attr.below_threshold,
         unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
         dropped_instances: s.attr.dropped_instances,

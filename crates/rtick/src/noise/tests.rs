@@ -277,3 +277,41 @@ fn a_thread_source_carries_its_cgroup() {
     run(&mut b, &events, &[(3000, 4000)], 5000);
     assert!(b.cgroups.is_empty() && b.sources.len() == a.sources.len(), "no reader, no cgroup");
 }
+
+#[test]
+fn an_ipi_in_a_gap_is_tallied_with_its_sender_from_the_send_events() {
+    use crate::ktrace::{IpiSend, Senders, Targets};
+    let send = |ts: i64, pid: i32, callback: u64| Event {
+        pid,
+        ..ev(ts, EventKind::IpiSend(IpiSend { targets: Targets::Cpu(1), callsite: 0x10, callback }))
+    };
+    // CPU 0, task 42: queues 0xf1 for CPU 1 and sends three call-function IPIs; the last one's IPI is outside any gap.
+    let mut senders = Senders::new(false);
+    for at in [1000, 2000, 6000] {
+        senders.event(0, &Event { pid: 42, ..ev(at - 50, EventKind::CsdQueue { cpu: 1, func: 0xf1 }) });
+        senders.event(0, &send(at, 42, 0xd0));
+    }
+    let single = |ts: i64, entry: bool| {
+        let (ipi, vector) = (Ipi::CallFunctionSingle, 251);
+        ev(ts, if entry { EventKind::IpiEntry { ipi, vector } } else { EventKind::IpiExit { ipi, vector } })
+    };
+    // A reschedule IPI no send was traced for: counted, its sender unnamed.
+    let resched = [
+        ev(3100, EventKind::IpiEntry { ipi: Ipi::Reschedule, vector: 253 }),
+        ev(3110, EventKind::IpiExit { ipi: Ipi::Reschedule, vector: 253 }),
+    ];
+    let events = [single(1010, true), single(1030, false), single(2010, true), single(2030, false)];
+    let mut a = Attributor::new(SPINNER, 120);
+    for e in events.iter().chain(&resched).chain(&[single(6010, true), single(6030, false)]) {
+        a.event_from(e, senders.sender_of_entry(1, e).cloned());
+    }
+    [(1000, 1100), (2000, 2100), (3000, 3200)].iter().for_each(|&(s, e)| a.gap(Gap { start: Time(s), end: Time(e) }));
+    a.settle(Time(9000));
+    let call = Source::Vector(Vector::Ipi(Ipi::CallFunctionSingle));
+    assert_eq!(tally(&a, &call), Some((2, 40)));
+    let by = &a.senders[&call];
+    let (top, n) = by.top().unwrap();
+    assert_eq!((top.cpu, top.pid, top.work, n, by.named()), (0, 42, 0xf1, 2, 2), "the queued function, in gaps only");
+    assert_eq!(tally(&a, &Source::Vector(Vector::Ipi(Ipi::Reschedule))), Some((1, 10)));
+    assert!(!a.senders.contains_key(&Source::Vector(Vector::Ipi(Ipi::Reschedule))), "no send seen: no sender");
+}
