@@ -80,8 +80,9 @@ CANDIDATES = {
 }
 
 
-# Not an event: attach's stack trigger (with --stacks).
-STACKS = "stacktrace"
+# Not events: attach's stack trigger, and the CPU filters on every event
+# that recording the other CPUs' IPI sends brings (with --stacks).
+STACKS, FILTERS = "stacktrace", "cpu filters"
 
 
 def hrtimer_wakeup():
@@ -112,8 +113,9 @@ def parse_args():
                    "local_timer,sched_wakeup,local_timer+sched_wakeup; 'a+b' drops both in one configuration): "
                    + ", ".join(CANDIDATES))
     p.add_argument("--stacks", action="store_true",
-                   help="also attach's set (the full one but the local timer's edges) without and with its "
-                   "stacktrace trigger, a configuration each")
+                   help="also attach's set (the full one but the local timer's edges) alone, with its "
+                   "stacktrace trigger, and with that and a CPU filter on every event (the IPI senders' cost), "
+                   "a configuration each")
     a = p.parse_args()
     bad = [g for c in a.drop.split(",") if c for g in c.split("+") if g not in CANDIDATES]
     if a.rate <= 0 or a.rounds <= 0 or a.stretch <= a.margin or a.margin < 0 or bad:
@@ -134,16 +136,24 @@ class Instance:
         self.dir = os.path.join(tracefs, "instances", f"rtick-events-{os.getpid()}")
         os.mkdir(self.dir)
         self.cpu, self.on = cpu, set()
+        self.filters = {"sched:sched_waking": f"target_cpu == {cpu}", "sched:sched_wakeup": f"target_cpu == {cpu}",
+                        "raw_syscalls:sys_exit": f"common_pid == {tid}"}
         write(self.p("tracing_on"), "0")
         write(self.p("trace_clock"), "mono")
         write(self.p("tracing_cpumask"), format(1 << cpu, "x"))
         write(self.p(f"per_cpu/cpu{cpu}/buffer_size_kb"), "32768")
-        for ev in FULL:
-            f = {"sched:sched_waking": f"target_cpu == {cpu}", "sched:sched_wakeup": f"target_cpu == {cpu}",
-                 "raw_syscalls:sys_exit": f"common_pid == {tid}"}.get(ev)
-            if f:
-                write(self.event(ev, "filter"), f)
+        self.cpu_filters(False)
         write(self.p("tracing_on"), "1")
+
+    def cpu_filters(self, on):
+        """Every event's filter, with `CPU == N` added when `on`: what an
+        rtick session adds when it records other CPUs' IPI sends (the
+        traced CPU records no more events, but each passes a filter)."""
+        for ev in FULL:
+            f = self.filters.get(ev)
+            if on:
+                f = f"({f}) && CPU == {self.cpu}" if f else f"CPU == {self.cpu}"
+            write(self.event(ev, "filter"), f or "0")
 
     def p(self, rel):
         return os.path.join(self.dir, rel)
@@ -158,6 +168,8 @@ class Instance:
         sleep's wake-up callback (crates/rtick/src/ktrace/stack.rs)."""
         want = set(events)
         trigger = self.event("timer:hrtimer_expire_entry", "trigger")
+        if (FILTERS in want) != (FILTERS in self.on):
+            self.cpu_filters(FILTERS in want)
         if (STACKS in want) != (STACKS in self.on):
             write(trigger, f"stacktrace if function == {hrtimer_wakeup()}" if STACKS in want else "!stacktrace")
         for ev in FULL:
@@ -213,6 +225,7 @@ def main():
     if a.stacks:
         attach = [e for e in FULL if e not in CANDIDATES["local_timer"]]
         configs["attach"], configs["attach + stacks"] = attach, attach + [STACKS]
+        configs["attach + stacks + filters"] = attach + [STACKS, FILTERS]
     for c in a.drop.split(","):
         if c:
             gone = {e for g in c.split("+") for e in CANDIDATES[g]}
@@ -284,7 +297,7 @@ def report(a, configs, stretches, records):
         d50 = [x[0] - n[0] for x, n in pairs]
         d99 = [x[1] - n[1] for x, n in pairs]
         pos = sum(1 for d in d50 if d > 0)
-        print(f"  {c:28s} {len([e for e in configs[c] if e != STACKS]):6d} {statistics.median(x[0] for x in rows):7.2f} "
+        print(f"  {c:28s} {len([e for e in configs[c] if e not in (STACKS, FILTERS)]):6d} {statistics.median(x[0] for x in rows):7.2f} "
               f"{statistics.median(x[1] for x in rows):7.2f} {statistics.median(d50):+7.2f} "
               f"{statistics.median(d99):+7.2f}  {pos}/{len(rows)}")
     print("\nper group, the full set minus it against the full set in the same round (µs of p50; > 0: it costs):")
