@@ -289,6 +289,7 @@ mod tests {
             max_ns,
             nested_ns: 0,
             cgroup: None,
+            stack: Vec::new(),
         }
     }
 

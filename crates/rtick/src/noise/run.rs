@@ -12,6 +12,7 @@ use super::observe::{Live, Observer, Unobserved};
 use super::source::{Source, Tally};
 use super::spin::{Spun, StepsUs};
 use super::spinners::{Spinner, Spinners};
+use super::switch_stacks;
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::attach::ThreadInfo;
@@ -67,6 +68,9 @@ pub struct CpuNoise {
     /// The cgroup of each thread source not in the root (its container or
     /// unit), read while it ran.
     pub cgroups: HashMap<Source, Arc<str>>,
+    /// Per thread source, its kernel stack when its longest run gave the
+    /// CPU back ([`switch_stacks`](super::switch_stacks)), when recorded.
+    pub stacks: HashMap<Source, Arc<[u64]>>,
     /// Kernel work between gaps (it delayed the spinner less than the threshold).
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
@@ -154,11 +158,16 @@ pub fn run_observed(
         false => None,
     };
     let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
+    if opts.attribution {
+        switch_stacks::load_symbols();
+    }
     let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
     // Scoped: the spinners watch `stop` too. Whichever way this ends, the
     // spinners are stopped and joined (`Spinners`' drop) before it returns.
     let (cpus, end) = std::thread::scope(|scope| {
-        let mut spinners = Spinners::start(scope, plan, opts, until, stop)?;
+        // The stacks from the spinners' first gap on.
+        let record = |tids: &[i32]| notes.extend(stream.as_mut().and_then(|st| switch_stacks::record(st, tids)));
+        let mut spinners = Spinners::start(scope, plan, opts, until, stop, record)?;
         let mut each_round = |sp: &mut [Spinner<'_>]| {
             round(sp, stream.as_mut(), observe)?;
             show(sp, observe);
@@ -313,6 +322,7 @@ fn figures(
         resolution: sp.resolution,
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
         cgroups: s.attr.cgroups,
+        stacks: s.attr.stacks.into_frames(),
         below_threshold: s.attr.below_threshold,
         unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
         dropped_instances: s.attr.dropped_instances,
