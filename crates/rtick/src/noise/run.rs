@@ -69,7 +69,7 @@ pub struct CpuNoise {
     /// unit), read while it ran.
     pub cgroups: HashMap<Source, Arc<str>>,
     /// Per thread source, its kernel stack when its longest run gave the
-    /// CPU back ([`switch_stacks`](super::switch_stacks)), when recorded.
+    /// CPU back ([`switch_stacks`]), when recorded.
     pub stacks: HashMap<Source, Arc<[u64]>>,
     /// Kernel work between gaps (it delayed the spinner less than the threshold).
     pub below_threshold: Tally,

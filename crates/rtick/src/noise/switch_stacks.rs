@@ -19,8 +19,10 @@
 //!
 //! What it costs: the stack is walked at the switch back, inside the gap
 //! it ends, just before the spinner (or the followed thread) runs again:
-//! a few microseconds added to gaps that end with another task, never on
-//! a wake-up path, and nothing to the spinner's loop between gaps.
+//! from 3 µs to about 30 µs here (the record's timestamp after its
+//! switch's, a deep read path the most), added only to gaps that end with
+//! another task giving the CPU back — never on a wake-up path, nothing to
+//! the spinner's loop between gaps, nothing to gaps of interrupts alone.
 //!
 //! Each thread source keeps one stack, that of its longest run that ended
 //! with a switch back to the spinner ([`KeptStacks`]): memory bounded as
