@@ -4,11 +4,12 @@
 //! tracefs needed; under CI a skip is a failure.
 
 mod common;
+use common::stacks::{frames, function, urandom_reader, KptrRestrict};
 use common::tracee::ready;
 use common::*;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 /// The tests of this file one at a time: one of them changes a system setting.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -30,43 +31,6 @@ fn measure(cpu: usize, cycles: &str, extra: &[&str]) -> (String, serde_json::Val
     let o = rtick(&args);
     ok(&o);
     (stdout(&o), json(&j))
-}
-
-/// A thread reading `/dev/urandom` 8 MiB at a time on `cpu`: in the kernel
-/// nearly all the time, in `get_random_bytes_user` (this kernel's
-/// `/dev/urandom` read: a ChaCha20 block at a time, `cond_resched` every
-/// page, so under preempt=none a woken thread waits for that page). Returns
-/// its tid and the handle that stops it.
-fn urandom_reader(cpu: usize) -> (i32, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
-    use std::io::Read;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = std::thread::Builder::new()
-        .name("rtick-urandom".into())
-        .spawn(move || {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(cpu);
-            rustix::thread::sched_setaffinity(None, &set).unwrap();
-            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
-            let mut f = std::fs::File::open("/dev/urandom").unwrap();
-            let mut buf = vec![0u8; 8 << 20];
-            while !flag.load(Ordering::Relaxed) {
-                f.read_exact(&mut buf).unwrap();
-            }
-        })
-        .unwrap();
-    (rx.recv().unwrap(), stop, h)
-}
-
-fn frames(s: &serde_json::Value) -> Vec<String> {
-    let list = s.get("stack").and_then(|f| f.as_array()).cloned().unwrap_or_default();
-    list.iter().map(|f| f.as_str().unwrap().to_string()).collect()
-}
-
-/// The function of a named frame (`name+0xOFFSET`).
-fn function(frame: &str) -> &str {
-    frame.split('+').next().unwrap()
 }
 
 #[test]
@@ -111,25 +75,6 @@ fn a_spike_held_up_by_a_read_in_the_kernel_shows_the_function_it_was_in() {
         .any(|w| w[0].contains(&reader) && w[1].starts_with("    stack: ") && w[1].contains("get_random_bytes_user"));
     assert!(shown, "{out}");
     assert!(!lines.iter().any(|l| l.contains("stack: ") && l.contains("hrtimer_interrupt")), "{out}");
-}
-
-/// Restores `kernel.kptr_restrict` when dropped (also when the test fails).
-struct KptrRestrict(String);
-
-impl KptrRestrict {
-    const PATH: &str = "/proc/sys/kernel/kptr_restrict";
-
-    fn set(value: &str) -> KptrRestrict {
-        let before = std::fs::read_to_string(Self::PATH).unwrap();
-        std::fs::write(Self::PATH, value).unwrap();
-        KptrRestrict(before.trim().to_string())
-    }
-}
-
-impl Drop for KptrRestrict {
-    fn drop(&mut self) {
-        std::fs::write(Self::PATH, &self.0).unwrap();
-    }
 }
 
 #[test]

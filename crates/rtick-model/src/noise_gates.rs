@@ -290,6 +290,7 @@ mod tests {
             nested_ns: 0,
             cgroup: None,
             top_sender: None,
+            stack: Vec::new(),
         }
     }
 

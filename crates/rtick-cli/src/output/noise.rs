@@ -10,6 +10,7 @@ use rtick::Nanos;
 use rtick_model::json::{NoiseCpuJson, NoiseFile, NoiseSourceJson};
 
 use super::columns::layout;
+use super::explain::STACK_FRAMES;
 
 /// Sources shown per CPU; the rest are summed in one row.
 const SHOWN: usize = 12;
@@ -131,7 +132,7 @@ fn sources(c: &NoiseCpuJson) -> String {
     if c.sources.is_empty() {
         o += "  no gap\n";
     } else {
-        o += &layout(&rows, true);
+        o += &with_stacks(&layout(&rows, true), c.sources.iter().take(SHOWN));
     }
     if let Some(w) = c.largest_gaps.first() {
         let parts: Vec<String> = w.sources.iter().take(4).map(|(s, d)| format!("{s} {} µs", us(Nanos(*d)))).collect();
@@ -154,6 +155,21 @@ fn sources(c: &NoiseCpuJson) -> String {
              (/proc/stat counts it in 10 ms units, and a guest's short exits to the host are not steal)",
             us(Nanos(hw.total_ns))
         );
+    }
+    o
+}
+
+/// The sources' table with each thread's kernel stack on the line under
+/// its row (its header and rule first, then a row per source, in order).
+fn with_stacks<'a>(table: &str, sources: impl Iterator<Item = &'a NoiseSourceJson>) -> String {
+    let mut lines = table.lines();
+    let mut o: String = lines.by_ref().take(2).map(|l| format!("{l}\n")).collect();
+    let mut sources = sources.fuse();
+    for line in lines {
+        let _ = writeln!(o, "{line}");
+        if let Some(s) = sources.next().filter(|s| !s.stack.is_empty()) {
+            let _ = writeln!(o, "    stack: {}", rtick::ktrace::stack::switch_summary(&s.stack, STACK_FRAMES));
+        }
     }
     o
 }

@@ -9,6 +9,7 @@ pub mod cgroup;
 pub mod gaps;
 pub mod monitor;
 pub mod prometheus;
+pub mod stacks;
 pub mod tracee;
 
 #[path = "../../../rtick/tests/support/tracefs.rs"]

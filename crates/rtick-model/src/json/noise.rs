@@ -152,6 +152,11 @@ pub struct NoiseSourceJson {
     /// A thread's cgroup (its container or unit), unless the root or unread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// A thread's kernel stack when its longest run gave the CPU back to
+    /// the spinner, innermost first, named from /proc/kallsyms as a spike's
+    /// `stack` is. Empty when none was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
     /// An IPI source's most frequent sender, when the trace named its senders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_sender: Option<NoiseSenderJson>,
@@ -237,6 +242,7 @@ fn source(kind: &str, name: String, t: &Tally) -> NoiseSourceJson {
         nested_ns: t.nested.as_ns(),
         cgroup: None,
         top_sender: None,
+        stack: Vec::new(),
     }
 }
 
@@ -257,6 +263,7 @@ fn cpu(c: &CpuNoise) -> NoiseCpuJson {
     let named = |(s, t): &(Source, Tally)| NoiseSourceJson {
         cgroup: c.cgroups.get(s).map(|p| p.to_string()),
         top_sender: c.senders.get(s).and_then(top_sender),
+        stack: c.stacks.get(s).map(|f| rtick::ktrace::stack::named(f)).unwrap_or_default(),
         ..source(s.kind(), s.to_string(), t)
     };
     NoiseCpuJson {

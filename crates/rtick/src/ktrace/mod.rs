@@ -14,7 +14,8 @@
 //! - [`events`]: the typed events the analysis reads;
 //! - [`instance`]: `instances/rtick-<pid>`, never the global trace;
 //! - [`kallsyms`]: kernel addresses named from `/proc/kallsyms`;
-//! - [`stack`]: the kernel stack where each wake-up was due;
+//! - [`stack`]: the kernel stack where each wake-up was due (or where a
+//!   task gave a CPU back);
 //! - [`reader`]: the thread that drains the buffers during the run;
 //! - [`Session`]: all of it from start to [`Capture`];
 //! - [`Stream`]: the same instance read by its owner as it goes, for a

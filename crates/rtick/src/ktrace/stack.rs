@@ -40,6 +40,11 @@
 //! Named frames need `/proc/kallsyms`, and so does the filter: when it
 //! hides the addresses (`kernel.kptr_restrict`), no trigger is set and the
 //! reason is given instead.
+//!
+//! The same trigger goes on another event with another filter
+//! ([`StackTrigger::on`]): `rtick noise` takes the stack at each switch
+//! back to a spinner, that of the task that gave the CPU back
+//! ([`Stream::record_stacks`](super::Stream::record_stacks)).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -56,17 +61,16 @@ use super::Result;
 pub const WAKE_CALLBACKS: [&str; 5] =
     ["hrtimer_wakeup", "timerfd_tmrproc", "posix_timer_fn", "it_real_fn", "dl_task_timer"];
 
-/// The trigger file of the event the stacks are taken at.
-const TRIGGER: &str = "events/timer/hrtimer_expire_entry/trigger";
-
 /// Distinct stacks kept for sharing before the set starts afresh: a monitor
 /// runs for months and an interrupted task is seldom at the same address twice.
 const INTERNED_MAX: usize = 4096;
 
-/// A `stacktrace` trigger on `hrtimer_expire_entry` for the wake-up
-/// callbacks, as written to the instance's trigger file.
+/// A `stacktrace` trigger on an event, filtered, as written to the
+/// instance's trigger file of the event: by default on
+/// `hrtimer_expire_entry` for the wake-up callbacks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StackTrigger {
+    event: Tracepoint,
     command: String,
 }
 
@@ -82,14 +86,20 @@ impl StackTrigger {
             return Err(format!("/proc/kallsyms names none of {}", WAKE_CALLBACKS.join(", ")));
         }
         let callbacks = addrs.join(" || ");
-        let command = match only {
-            None => format!("stacktrace if {callbacks}"),
+        let filter = match only {
+            None => callbacks,
             Some(cpus) => {
                 let here = cpus.iter().map(|c| format!("CPU == {c}")).collect::<Vec<_>>().join(" || ");
-                format!("stacktrace if ({callbacks}) && ({here})")
+                format!("({callbacks}) && ({here})")
             }
         };
-        Ok(StackTrigger { command })
+        Ok(StackTrigger::on(Tracepoint::HrtimerExpireEntry, &filter))
+    }
+
+    /// A stack at each `event` that `filter` (the kernel's filter syntax,
+    /// over the event's fields) lets through.
+    pub fn on(event: Tracepoint, filter: &str) -> StackTrigger {
+        StackTrigger { event, command: format!("stacktrace if {filter}") }
     }
 
     /// What is written to the trigger file.
@@ -97,14 +107,24 @@ impl StackTrigger {
         &self.command
     }
 
+    /// The event it is set on.
+    pub fn event(&self) -> Tracepoint {
+        self.event
+    }
+
+    /// The trigger file of its event, in an instance.
+    fn file(&self) -> String {
+        format!("events/{}/{}/trigger", self.event.system(), self.event.name())
+    }
+
     /// Sets the trigger in `instance`.
     pub(super) fn arm(&self, instance: &Instance) -> Result<()> {
-        instance.write(TRIGGER, &self.command)
+        instance.write(&self.file(), &self.command)
     }
 
     /// Removes it (the instance's removal does too).
     pub(super) fn disarm(&self, instance: &Instance) -> Result<()> {
-        instance.write(TRIGGER, "!stacktrace")
+        instance.write(&self.file(), "!stacktrace")
     }
 }
 
@@ -183,12 +203,44 @@ pub fn summary(named: &[String], n: usize) -> String {
     if frames.is_empty() {
         return "in user space (the interrupt came there)".to_string();
     }
-    let name = |f: &String| f.split('+').next().unwrap_or(f).to_string();
-    let mut s = frames.iter().take(n).map(name).collect::<Vec<_>>().join(" ← ");
+    line(frames, n)
+}
+
+/// The innermost `n` of `frames` in one line, without offsets.
+fn line(frames: &[String], n: usize) -> String {
+    let mut s = frames.iter().take(n).map(|f| function(f)).collect::<Vec<_>>().join(" ← ");
     if frames.len() > n {
         s.push_str(" ← …");
     }
     s
+}
+
+/// The function of a named frame (`function+0xOFFSET`).
+fn function(frame: &str) -> &str {
+    frame.split('+').next().unwrap_or(frame)
+}
+
+/// Of the named frames of a stack taken at a `sched_switch`, those of the
+/// task that called the scheduler: the frames after `__schedule` (the
+/// tracepoint's and the scheduler's own come first); all of them when it
+/// is not seen.
+pub fn scheduling(named: &[String]) -> &[String] {
+    match named.iter().position(|n| function(n) == "__schedule") {
+        Some(i) => &named[i + 1..],
+        None => named,
+    }
+}
+
+/// A stack taken at a task's switch away in one line: the innermost `n`
+/// frames of its call into the scheduler, without offsets
+/// (`__cond_resched ← get_random_bytes_user ← vfs_read ← …`), or "in user
+/// space" when it was preempted on its way back there from an interrupt.
+pub fn switch_summary(named: &[String], n: usize) -> String {
+    let frames = scheduling(named);
+    if came_in_user_space(frames) {
+        return "in user space (preempted on its return from an interrupt)".to_string();
+    }
+    line(frames, n)
 }
 
 /// Whether a session records stacks.
@@ -215,7 +267,19 @@ impl Stacks {
         if !on {
             return Stacks::Off;
         }
-        match set_up(instance, decoder, missing, only) {
+        Stacks::set_up_on(instance, decoder, missing, Tracepoint::HrtimerExpireEntry, |k| StackTrigger::new(k, only))
+    }
+
+    /// Sets the trigger `make` builds (from the kernel's symbols) on
+    /// `event` in `instance`: see [`set_up`].
+    pub(super) fn set_up_on(
+        instance: &Instance,
+        decoder: &mut Decoder,
+        missing: &[&str],
+        event: Tracepoint,
+        make: impl FnOnce(&Kallsyms) -> Result<StackTrigger, String>,
+    ) -> Stacks {
+        match set_up(instance, decoder, missing, event, make) {
             Ok(t) => Stacks::Armed(t),
             Err(why) => Stacks::Unavailable(why),
         }
@@ -246,24 +310,26 @@ impl Stacks {
     }
 }
 
-/// Sets the stack trigger in `instance`, whose events are enabled (this
-/// kernel lacking `missing`), and teaches `decoder` the stack records.
-/// `Err`: why a session has no stacks, in one line; the session goes on.
+/// Sets the stack trigger `make` builds on `event` in `instance`, whose
+/// events are enabled (this kernel lacking `missing`), and teaches
+/// `decoder` the stack records. `Err`: why a session has no stacks, in one
+/// line; the session goes on.
 fn set_up(
     instance: &Instance,
     decoder: &mut Decoder,
     missing: &[&str],
-    only: Option<&[usize]>,
+    event: Tracepoint,
+    make: impl FnOnce(&Kallsyms) -> Result<StackTrigger, String>,
 ) -> Result<StackTrigger, String> {
-    let entry = Tracepoint::HrtimerExpireEntry;
-    if missing.contains(&entry.full_name()) {
-        return Err(format!("this kernel lacks {entry}, where they are taken"));
+    if missing.contains(&event.full_name()) {
+        return Err(format!("this kernel lacks {event}, where they are taken"));
     }
+    // Needed to name the frames, whatever the filter.
     let k = kallsyms::system().map_err(ToString::to_string)?;
     let tp = Tracepoint::KernelStack;
     let format = EventFormat::load(&instance.events_dir(), tp.system(), tp.name()).map_err(|e| e.to_string())?;
     decoder.add(tp, &format)?;
-    let trigger = StackTrigger::new(k, only)?;
+    let trigger = make(k)?;
     trigger.arm(instance).map_err(|e| format!("the kernel refused the stacktrace trigger: {e}"))?;
     Ok(trigger)
 }
@@ -352,6 +418,21 @@ mod tests {
     }
 
     #[test]
+    fn a_switch_stack_shows_the_task_s_call_into_the_scheduler() {
+        let v = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let tp = ["trace_event_raw_event_sched_switch+0x11", "__traceiter_sched_switch+0x2", "__schedule+0x300"];
+        let mut read = v(&tp);
+        read.extend(v(&["__cond_resched+0x2", "get_random_bytes_user+0x9c", "vfs_read+0xa1", "ksys_read+0x6f"]));
+        assert_eq!(scheduling(&read).len(), 4);
+        assert_eq!(switch_summary(&read, 3), "__cond_resched ← get_random_bytes_user ← vfs_read ← …");
+        let mut user = v(&tp);
+        user.extend(v(&["schedule+0x1", "irqentry_exit_to_user_mode+0x40", "asm_sysvec_apic_timer_interrupt+0x1a"]));
+        assert_eq!(switch_summary(&user, 5), "in user space (preempted on its return from an interrupt)");
+        // No scheduler frame seen: all of them.
+        assert_eq!(switch_summary(&v(&["a+0x1", "b"]), 5), "a ← b");
+    }
+
+    #[test]
     fn the_trigger_fires_for_the_wake_up_callbacks_the_kernel_has() {
         let k = Kallsyms::parse("ffffffff814204b0 t hrtimer_wakeup\nffffffff81500000 t timerfd_tmrproc\n").unwrap();
         let t = StackTrigger::new(&k, None).unwrap();
@@ -362,7 +443,15 @@ mod tests {
             t.command(),
             "stacktrace if (function == 0xffffffff814204b0 || function == 0xffffffff81500000) && (CPU == 1 || CPU == 3)"
         );
+        assert_eq!(t.file(), "events/timer/hrtimer_expire_entry/trigger");
         let none = Kallsyms::parse("ffffffff81000000 T _stext\n").unwrap();
         assert!(StackTrigger::new(&none, None).unwrap_err().contains("hrtimer_wakeup"));
+    }
+
+    #[test]
+    fn a_trigger_on_another_event_writes_that_event_s_file() {
+        let t = StackTrigger::on(Tracepoint::SchedSwitch, "next_pid == 42 || next_pid == 43");
+        assert_eq!(t.command(), "stacktrace if next_pid == 42 || next_pid == 43");
+        assert_eq!((t.event(), t.file().as_str()), (Tracepoint::SchedSwitch, "events/sched/sched_switch/trigger"));
     }
 }

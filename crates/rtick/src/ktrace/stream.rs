@@ -13,7 +13,7 @@ use super::events::{Event, Tracepoint};
 use super::instance::Instance;
 use super::reader::{drain, drain_up_to, Pipe, ReadCounts, ReaderSetup};
 use super::session::{set_syscall_pids, LostEvents, Options, Prepared};
-use super::stack::Stacks;
+use super::stack::{StackTrigger, Stacks};
 use super::Result;
 
 /// A running trace of some CPUs, read on demand by [`Stream::read`].
@@ -87,6 +87,18 @@ impl Stream {
             drain(pipe, page, setup, &mut |e| sink(cpu, e))?;
         }
         Ok(())
+    }
+
+    /// Records from now on the kernel stack at each `event` that `filter`
+    /// lets through (a [`StackTrigger::on`]), in place of the stack trigger
+    /// the stream had. `Err`: why there are none (the addresses hidden by
+    /// `kernel.kptr_restrict`, the event missing, the trigger refused), in
+    /// one line; the stream goes on without.
+    pub fn record_stacks(&mut self, event: Tracepoint, filter: &str) -> Result<(), String> {
+        self.stacks.disarm(&self.instance).map_err(|e| e.to_string())?;
+        let make = |_: &_| Ok(StackTrigger::on(event, filter));
+        self.stacks = Stacks::set_up_on(&self.instance, &mut self.setup.decoder, &self.missing, event, make);
+        self.stacks.unavailable().map_or(Ok(()), |why| Err(why.to_string()))
     }
 
     /// Records the system calls' exits of `pids` from now on, replacing

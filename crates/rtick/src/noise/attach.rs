@@ -10,6 +10,7 @@ use super::follow::Follower;
 use super::observe::{Live, Observer};
 use super::run::{keep_off, steal_of, tick_note, CpuNoise, End, NoiseRun, BUFFER_KB, ROUND};
 use super::spin::StepsUs;
+use super::switch_stacks;
 use super::tick::nohz_full_cpus;
 use super::{NoiseOptions, Plan};
 use crate::attach::{Spec, Target, ThreadInfo};
@@ -74,6 +75,7 @@ pub fn run_attached(
     notes.extend(tick_note(cpus, &nohz_full));
     let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
     let mut stream = Stream::start(&ktrace::root(opts.tracefs.as_deref()), cpus, &topts)?;
+    notes.extend(switch_stacks::record(&mut stream, &[p.thread.tid]));
     let t0 = ClockId::Monotonic.now();
     let (tid, prio) = (p.thread.tid, p.thread.kernel_prio());
     let mut f: Vec<Follower> = cpus.iter().map(|_| Follower::new(tid, prio, opts.threshold, t0)).collect();
@@ -193,6 +195,7 @@ fn figures(cpu: usize, tid: i32, f: Follower, lost_events: u64, steal: Option<Na
         sources,
         cgroups: f.attr.cgroups,
         senders: f.attr.senders,
+        stacks: f.attr.stacks.into_frames(),
         below_threshold: f.attr.below_threshold,
         unattributed,
         dropped_instances: f.attr.dropped_instances,

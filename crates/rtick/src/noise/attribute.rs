@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use super::senders::SentBy;
 use super::source::{Source, Tally, Vector, MAX_THREADS};
+use super::switch_stacks::KeptStacks;
 use super::tick::TickTally;
 use crate::explain::{Cgroups, Task};
 use crate::ktrace::{Event, EventKind, Sender, Switch};
@@ -60,6 +61,9 @@ pub struct Instance {
     pub nested: Nanos,
     /// Who sent it, for an IPI whose send was traced.
     pub from: Option<Sender>,
+    /// A thread's kernel stack when it gave the CPU back to the spinner,
+    /// when recorded ([`switch_stacks`](super::switch_stacks)).
+    pub stack: Option<Arc<[u64]>>,
 }
 
 /// A gap with its sources (the largest ones of a run are kept).
@@ -121,6 +125,12 @@ pub struct Attributor {
     pub cgroups: HashMap<Source, Arc<str>>,
     /// Who sent each IPI source's IPIs inside gaps, where the trace named them.
     pub senders: HashMap<Source, SentBy>,
+    /// The start of the task just ended by a switch back to the spinner
+    /// from it (not from a task whose switch in was not recorded): the
+    /// stack recorded next is its.
+    gave_back: Option<Time>,
+    /// Per thread source, its stack when its longest run gave the CPU back.
+    pub stacks: KeptStacks,
 }
 
 impl Attributor {
@@ -156,6 +166,7 @@ impl Attributor {
     /// the trace names it ([`Senders::sender_of_entry`](crate::ktrace::Senders::sender_of_entry)).
     pub fn event_from(&mut self, e: &Event, from: Option<Sender>) {
         let ts = e.ts;
+        let gave_back = self.gave_back.take();
         match &e.kind {
             EventKind::IrqHandlerEntry { irq, name } => self.open(Source::Irq { irq: *irq, name: name.clone() }, ts),
             EventKind::IrqHandlerExit { irq, .. } => {
@@ -170,6 +181,7 @@ impl Attributor {
             EventKind::Nmi { delta_ns, .. } => self.nmi(ts, Nanos(*delta_ns)),
             EventKind::SchedSwitch(sw) => self.switch(ts, sw),
             EventKind::TickStop { success, dependency } => self.tick.event(*success, *dependency),
+            EventKind::KernelStack { frames } => self.stack_of(gave_back, frames),
             _ => {}
         }
     }
@@ -191,7 +203,14 @@ impl Attributor {
         self.stack.truncate(i + 1);
         let Some(o) = self.stack.pop() else { return };
         let dur = ts - o.start;
-        self.emit(Instance { source: o.source, start: o.start, net: dur - o.nested, nested: o.nested, from: o.from });
+        self.emit(Instance {
+            source: o.source,
+            start: o.start,
+            net: dur - o.nested,
+            nested: o.nested,
+            from: o.from,
+            stack: None,
+        });
         self.charge_parent(dur);
     }
 
@@ -204,7 +223,14 @@ impl Attributor {
 
     fn nmi(&mut self, end: Time, dur: Nanos) {
         let dur = dur.max(Nanos::ZERO);
-        self.emit(Instance { source: Source::Nmi, start: end - dur, net: dur, nested: Nanos::ZERO, from: None });
+        self.emit(Instance {
+            source: Source::Nmi,
+            start: end - dur,
+            net: dur,
+            nested: Nanos::ZERO,
+            from: None,
+            stack: None,
+        });
         self.charge_parent(dur);
     }
 
@@ -222,6 +248,7 @@ impl Attributor {
             let source = if self.spinner_runnable && below_spinner { Source::RtThrottling } else { next };
             self.task = Some(Open { source, start: ts, nested: Nanos::ZERO, from: None });
         } else if sw.next_pid == self.spinner_pid {
+            self.gave_back = self.task.as_ref().filter(|t| t.source.pid() == Some(sw.prev_pid)).map(|t| t.start);
             self.end_task(ts);
         } else if let Some(task) = &self.task {
             // One throttled stretch is one occurrence, whoever runs in it;
@@ -238,7 +265,15 @@ impl Attributor {
         self.stack.clear();
         if let Some(t) = self.task.take() {
             let net = ts - t.start - t.nested;
-            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested, from: None });
+            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested, from: None, stack: None });
+        }
+    }
+
+    /// A stack recorded right after the switch back to the spinner that
+    /// ended a task begun at `started`: that task's, where it gave the CPU back.
+    fn stack_of(&mut self, started: Option<Time>, frames: &Arc<[u64]>) {
+        if let Some(i) = self.instances.back_mut().filter(|i| started == Some(i.start)) {
+            i.stack = Some(Arc::clone(frames));
         }
     }
 
@@ -347,6 +382,9 @@ impl Attributor {
             self.sources.entry(i.source.clone()).or_default().add_nested(i.net, i.nested);
             if let Some(from) = &i.from {
                 self.senders.entry(i.source.clone()).or_default().add(from);
+            }
+            if let Some(stack) = &i.stack {
+                self.stacks.offer(&i.source, i.net, stack);
             }
             match parts.iter_mut().find(|(s, _)| *s == i.source) {
                 Some((_, d)) => *d = *d + i.net,

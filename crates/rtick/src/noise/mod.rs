@@ -11,7 +11,8 @@
 //! holds it all together; [`attach`] follows an application's own thread
 //! instead of spinning, its gaps found by [`follow`]; either run hands its
 //! gaps, as they are known, to one [`Observer`] ([`observe`]); [`tick`]
-//! tells, on `nohz_full` CPUs, whether the tick stopped and what kept it.
+//! tells, on `nohz_full` CPUs, whether the tick stopped and what kept it;
+//! [`switch_stacks`] where in the kernel a thread that took the CPU was.
 //!
 //! ```no_run
 //! use rtick::noise::{run, NoiseOptions};
@@ -35,6 +36,7 @@ pub mod senders;
 pub mod source;
 pub mod spin;
 mod spinners;
+pub mod switch_stacks;
 pub mod tick;
 
 use std::path::PathBuf;

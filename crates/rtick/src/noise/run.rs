@@ -13,6 +13,7 @@ use super::senders::SentBy;
 use super::source::{Source, Tally};
 use super::spin::{Spun, StepsUs};
 use super::spinners::{Spinner, Spinners};
+use super::switch_stacks;
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::attach::ThreadInfo;
@@ -70,6 +71,9 @@ pub struct CpuNoise {
     pub cgroups: HashMap<Source, Arc<str>>,
     /// Who sent each IPI source's IPIs, where the trace named them.
     pub senders: HashMap<Source, SentBy>,
+    /// Per thread source, its kernel stack when its longest run gave the
+    /// CPU back ([`switch_stacks`]), when recorded.
+    pub stacks: HashMap<Source, Arc<[u64]>>,
     /// Kernel work between gaps (it delayed the spinner less than the threshold).
     pub below_threshold: Tally,
     /// Gaps not attributed: past the memory bounds.
@@ -157,11 +161,16 @@ pub fn run_observed(
         false => None,
     };
     let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
+    if opts.attribution {
+        switch_stacks::load_symbols();
+    }
     let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
     // Scoped: the spinners watch `stop` too. Whichever way this ends, the
     // spinners are stopped and joined (`Spinners`' drop) before it returns.
     let (cpus, end) = std::thread::scope(|scope| {
-        let mut spinners = Spinners::start(scope, plan, opts, until, stop)?;
+        // The stacks from the spinners' first gap on.
+        let record = |tids: &[i32]| notes.extend(stream.as_mut().and_then(|st| switch_stacks::record(st, tids)));
+        let mut spinners = Spinners::start(scope, plan, opts, until, stop, record)?;
         let mut senders = Senders::new(true);
         let mut each_round = |sp: &mut [Spinner<'_>]| {
             round(sp, stream.as_mut(), &mut senders, observe)?;
@@ -327,6 +336,7 @@ fn figures(
         sources: if attribution { s.attr.ranked() } else { Vec::new() },
         cgroups: s.attr.cgroups,
         senders: s.attr.senders,
+        stacks: s.attr.stacks.into_frames(),
         below_threshold: s.attr.below_threshold,
         unattributed: if attribution { sp.unqueued + s.attr.dropped_gaps + pending } else { 0 },
         dropped_instances: s.attr.dropped_instances,

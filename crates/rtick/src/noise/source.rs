@@ -72,6 +72,14 @@ pub enum Source {
 }
 
 impl Source {
+    /// A named thread's id.
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Source::Thread { pid, .. } => Some(*pid),
+            _ => None,
+        }
+    }
+
     /// The kind, one word (the JSON's `kind`).
     pub fn kind(&self) -> &'static str {
         match self {

@@ -43,15 +43,17 @@ impl Spinner<'_> {
 pub(super) struct Spinners<'scope>(pub Vec<Spinner<'scope>>);
 
 impl<'scope> Spinners<'scope> {
-    /// One spinner per CPU of `plan`, set up, started together; each ends
-    /// at `until`, when [`Spinners::join`]ed or dropped, or when `run_stop`
-    /// is set (even if the calling thread never runs again).
+    /// One spinner per CPU of `plan`, set up, started together once
+    /// `ready` has had their thread ids; each ends at `until`, when
+    /// [`Spinners::join`]ed or dropped, or when `run_stop` is set (even if
+    /// the calling thread never runs again).
     pub fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
         plan: &Plan,
         opts: &NoiseOptions,
         until: Option<Time>,
         run_stop: &'env AtomicBool,
+        ready: impl FnOnce(&[i32]),
     ) -> Result<Spinners<'scope>> {
         let gate = Arc::new(RwLock::new(()));
         // Held until every spinner is set up; released on every way out.
@@ -91,6 +93,8 @@ impl<'scope> Spinners<'scope> {
         }
         if failed.is_some() {
             out.stop();
+        } else {
+            ready(&out.0.iter().map(|s| s.tid).collect::<Vec<_>>());
         }
         drop(open);
         match failed {
@@ -171,7 +175,7 @@ mod tests {
         let (plan, opts) = plan();
         let stop = AtomicBool::new(false);
         let (result, ended) = std::thread::scope(|scope| {
-            let mut spinners = Spinners::start(scope, &plan, &opts, None, &stop).unwrap();
+            let mut spinners = Spinners::start(scope, &plan, &opts, None, &stop, |_| {}).unwrap();
             let shared: Vec<Arc<Shared>> = spinners.0.iter().map(|s| Arc::clone(&s.shared)).collect();
             let mut rounds = 0;
             let result = spinners.measure(&stop, |_| {
@@ -198,7 +202,7 @@ mod tests {
         let (plan, opts) = plan();
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
-            let spinners = Spinners::start(scope, &plan, &opts, None, &stop).unwrap();
+            let spinners = Spinners::start(scope, &plan, &opts, None, &stop, |_| {}).unwrap();
             std::thread::sleep(Duration::from_millis(50));
             assert!(!spinners.0.iter().any(Spinner::ended), "a spinner ended on its own");
             stop.store(true, Ordering::Release);
