@@ -19,6 +19,7 @@
 //! - [`worst`]: a thread's worst timed waits, explained as they end;
 //! - [`cycle`]: a thread's cycle: period, jitter, compute, margin;
 //! - [`overruns`]: a thread's largest overruns, each with its cause;
+//! - [`stacks`]: when the kernel stacks are taken (while waits run late);
 //! - [`feed`]: each event taken, each wait that ends counted and ranked;
 //! - [`observe`]: what watches the run as it goes (its waits, spikes and
 //!   threads);
@@ -38,6 +39,7 @@ pub mod merge;
 pub mod observe;
 pub mod overruns;
 pub mod run;
+pub mod stacks;
 pub mod stats;
 pub mod summary;
 pub mod target;

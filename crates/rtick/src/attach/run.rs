@@ -15,6 +15,7 @@ use super::feed::Feed;
 use super::merge::Merge;
 use super::observe::{Observer, Polled};
 use super::overruns::Overrun;
+use super::stacks::{StackArming, QUIET};
 use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
@@ -110,6 +111,10 @@ pub struct Attached {
     /// [`MAX_CGROUPS`](crate::cfs::MAX_CGROUPS)) and of their ancestors
     /// with a quota, over the run (empty without bandwidth control).
     pub cfs: Vec<Throttling>,
+    /// How long the kernel stack trigger was set, and how many times: it
+    /// is set while waits run late ([`StackArming`]). `None`: no stacks
+    /// (why is among `notes`).
+    pub stacks_armed: Option<(Nanos, u64)>,
 }
 
 impl Attached {
@@ -212,6 +217,7 @@ impl<'a> Run<'a> {
             buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
             events: &Tracepoint::ATTACH,
             syscall_pids: tids.clone(),
+            stacks_from_start: false,
             ..Options::default()
         };
         let bases = BaseOffsets::read();
@@ -232,6 +238,10 @@ impl<'a> Run<'a> {
         // quota is matched with it, as measure's spikes are.
         let cfs = CfsWatches::new(crate::system::SysRoot::default());
         let mut feed = Feed::new(sleeper, bases, opts.explain_top).with_spikes(opts.spike).with_cfs(cfs);
+        if live.stream().has_stacks() {
+            feed = feed.with_stack_arming(StackArming::new(QUIET));
+        }
+        notes.extend(live.stream().stacks_unavailable().map(|why| format!("no kernel stacks: {why}")));
         feed.follow_threads(&tids);
         let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
         Ok(Run {
@@ -296,7 +306,31 @@ impl<'a> Run<'a> {
             }
             !done
         });
+        self.tend_stacks(watermark)?;
         Ok(all)
+    }
+
+    /// Sets the stack trigger when a late wait came, removes it after a
+    /// quiet spell up to `upto` (every event before it taken): the removal
+    /// waits an RCU grace period, once a spell, while the kernel's buffers
+    /// hold what comes meanwhile.
+    fn tend_stacks(&mut self, upto: Time) -> Result<()> {
+        let stream = self.live.stream();
+        let Some(a) = self.feed.stack_arming_mut() else { return Ok(()) };
+        if a.to_arm() {
+            match stream.arm_stacks() {
+                Ok(()) => a.armed(ClockId::Monotonic.now()),
+                Err(e) => {
+                    self.notes.push(format!("no kernel stacks: {}", ktrace::stack::refused(&e)));
+                    self.feed.take_stack_arming();
+                }
+            }
+        } else if a.to_disarm(upto) {
+            let at = ClockId::Monotonic.now();
+            stream.disarm_stacks()?;
+            a.disarmed(at);
+        }
+        Ok(())
     }
 
     /// Lists the target's threads: new ones are followed, exited ones leave
@@ -390,6 +424,8 @@ impl<'a> Run<'a> {
             self.feed.retire(&tids);
         }
         let cfs = self.feed.take_cfs();
+        let stopped = self.started + elapsed;
+        let stacks_armed = self.feed.take_stack_arming().map(|a| a.armed_for(stopped));
         self.notes.extend(cfs.as_ref().and_then(CfsWatches::note));
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
@@ -434,6 +470,7 @@ impl<'a> Run<'a> {
             events,
             notes: self.notes,
             cfs: cfs.map(CfsWatches::finish).unwrap_or_default(),
+            stacks_armed,
         })
     }
 }
