@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::bases::BaseOffsets;
 use super::overruns::{Overrun, OverrunCause, Overruns};
-use super::stacks::StackArming;
+use super::stacks::{is_late, StackArming};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
@@ -240,7 +240,7 @@ impl Feed {
         if !ranks && !over {
             return None;
         }
-        let late = if self.spike.is_some() { over } else { ranks && worst.full() };
+        let late = is_late(self.spike, t.lateness, ranks, worst.full());
         let explained = if ranks || self.budget > 0 {
             self.budget = self.budget.saturating_sub(usize::from(over));
             let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());

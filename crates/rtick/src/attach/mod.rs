@@ -24,6 +24,7 @@
 //! - [`observe`]: what watches the run as it goes (its waits, spikes and
 //!   threads);
 //! - [`summary`]: the figures per thread and the findings;
+//! - [`attached`]: what the run found, and why it ended;
 //! - [`run`](mod@run): the trace from start to its end (a duration,
 //!   Ctrl-C, or the target's exit), read as it runs.
 //!
@@ -32,6 +33,7 @@
 //! [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the CPUs
 //! the target may run on, its system calls' exits filtered to its threads.
 
+pub mod attached;
 pub mod bases;
 pub mod cycle;
 pub mod feed;

@@ -10,23 +10,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+pub use super::attached::{Attached, End};
 use super::bases::BaseOffsets;
 use super::feed::Feed;
 use super::merge::Merge;
 use super::observe::{Observer, Polled};
-use super::overruns::Overrun;
 use super::stacks::{StackArming, QUIET};
 use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
 use super::waits::Wake;
-use super::worst::WorstWait;
-use crate::cfs::{CfsWatches, Throttling};
+use crate::cfs::CfsWatches;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::{cause_summary, CauseTotal, Live, Recent, TraceBuffers};
-use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
-use crate::stats::Summary;
+use crate::explain::{Live, Recent, TraceBuffers};
+use crate::ktrace::{self, kallsyms::Kallsyms, Event, Options, Tracepoint};
 use crate::time::{Nanos, Time};
 
 /// How often the trace is read, the target's threads listed (new ones get
@@ -59,70 +57,6 @@ pub struct AttachOptions {
     /// Timed waits later than this are spikes, each explained as it ends
     /// ([`Observer::spike`]; at most [`SPIKES_PER_READ`](super::feed::SPIKES_PER_READ) a read).
     pub spike: Option<Nanos>,
-}
-
-/// Why the attach ended.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum End {
-    /// Its duration passed.
-    Duration,
-    /// Ctrl-C or SIGTERM.
-    Interrupted,
-    /// The target exited.
-    TargetExited,
-}
-
-/// What an attach found.
-#[derive(Debug)]
-pub struct Attached {
-    /// Per thread alive at the end (in tid order), its figures; then, when
-    /// threads exited during the run, one row of tid 0 with their figures
-    /// pooled (its name says how many; its settings are the first's to exit).
-    pub threads: Vec<ThreadSummary>,
-    /// Per thread, its worst timed waits, the worst first, explained.
-    pub worst: BTreeMap<i32, Vec<WorstWait>>,
-    /// Per thread, its largest overruns, the largest first, with their cause.
-    pub overruns: BTreeMap<i32, Vec<Overrun>>,
-    /// Per thread with a timed wait, its lateness in full (every
-    /// percentile, mean, standard deviation): what --fail-if checks.
-    pub lateness: BTreeMap<i32, Summary>,
-    /// Why it ended.
-    pub end: End,
-    /// When tracing began (CLOCK_MONOTONIC).
-    pub started: Time,
-    /// How long it traced.
-    pub elapsed: Nanos,
-    /// The CPUs traced (those the target's threads may run on).
-    pub cpus: Vec<usize>,
-    /// The CPUs rtick read the trace on (`None`: the target may run on
-    /// every CPU rtick may, so it shares them).
-    pub reader_cpus: Option<Vec<usize>>,
-    /// The events the recent window held at most, per traced CPU.
-    pub window_events: usize,
-    /// Events the kernel or the reader lost.
-    pub lost: LostEvents,
-    /// Trace events this kernel lacks.
-    pub missing: Vec<&'static str>,
-    /// Kernel events read.
-    pub events: usize,
-    /// What limited the run's view, a sentence each.
-    pub notes: Vec<String>,
-    /// The CFS throttling of the threads' cgroups (at most
-    /// [`MAX_CGROUPS`](crate::cfs::MAX_CGROUPS)) and of their ancestors
-    /// with a quota, over the run (empty without bandwidth control).
-    pub cfs: Vec<Throttling>,
-    /// How long the kernel stack trigger was set, and how many times: it
-    /// is set while waits run late ([`StackArming`]). `None`: no stacks
-    /// (why is among `notes`).
-    pub stacks_armed: Option<(Nanos, u64)>,
-}
-
-impl Attached {
-    /// Each cause across the threads' explained worst waits, as
-    /// `measure --explain` sums up its spikes ([`cause_summary`]).
-    pub fn causes(&self) -> Vec<CauseTotal> {
-        cause_summary(self.worst.values().flatten().filter_map(|w| w.explained.as_ref().ok()))
-    }
 }
 
 /// Traces `target` until `opts.duration` passes, `stop` is set, or it
@@ -310,25 +244,14 @@ impl<'a> Run<'a> {
         Ok(all)
     }
 
-    /// Sets the stack trigger when a late wait came, removes it after a
-    /// quiet spell up to `upto` (every event before it taken): the removal
-    /// waits an RCU grace period, once a spell, while the kernel's buffers
-    /// hold what comes meanwhile.
+    /// Sets or removes the stack trigger as late waits come and go
+    /// ([`StackArming::tend`]); when the kernel refuses it, a note says so
+    /// and no stack is taken from then on.
     fn tend_stacks(&mut self, upto: Time) -> Result<()> {
-        let stream = self.live.stream();
         let Some(a) = self.feed.stack_arming_mut() else { return Ok(()) };
-        if a.to_arm() {
-            match stream.arm_stacks() {
-                Ok(()) => a.armed(ClockId::Monotonic.now()),
-                Err(e) => {
-                    self.notes.push(format!("no kernel stacks: {}", ktrace::stack::refused(&e)));
-                    self.feed.take_stack_arming();
-                }
-            }
-        } else if a.to_disarm(upto) {
-            let at = ClockId::Monotonic.now();
-            stream.disarm_stacks()?;
-            a.disarmed(at);
+        if let Err(why) = a.tend(self.live.stream(), upto)? {
+            self.notes.push(format!("no kernel stacks: {why}"));
+            self.feed.take_stack_arming();
         }
         Ok(())
     }

@@ -10,7 +10,10 @@
 //! quiet spell ([`StackArming`] has the rule).
 
 use super::waits::TimedWait;
+use crate::clock::ClockId;
+use crate::error::Result;
 use crate::explain::{Spike, Unexplained};
+use crate::ktrace::Stream;
 use crate::time::{Nanos, Time};
 
 /// How long after the last late wait the trigger stays set.
@@ -19,6 +22,16 @@ pub const QUIET: Nanos = Nanos::from_secs(10);
 /// Why a late wait explained has no stack when the trigger was not set at
 /// its expiry.
 pub const NOT_TAKEN: &str = "not taken (stacks are armed from the first late wait on)";
+
+/// Whether a timed wait `lateness` late is late by [`StackArming`]'s rule:
+/// later than `spike` when there is a threshold; else `ranks` (it enters
+/// its thread's list of worst waits) while that list was `full`.
+pub fn is_late(spike: Option<Nanos>, lateness: Nanos, ranks: bool, full: bool) -> bool {
+    match spike {
+        Some(s) => lateness > s,
+        None => ranks && full,
+    }
+}
 
 /// The rule, in one place. A timed wait is **late** when its lateness
 /// passes the spike threshold (`monitor --attach --spike`); without one
@@ -100,6 +113,25 @@ impl StackArming {
         self.since.is_some_and(|s| s <= expired) || self.last_span.is_some_and(|(s, e)| s <= expired && expired <= e)
     }
 
+    /// Sets `stream`'s stack trigger when a late wait asked for it, or
+    /// removes it after a quiet spell up to `upto` (every event before it
+    /// taken). The removal waits an RCU grace period (70–170 ms here), once
+    /// a spell: the kernel's buffers hold what comes meanwhile. `Ok(Err)`:
+    /// the kernel refused the trigger, why.
+    pub fn tend(&mut self, stream: &Stream, upto: Time) -> Result<Result<(), String>> {
+        if self.to_arm() {
+            match stream.arm_stacks() {
+                Ok(()) => self.armed(ClockId::Monotonic.now()),
+                Err(e) => return Ok(Err(crate::ktrace::stack::refused(&e))),
+            }
+        } else if self.to_disarm(upto) {
+            let at = ClockId::Monotonic.now();
+            stream.disarm_stacks()?;
+            self.disarmed(at);
+        }
+        Ok(Ok(()))
+    }
+
     /// Notes `t`, a wait explained (`explained`), with `arming` if any:
     /// `late` by the rule above. Why it has no stack, when the trigger was
     /// not set at its expiry.
@@ -158,6 +190,18 @@ mod tests {
         a.armed(Time(50 * S + S / 10));
         assert_eq!(a.armed_for(Time(51 * S)), (Nanos(21 * S + 9 * S / 10), 2));
         assert!(a.covers(Time(50 * S + S / 2)) && !a.covers(Time(30 * S)));
+    }
+
+    /// Late: over the threshold when there is one, whatever the list;
+    /// without one, a new record of a full list, not a wait that fills it.
+    #[test]
+    fn a_wait_is_late_over_the_threshold_or_as_a_record_of_a_full_list() {
+        let us = Nanos::from_us;
+        assert!(is_late(Some(us(100)), us(101), false, false));
+        assert!(!is_late(Some(us(100)), us(100), true, true), "a record under the threshold");
+        assert!(is_late(None, us(5), true, true));
+        assert!(!is_late(None, us(500), true, false), "the list is filling");
+        assert!(!is_late(None, us(500), false, true), "not among the worst");
     }
 
     /// A late wait read before the trigger could be set keeps it from
