@@ -1,11 +1,13 @@
 //! `rtick measure --explain`: each spike carries the kernel stack where its
 //! wake-up was due, named; and without named addresses (kptr_restrict=2)
-//! one line says so while the spikes are explained as before. Root and
-//! tracefs needed; under CI a skip is a failure.
+//! one line says so while the spikes are explained as before. `rtick
+//! attach`: stacks are taken from the first late wait on, never for a
+//! program whose waits are never late. Root and tracefs needed (a C
+//! compiler for attach's); under CI a skip is a failure.
 
 mod common;
 use common::stacks::{frames, function, urandom_reader, KptrRestrict};
-use common::tracee::ready;
+use common::tracee::{finish, periodic, ready, spawn};
 use common::*;
 
 use std::sync::atomic::Ordering;
@@ -100,4 +102,88 @@ fn hidden_kernel_addresses_are_one_line_and_the_spikes_are_explained_still() {
         assert!(!s["cause"].as_str().unwrap().is_empty() && frames(s).is_empty(), "{s}");
     }
     assert!(!out.contains("    stack: "), "{out}");
+}
+
+/// `rtick attach` for `secs` to tests/c/periodic.c as `name` on `cpu`:
+/// `cycles` waits of `period_us` at SCHED_FIFO 50, each thread's
+/// `top` worst explained; its output and its JSON (`None`: skipped).
+fn attach_loop(
+    cpu: usize,
+    name: &str,
+    (cycles, period_us): (u32, u32),
+    secs: &str,
+    top: &str,
+) -> Option<(String, serde_json::Value)> {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = periodic(dir.path(), name)?;
+    let out = dir.path().join("loop.txt");
+    let (c, cycles, period) = (cpu.to_string(), cycles.to_string(), period_us.to_string());
+    let mut prog = std::process::Command::new("taskset")
+        .args(["-c", &c, path_str(&exe), path_str(&out), &cycles, &period, "fifo"])
+        .spawn()
+        .expect("taskset starts the loop");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let j = dir.path().join("a.json");
+    let o =
+        finish(spawn("attach", &[&prog.id().to_string(), "-D", secs, "--explain-top", top, "--json", path_str(&j)]));
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    Some((stdout(&o), json(&j)))
+}
+
+/// A loop whose waits a `/dev/urandom` reader on its CPU makes late again
+/// and again: the stack trigger is set from its first late wait on, and
+/// the waits explained after carry the stack of the reader's read; one
+/// without a stack because the trigger was not set yet says so.
+#[test]
+fn attach_takes_stacks_once_the_waits_run_late() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !ready() {
+        return;
+    }
+    let cpu = cpu();
+    let (tid, stop, reader) = urandom_reader(cpu);
+    let run = attach_loop(cpu, "rtick-lazy-late", (4000, 1000), "3", "20");
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    let Some((out, j)) = run else { return };
+    assert!(j["stacks_armed_ns"].as_i64().unwrap() > 0 && j["stacks_armed_times"].as_u64().unwrap() >= 1, "{j}");
+    let spikes = j["threads"][0]["spikes"].as_array().unwrap();
+    assert_eq!(spikes.len(), 20, "{out}");
+    let reader = format!("rtick-urandom:{tid}");
+    let held: Vec<&serde_json::Value> =
+        spikes.iter().filter(|s| frames(s).iter().any(|f| function(f) == "get_random_bytes_user")).collect();
+    assert!(held.iter().any(|s| s["line"].as_str().unwrap().contains(&reader)), "{out}");
+    for s in spikes {
+        let missing = s.get("stack_missing").and_then(|m| m.as_str());
+        assert!(frames(s).is_empty() || missing.is_none(), "{s}");
+        assert!(
+            missing.is_none_or(|m| m.starts_with("not taken (stacks are armed from the first late wait on)")),
+            "{s}"
+        );
+    }
+    assert!(out.contains("kernel stacks taken for ") && out.contains("    stack: "), "{out}");
+}
+
+/// A program whose waits are never late (each of its 20 waits explained,
+/// none a new record of a full list): the stack trigger is never set, no
+/// wait has a stack, and each explained one says why.
+#[test]
+fn attach_takes_no_stack_of_a_program_whose_waits_are_never_late() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !ready() {
+        return;
+    }
+    let Some((out, j)) = attach_loop(cpu(), "rtick-lazy-calm", (30, 50_000), "1", "50") else { return };
+    assert_eq!((j["stacks_armed_ns"].as_i64(), j["stacks_armed_times"].as_u64()), (Some(0), Some(0)), "{j}");
+    let spikes = j["threads"][0]["spikes"].as_array().unwrap();
+    assert!(spikes.len() >= 10, "{out}");
+    for s in spikes {
+        assert!(frames(s).is_empty(), "{s}");
+        if s["cause"].is_string() {
+            assert_eq!(s["stack_missing"], "not taken (stacks are armed from the first late wait on)", "{s}");
+        }
+    }
+    assert!(!out.contains("kernel stacks taken"), "{out}");
 }

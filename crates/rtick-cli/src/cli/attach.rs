@@ -27,7 +27,7 @@ pub struct AttachArgs {
     #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = units::duration)]
     pub duration: Option<Nanos>,
 
-    /// Explain each thread's N worst timed waits (their culprits, as measure --explain names a spike's); 0: none.
+    /// Explain each thread's N worst timed waits (their culprits, as measure --explain names a spike's, and the kernel stack where each was due: taken only while waits run late, from a new worst once N are kept to 10 s after the last); 0: none.
     #[arg(long, value_name = "N", default_value = "5", allow_hyphen_values = true)]
     pub explain_top: usize,
 

@@ -161,11 +161,22 @@ fn worst(f: &AttachFile) -> String {
             if !s.stack.is_empty() {
                 let frames = rtick::ktrace::stack::summary(&s.stack, crate::output::explain::STACK_FRAMES);
                 let _ = writeln!(o, "    stack: {frames}");
+            } else if let Some(why) = &s.stack_missing {
+                let _ = writeln!(o, "    stack: {why}");
             }
         }
     }
     if !f.causes.is_empty() {
         o += &crate::output::explain::causes(&f.causes, false, "waits");
+    }
+    if let (Some(ns), Some(times)) = (f.stacks_armed_ns.filter(|&n| n > 0), f.stacks_armed_times) {
+        let _ = writeln!(
+            o,
+            "kernel stacks taken for {} of the {} traced, {}: from a spell's first late wait to 10 s after its last",
+            Nanos(ns),
+            Nanos(f.elapsed_ns),
+            rtick::text::count(times, "spell")
+        );
     }
     o
 }

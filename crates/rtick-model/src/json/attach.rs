@@ -64,6 +64,15 @@ pub struct AttachFile {
     /// files of rtick versions before it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cfs: Vec<CfsJson>,
+    /// How long the kernel stack trigger was set over the run: from the
+    /// first late wait of a spell to 10 s after its last (0: never). Null
+    /// without stacks (a note says why), and in files of rtick versions
+    /// before it (stacks were taken all the run).
+    #[serde(default)]
+    pub stacks_armed_ns: Option<i64>,
+    /// How many times it was set (null as `stacks_armed_ns`).
+    #[serde(default)]
+    pub stacks_armed_times: Option<u64>,
     /// Each thread with a timed wait, its lateness as a `measure` results
     /// row (`mechanism`: its comm, `thread` and `tid`: its tid): what
     /// --fail-if checks (null in files of rtick versions before it).
@@ -281,6 +290,8 @@ impl AttachFile {
             findings: rtick::attach::findings(&a.threads),
             notes: a.notes.clone(),
             cfs: a.cfs.iter().map(Into::into).collect(),
+            stacks_armed_ns: a.stacks_armed.map(|(d, _)| d.as_ns()),
+            stacks_armed_times: a.stacks_armed.map(|(_, n)| n),
             results: Some(lateness_rows(a)),
             gates: None,
         }

@@ -40,6 +40,10 @@ pub struct AttachSpikeJson {
     /// --explain` has it; empty when none was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<String>,
+    /// Why `stack` is empty, when rtick knows: the stack trigger was not
+    /// set at its expiry (it is set from the first late wait on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_missing: Option<String>,
     /// The terminal line.
     pub line: String,
 }
@@ -103,6 +107,7 @@ impl AttachSpikeJson {
                 s.culprits.iter().map(|c| c.iter().take(3).map(|(w, d)| (w.to_string(), d.as_ns())).collect()).collect()
             }),
             stack: spike.and_then(|s| s.stack.as_deref()).map(rtick::ktrace::stack::named).unwrap_or_default(),
+            stack_missing: w.stack_missing.map(str::to_string),
             line: match (spike, &why) {
                 (Some(s), _) => s.line_as(&label),
                 (None, why) => format!("{label}  {}: not explained: {}", t.lateness, why.as_deref().unwrap_or("")),

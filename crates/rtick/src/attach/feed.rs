@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::bases::BaseOffsets;
 use super::overruns::{Overrun, OverrunCause, Overruns};
+use super::stacks::{is_late, StackArming};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
 use super::worst::{Worst, WorstWait};
@@ -72,6 +73,8 @@ pub struct Feed {
     cgroups: &'static Cgroups,
     /// The CFS throttling of the threads' cgroups, sampled by the caller.
     cfs: Option<CfsWatches>,
+    /// When the stack trigger is set, told of each late wait.
+    arming: Option<StackArming>,
 }
 
 impl Feed {
@@ -94,7 +97,25 @@ impl Feed {
             budget: SPIKES_PER_READ,
             cgroups: Cgroups::system(),
             cfs: None,
+            arming: None,
         }
+    }
+
+    /// Tells `arming` of each late wait, and notes the worst waits due
+    /// while the stack trigger was not set ([`WorstWait::stack_missing`]).
+    pub fn with_stack_arming(mut self, arming: StackArming) -> Feed {
+        self.arming = Some(arming);
+        self
+    }
+
+    /// The stack trigger's arming, for the caller to set and remove it.
+    pub fn stack_arming_mut(&mut self) -> Option<&mut StackArming> {
+        self.arming.as_mut()
+    }
+
+    /// The stack trigger's arming, taken (no more late waits noted).
+    pub fn take_stack_arming(&mut self) -> Option<StackArming> {
+        self.arming.take()
     }
 
     /// Matches the waits explained with the throttling of their thread's
@@ -219,6 +240,7 @@ impl Feed {
         if !ranks && !over {
             return None;
         }
+        let late = is_late(self.spike, t.lateness, ranks, worst.full());
         let explained = if ranks || self.budget > 0 {
             self.budget = self.budget.saturating_sub(usize::from(over));
             let cycle = self.stats.get(&tid).map_or(0, |s| s.lateness.count());
@@ -230,10 +252,11 @@ impl Feed {
         } else {
             Err(Unexplained::Crowded)
         };
+        let stack_missing = StackArming::note(self.arming.as_mut(), late, t, &explained);
         match (ranks, over) {
-            (true, true) => worst.add(WorstWait { wait: *t, explained: explained.clone() }),
+            (true, true) => worst.add(WorstWait { wait: *t, explained: explained.clone(), stack_missing }),
             (true, false) => {
-                worst.add(WorstWait { wait: *t, explained });
+                worst.add(WorstWait { wait: *t, explained, stack_missing });
                 return None;
             }
             _ => {}

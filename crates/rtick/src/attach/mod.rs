@@ -19,10 +19,12 @@
 //! - [`worst`]: a thread's worst timed waits, explained as they end;
 //! - [`cycle`]: a thread's cycle: period, jitter, compute, margin;
 //! - [`overruns`]: a thread's largest overruns, each with its cause;
+//! - [`stacks`]: when the kernel stacks are taken (while waits run late);
 //! - [`feed`]: each event taken, each wait that ends counted and ranked;
 //! - [`observe`]: what watches the run as it goes (its waits, spikes and
 //!   threads);
 //! - [`summary`]: the figures per thread and the findings;
+//! - [`attached`]: what the run found, and why it ended;
 //! - [`run`](mod@run): the trace from start to its end (a duration,
 //!   Ctrl-C, or the target's exit), read as it runs.
 //!
@@ -31,6 +33,7 @@
 //! [`Tracepoint::ATTACH`](crate::ktrace::Tracepoint::ATTACH) on the CPUs
 //! the target may run on, its system calls' exits filtered to its threads.
 
+pub mod attached;
 pub mod bases;
 pub mod cycle;
 pub mod feed;
@@ -38,6 +41,7 @@ pub mod merge;
 pub mod observe;
 pub mod overruns;
 pub mod run;
+pub mod stacks;
 pub mod stats;
 pub mod summary;
 pub mod target;

@@ -10,22 +10,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+pub use super::attached::{Attached, End};
 use super::bases::BaseOffsets;
 use super::feed::Feed;
 use super::merge::Merge;
 use super::observe::{Observer, Polled};
-use super::overruns::Overrun;
+use super::stacks::{StackArming, QUIET};
 use super::stats::ThreadStats;
 use super::summary::ThreadSummary;
 use super::target::{Target, ThreadInfo};
 use super::waits::Wake;
-use super::worst::WorstWait;
-use crate::cfs::{CfsWatches, Throttling};
+use crate::cfs::CfsWatches;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
-use crate::explain::{cause_summary, CauseTotal, Live, Recent, TraceBuffers};
-use crate::ktrace::{self, kallsyms::Kallsyms, Event, LostEvents, Options, Tracepoint};
-use crate::stats::Summary;
+use crate::explain::{Live, Recent, TraceBuffers};
+use crate::ktrace::{self, kallsyms::Kallsyms, Event, Options, Tracepoint};
 use crate::time::{Nanos, Time};
 
 /// How often the trace is read, the target's threads listed (new ones get
@@ -58,66 +57,6 @@ pub struct AttachOptions {
     /// Timed waits later than this are spikes, each explained as it ends
     /// ([`Observer::spike`]; at most [`SPIKES_PER_READ`](super::feed::SPIKES_PER_READ) a read).
     pub spike: Option<Nanos>,
-}
-
-/// Why the attach ended.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum End {
-    /// Its duration passed.
-    Duration,
-    /// Ctrl-C or SIGTERM.
-    Interrupted,
-    /// The target exited.
-    TargetExited,
-}
-
-/// What an attach found.
-#[derive(Debug)]
-pub struct Attached {
-    /// Per thread alive at the end (in tid order), its figures; then, when
-    /// threads exited during the run, one row of tid 0 with their figures
-    /// pooled (its name says how many; its settings are the first's to exit).
-    pub threads: Vec<ThreadSummary>,
-    /// Per thread, its worst timed waits, the worst first, explained.
-    pub worst: BTreeMap<i32, Vec<WorstWait>>,
-    /// Per thread, its largest overruns, the largest first, with their cause.
-    pub overruns: BTreeMap<i32, Vec<Overrun>>,
-    /// Per thread with a timed wait, its lateness in full (every
-    /// percentile, mean, standard deviation): what --fail-if checks.
-    pub lateness: BTreeMap<i32, Summary>,
-    /// Why it ended.
-    pub end: End,
-    /// When tracing began (CLOCK_MONOTONIC).
-    pub started: Time,
-    /// How long it traced.
-    pub elapsed: Nanos,
-    /// The CPUs traced (those the target's threads may run on).
-    pub cpus: Vec<usize>,
-    /// The CPUs rtick read the trace on (`None`: the target may run on
-    /// every CPU rtick may, so it shares them).
-    pub reader_cpus: Option<Vec<usize>>,
-    /// The events the recent window held at most, per traced CPU.
-    pub window_events: usize,
-    /// Events the kernel or the reader lost.
-    pub lost: LostEvents,
-    /// Trace events this kernel lacks.
-    pub missing: Vec<&'static str>,
-    /// Kernel events read.
-    pub events: usize,
-    /// What limited the run's view, a sentence each.
-    pub notes: Vec<String>,
-    /// The CFS throttling of the threads' cgroups (at most
-    /// [`MAX_CGROUPS`](crate::cfs::MAX_CGROUPS)) and of their ancestors
-    /// with a quota, over the run (empty without bandwidth control).
-    pub cfs: Vec<Throttling>,
-}
-
-impl Attached {
-    /// Each cause across the threads' explained worst waits, as
-    /// `measure --explain` sums up its spikes ([`cause_summary`]).
-    pub fn causes(&self) -> Vec<CauseTotal> {
-        cause_summary(self.worst.values().flatten().filter_map(|w| w.explained.as_ref().ok()))
-    }
 }
 
 /// Traces `target` until `opts.duration` passes, `stop` is set, or it
@@ -212,6 +151,7 @@ impl<'a> Run<'a> {
             buffer_kb: TraceBuffers::for_cpus(cpus.len()).kb,
             events: &Tracepoint::ATTACH,
             syscall_pids: tids.clone(),
+            stacks_from_start: false,
             ..Options::default()
         };
         let bases = BaseOffsets::read();
@@ -232,6 +172,10 @@ impl<'a> Run<'a> {
         // quota is matched with it, as measure's spikes are.
         let cfs = CfsWatches::new(crate::system::SysRoot::default());
         let mut feed = Feed::new(sleeper, bases, opts.explain_top).with_spikes(opts.spike).with_cfs(cfs);
+        if live.stream().has_stacks() {
+            feed = feed.with_stack_arming(StackArming::new(QUIET));
+        }
+        notes.extend(live.stream().stacks_unavailable().map(|why| format!("no kernel stacks: {why}")));
         feed.follow_threads(&tids);
         let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
         Ok(Run {
@@ -296,7 +240,20 @@ impl<'a> Run<'a> {
             }
             !done
         });
+        self.tend_stacks(watermark)?;
         Ok(all)
+    }
+
+    /// Sets or removes the stack trigger as late waits come and go
+    /// ([`StackArming::tend`]); when the kernel refuses it, a note says so
+    /// and no stack is taken from then on.
+    fn tend_stacks(&mut self, upto: Time) -> Result<()> {
+        let Some(a) = self.feed.stack_arming_mut() else { return Ok(()) };
+        if let Err(why) = a.tend(self.live.stream(), upto)? {
+            self.notes.push(format!("no kernel stacks: {why}"));
+            self.feed.take_stack_arming();
+        }
+        Ok(())
     }
 
     /// Lists the target's threads: new ones are followed, exited ones leave
@@ -390,6 +347,8 @@ impl<'a> Run<'a> {
             self.feed.retire(&tids);
         }
         let cfs = self.feed.take_cfs();
+        let stopped = self.started + elapsed;
+        let stacks_armed = self.feed.take_stack_arming().map(|a| a.armed_for(stopped));
         self.notes.extend(cfs.as_ref().and_then(CfsWatches::note));
         let waiting: Vec<i32> = self.feed.in_progress().collect();
         let events = self.feed.events() as usize;
@@ -434,6 +393,7 @@ impl<'a> Run<'a> {
             events,
             notes: self.notes,
             cfs: cfs.map(CfsWatches::finish).unwrap_or_default(),
+            stacks_armed,
         })
     }
 }

@@ -13,6 +13,9 @@ pub struct WorstWait {
     pub wait: TimedWait,
     /// Its breakdown and cause, as `measure --explain` gives a spike's.
     pub explained: Result<Spike, Unexplained>,
+    /// Why its explanation has no kernel stack, when the stack trigger was
+    /// not set at its expiry ([`StackArming`](super::stacks::StackArming)).
+    pub stack_missing: Option<&'static str>,
 }
 
 /// A thread's `n` worst waits so far, the worst first.
@@ -32,6 +35,11 @@ impl Worst {
     /// the least of a full list do not: the earlier stays).
     pub fn ranks(&self, wait: &TimedWait) -> bool {
         self.n > 0 && (self.waits.len() < self.n || self.waits.last().is_some_and(|w| wait.lateness > w.wait.lateness))
+    }
+
+    /// Whether it holds `n` waits already (a wait that ranks now is a new record).
+    pub fn full(&self) -> bool {
+        self.n > 0 && self.waits.len() >= self.n
     }
 
     /// Adds `w`, which [`Worst::ranks`]; the least of a full list leaves.
@@ -60,7 +68,11 @@ mod tests {
     use super::*;
 
     fn wait(late: i64) -> WorstWait {
-        WorstWait { wait: super::super::testing::timed(late, 0, [late, 0, 0, 0]), explained: Err(Unexplained::NotHeld) }
+        WorstWait {
+            wait: super::super::testing::timed(late, 0, [late, 0, 0, 0]),
+            explained: Err(Unexplained::NotHeld),
+            stack_missing: None,
+        }
     }
 
     #[test]

@@ -84,10 +84,10 @@ impl Instance {
         write_file(&self.dir.join(rel), value)
     }
 
-    /// Reads the instance's file `rel`.
+    /// Reads the instance's file `rel` ([`read_whole`]).
     pub fn read(&self, rel: &str) -> Result<String> {
         let path = self.dir.join(rel);
-        std::fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
+        std::fs::File::open(&path).and_then(read_whole).map_err(|e| Error::io(format!("reading {}", path.display()), e))
     }
 
     /// Whether the instance has the file or directory `rel`.
@@ -195,6 +195,30 @@ pub fn cpumask(cpus: &[usize]) -> String {
     words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
 }
 
+/// The text of a tracefs file, read in one call where it fits 64 KiB.
+/// Such a file (`per_cpu/cpuN/stats`) is made afresh at each read and
+/// served from the offset asked for: read in pieces, as
+/// `fs::read_to_string` does (a 32-byte probe first, for a file whose size
+/// says 0), its lines come from texts of different lengths (`entries: 99999`
+/// then `100000`) and are cut or lost.
+fn read_whole(mut f: impl io::Read) -> io::Result<String> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| io::Error::new(ErrorKind::InvalidData, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +228,38 @@ mod tests {
         assert_eq!(cpumask(&[0]), "00000001");
         assert_eq!(cpumask(&[1, 3]), "0000000a");
         assert_eq!(cpumask(&[33, 0]), "00000002,00000001");
+    }
+
+    /// A file made afresh at each read, as tracefs's `stats`: each read
+    /// serves, from the offset asked for, a text whose count went up by
+    /// one (`entries: 99999`, then `100000`: a character longer).
+    struct Regenerated {
+        offset: usize,
+        entries: u64,
+    }
+
+    impl io::Read for Regenerated {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let text = format!(
+                "entries: {}\noverrun: 0\ncommit overrun: 0\nbytes: 2408\ndropped events: 0\nread events: 46\n",
+                self.entries
+            );
+            self.entries += 1;
+            let rest = text.as_bytes().get(self.offset..).unwrap_or_default();
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.offset += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_file_made_afresh_at_each_read_is_read_whole() {
+        let text = read_whole(Regenerated { offset: 0, entries: 99_999 }).unwrap();
+        assert_eq!(BufferStats::parse(&text).unwrap().entries, 99_999, "{text}");
+        // Read in pieces, its lines are torn.
+        let torn = io::read_to_string(Regenerated { offset: 0, entries: 99_999 }).unwrap();
+        assert!(BufferStats::parse(&torn).is_err(), "{torn}");
     }
 
     #[test]

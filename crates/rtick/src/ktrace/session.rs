@@ -57,6 +57,10 @@ pub struct Options {
     /// Whether to record the kernel stack where each timer wake-up was
     /// due ([`stack`](super::stack)), when `events` has `hrtimer_expire_entry`.
     pub stacks: bool,
+    /// Whether the stack trigger is set from the start; else only
+    /// [`Stream::arm_stacks`](super::Stream::arm_stacks) sets it (attach's
+    /// late spells).
+    pub stacks_from_start: bool,
 }
 
 impl Default for Options {
@@ -67,6 +71,7 @@ impl Default for Options {
             events: &Tracepoint::ALL,
             syscall_pids: Vec::new(),
             stacks: true,
+            stacks_from_start: true,
         }
     }
 }
@@ -379,7 +384,7 @@ impl Prepared {
         // a trigger would switch the event on.
         let stacks = opts.stacks && opts.events.contains(&Tracepoint::HrtimerExpireEntry);
         let only = (!senders.is_empty()).then_some(&cpus[..]);
-        let stacks = Stacks::set_up(stacks, &instance, &mut decoder, &missing, only);
+        let stacks = Stacks::set_up(stacks, opts.stacks_from_start, &instance, &mut decoder, &missing, only);
         let (page, header) = load_headers(&instance.events_dir())?;
         let files = recorded.iter().map(|&c| Ok((c, open_pipe(&instance, c)?))).collect::<Result<Vec<_>>>()?;
         let setup = ReaderSetup { page, header, decoder, interval: opts.drain_interval, avoid_cpus: cpus.clone() };

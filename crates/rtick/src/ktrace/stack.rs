@@ -248,17 +248,20 @@ pub fn switch_summary(named: &[String], n: usize) -> String {
 pub(super) enum Stacks {
     /// Not asked for.
     Off,
-    /// Recorded by this trigger.
-    Armed(StackTrigger),
+    /// Recorded by this trigger, while it is set (from the start, or from
+    /// [`Stacks::arm`] on).
+    Ready(StackTrigger),
     /// Asked for, but not possible: why, in one line.
     Unavailable(String),
 }
 
 impl Stacks {
-    /// Sets the stack trigger in `instance` when `on`, firing on `only`
+    /// Prepares the stack trigger in `instance` when `on`, and sets it when
+    /// `armed` too (else [`Stacks::arm`] does, later), firing on `only`
     /// when given: see [`set_up`].
     pub(super) fn set_up(
         on: bool,
+        armed: bool,
         instance: &Instance,
         decoder: &mut Decoder,
         missing: &[&str],
@@ -267,22 +270,30 @@ impl Stacks {
         if !on {
             return Stacks::Off;
         }
-        Stacks::set_up_on(instance, decoder, missing, Tracepoint::HrtimerExpireEntry, |k| StackTrigger::new(k, only))
+        Stacks::set_up_on(instance, decoder, missing, armed, Tracepoint::HrtimerExpireEntry, |k| {
+            StackTrigger::new(k, only)
+        })
     }
 
-    /// Sets the trigger `make` builds (from the kernel's symbols) on
-    /// `event` in `instance`: see [`set_up`].
+    /// Prepares the trigger `make` builds (from the kernel's symbols) on
+    /// `event` in `instance`, set at once when `armed`: see [`set_up`].
     pub(super) fn set_up_on(
         instance: &Instance,
         decoder: &mut Decoder,
         missing: &[&str],
+        armed: bool,
         event: Tracepoint,
         make: impl FnOnce(&Kallsyms) -> Result<StackTrigger, String>,
     ) -> Stacks {
-        match set_up(instance, decoder, missing, event, make) {
-            Ok(t) => Stacks::Armed(t),
+        match set_up(instance, decoder, missing, armed, event, make) {
+            Ok(t) => Stacks::Ready(t),
             Err(why) => Stacks::Unavailable(why),
         }
+    }
+
+    /// Whether stacks are recorded while the trigger is set.
+    pub(super) fn ready(&self) -> bool {
+        matches!(self, Stacks::Ready(_))
     }
 
     /// Why there are no stacks, when they were asked for.
@@ -293,31 +304,34 @@ impl Stacks {
         }
     }
 
-    /// Sets the trigger again after [`Stacks::disarm`].
+    /// Sets the trigger (again after [`Stacks::disarm`]).
     pub(super) fn arm(&self, instance: &Instance) -> Result<()> {
         match self {
-            Stacks::Armed(t) => t.arm(instance),
+            Stacks::Ready(t) => t.arm(instance),
             _ => Ok(()),
         }
     }
 
-    /// Removes the trigger for a while (an A/B's plain stretch).
+    /// Removes the trigger for a while (an A/B's plain stretch, an
+    /// attach's quiet spell). It returns once the kernel is done with the
+    /// trigger: an RCU grace period, 70–170 ms measured here.
     pub(super) fn disarm(&self, instance: &Instance) -> Result<()> {
         match self {
-            Stacks::Armed(t) => t.disarm(instance),
+            Stacks::Ready(t) => t.disarm(instance),
             _ => Ok(()),
         }
     }
 }
 
-/// Sets the stack trigger `make` builds on `event` in `instance`, whose
-/// events are enabled (this kernel lacking `missing`), and teaches
-/// `decoder` the stack records. `Err`: why a session has no stacks, in one
-/// line; the session goes on.
+/// Prepares the stack trigger `make` builds on `event` in `instance`,
+/// whose events are enabled (this kernel lacking `missing`), sets it when
+/// `armed`, and teaches `decoder` the stack records. `Err`: why a session
+/// has no stacks, in one line; the session goes on.
 fn set_up(
     instance: &Instance,
     decoder: &mut Decoder,
     missing: &[&str],
+    armed: bool,
     event: Tracepoint,
     make: impl FnOnce(&Kallsyms) -> Result<StackTrigger, String>,
 ) -> Result<StackTrigger, String> {
@@ -330,8 +344,17 @@ fn set_up(
     let format = EventFormat::load(&instance.events_dir(), tp.system(), tp.name()).map_err(|e| e.to_string())?;
     decoder.add(tp, &format)?;
     let trigger = make(k)?;
-    trigger.arm(instance).map_err(|e| format!("the kernel refused the stacktrace trigger: {e}"))?;
+    // Not set and removed again to try it when not armed: the removal
+    // waits an RCU grace period, and the start would wait for it.
+    if armed {
+        trigger.arm(instance).map_err(|e| refused(&e))?;
+    }
     Ok(trigger)
+}
+
+/// Why a session has no stacks when the kernel refused the trigger `e`.
+pub fn refused(e: &super::Error) -> String {
+    format!("the kernel refused the stacktrace trigger: {e}")
 }
 
 #[cfg(test)]

@@ -77,6 +77,26 @@ impl Stream {
         self.stacks.unavailable()
     }
 
+    /// Whether kernel stacks can be recorded: asked for, and possible
+    /// ([`Stream::stacks_unavailable`] says why not).
+    pub fn has_stacks(&self) -> bool {
+        self.stacks.ready()
+    }
+
+    /// Sets the stack trigger (see [`Options::stacks_from_start`]): every
+    /// timer wake-up on the traced CPUs from now on records its stack.
+    /// Cheap: `hrtimer_expire_entry` is already recorded. Does nothing
+    /// without stacks ([`Stream::has_stacks`]).
+    pub fn arm_stacks(&self) -> Result<()> {
+        self.stacks.arm(&self.instance)
+    }
+
+    /// Removes the stack trigger. It returns after an RCU grace period
+    /// (70–170 ms measured here): the caller waits that long.
+    pub fn disarm_stacks(&self) -> Result<()> {
+        self.stacks.disarm(&self.instance)
+    }
+
     /// Reads everything each CPU's buffer holds now, handing every event to
     /// `sink` with its CPU, each CPU's in the ring buffer's order. Every
     /// event recorded before the call is read by it.
@@ -97,7 +117,7 @@ impl Stream {
     pub fn record_stacks(&mut self, event: Tracepoint, filter: &str) -> Result<(), String> {
         self.stacks.disarm(&self.instance).map_err(|e| e.to_string())?;
         let make = |_: &_| Ok(StackTrigger::on(event, filter));
-        self.stacks = Stacks::set_up_on(&self.instance, &mut self.setup.decoder, &self.missing, event, make);
+        self.stacks = Stacks::set_up_on(&self.instance, &mut self.setup.decoder, &self.missing, true, event, make);
         self.stacks.unavailable().map_or(Ok(()), |why| Err(why.to_string()))
     }
 
