@@ -277,7 +277,7 @@ pub struct MeasureArgs {
     pub mock: crate::mock::MockArgs,
 
     /// Fail (exit 3) when a condition holds for any mechanism and thread, e.g. 'p99.9>50us,max>200us,overruns>0'. Figures: p50 p90 p99 p99.9 p99.99 p99.999 max min mean stddev (times; plain numbers µs), overruns missed (counts), cpu (%); operators > >= < <= == !=. Checked after the outputs are written; an interrupted run does not pass.
-    #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse)]
+    #[arg(long, value_name = "EXPR", value_parser = rtick_model::gates::parse_measure)]
     pub fail_if: Option<rtick_model::gates::Gates>,
 
     /// Disable the cpuidle states deeper than state N on the measured CPUs for the run (their `disable` files; restored at exit, also after Ctrl-C or SIGTERM).

@@ -167,7 +167,22 @@ fn monitor_names_the_throttling_of_its_cgroup() {
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let args = ["monitor", "--listen", &listen, "-a", &cpu, "-i", "1ms", "--spike", "5000", "--explain", "-q"];
+    // SCHED_OTHER whatever the host allows (CFS throttles only that).
+    let args = [
+        "monitor",
+        "--listen",
+        &listen,
+        "-a",
+        &cpu,
+        "-i",
+        "1ms",
+        "--policy",
+        "other",
+        "--spike",
+        "5000",
+        "--explain",
+        "-q",
+    ];
     let mut m = Command::new("sh")
         .arg("-c")
         .arg(script(&cg))

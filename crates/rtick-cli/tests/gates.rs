@@ -103,6 +103,7 @@ fn bad_expressions_are_one_line_usage_errors_and_nothing_is_written() {
         ("p99>50parsecs", "unknown unit"),
         ("max=5", "unknown operator"),
         ("", "an empty condition"),
+        ("margin<100us", "margin is a figure of rtick attach"),
     ] {
         let (o, dir) = mock("1000", &["-l", "2", "--fail-if", bad]);
         assert_eq!(code(&o), 2, "{bad}");

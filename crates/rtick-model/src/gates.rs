@@ -158,12 +158,29 @@ pub struct Gates(pub Vec<Condition>);
 
 /// What the error message lists.
 fn grammar() -> String {
-    let times: Vec<String> =
-        Figure::all().into_iter().filter(|f| f.kind() == FigureKind::Time).map(Figure::name).collect();
+    let times: Vec<String> = Figure::all()
+        .into_iter()
+        .filter(|f| f.kind() == FigureKind::Time && *f != Figure::Margin)
+        .map(Figure::name)
+        .collect();
     format!(
-        "figures: {} (times: 50us, 1.5ms; plain numbers µs), overruns, missed (counts), cpu (%); operators: >, >=, <, <=, ==, !=",
+        "figures: {} (times: 50us, 1.5ms; plain numbers µs), margin (attach), overruns, missed (counts), cpu (%); operators: >, >=, <, <=, ==, !=",
         times.join(", ")
     )
+}
+
+/// clap value parser for `measure --fail-if`: [`parse`], without `margin`
+/// (a figure of `rtick attach`'s threads: a measured loop has none).
+pub fn parse_measure(s: &str) -> Result<Gates, String> {
+    let g = parse(s)?;
+    match g.0.iter().find(|c| c.figure == Figure::Margin) {
+        Some(c) => Err(format!(
+            "'{}': margin is a figure of rtick attach (a thread's cycle), not of a measured loop; {}",
+            c.text,
+            grammar()
+        )),
+        None => Ok(g),
+    }
 }
 
 /// clap value parser for `--fail-if`.
@@ -429,6 +446,9 @@ mod tests {
     /// measured loop's row has none, and says why.
     #[test]
     fn margin_checks_the_cycle_s_least_margin() {
+        assert!(parse_measure("p99>1ms,margin<100us")
+            .unwrap_err()
+            .starts_with("'margin<100us': margin is a figure of rtick attach"));
         let g = parse("margin<100us").unwrap();
         let mut tight = row("control", 10);
         tight.margin_min_ns = Some(42_000);

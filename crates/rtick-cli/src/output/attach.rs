@@ -172,10 +172,11 @@ fn worst(f: &AttachFile) -> String {
     if let (Some(ns), Some(times)) = (f.stacks_armed_ns.filter(|&n| n > 0), f.stacks_armed_times) {
         let _ = writeln!(
             o,
-            "kernel stacks taken for {} of the {} traced, {}: from a spell's first late wait to 10 s after its last",
+            "kernel stacks taken for {} of the {} traced, {}: from a spell's first late wait to {} after its last",
             Nanos(ns),
             Nanos(f.elapsed_ns),
-            rtick::text::count(times, "spell")
+            rtick::text::count(times, "spell"),
+            rtick::attach::stacks::QUIET
         );
     }
     o

@@ -177,7 +177,7 @@ impl<'a> Run<'a> {
         }
         notes.extend(live.stream().stacks_unavailable().map(|why| format!("no kernel stacks: {why}")));
         feed.follow_threads(&tids);
-        let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids));
+        let (most, kernel_filtered) = (tids.len(), ktrace::kernel_filters_pids(&tids, &cpus));
         Ok(Run {
             target,
             proc,
@@ -240,7 +240,10 @@ impl<'a> Run<'a> {
             }
             !done
         });
-        self.tend_stacks(watermark)?;
+        // Not once recording stopped: the instance goes with the trigger.
+        if !last {
+            self.tend_stacks(watermark)?;
+        }
         Ok(all)
     }
 
@@ -291,7 +294,7 @@ impl<'a> Run<'a> {
             // are followed from then (the events taken lag the reads).
             self.feed.follow_threads_from(&new, at);
             self.most = self.most.max(now.len());
-            self.kernel_filtered &= ktrace::kernel_filters_pids(&now);
+            self.kernel_filtered &= ktrace::kernel_filters_pids(&now, &self.cpus);
             self.tids = now;
         }
         let tids = std::mem::take(&mut self.tids);

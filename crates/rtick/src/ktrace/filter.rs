@@ -36,7 +36,10 @@ pub(super) fn filter(tp: Tracepoint, cpus: &[usize], pids: &[i32], senders: bool
                 None => here,
                 // "0" clears a filter: every event of the measured CPUs.
                 Some("0") => here,
-                Some(own) => format!("({own}) && ({here})"),
+                Some(own) if own.len() + here.len() + 8 <= MAX_FILTER => format!("({own}) && ({here})"),
+                // Too long with the CPUs' clause (many attached threads):
+                // every exit of the measured CPUs, the reader keeps theirs.
+                Some(_) => here,
             }
         }
     })
@@ -70,9 +73,11 @@ pub(super) fn sender_cpus(instance: &Instance, cpus: &[usize], events: &[Tracepo
 }
 
 /// Whether the kernel can filter events to `pids` (their filter fits its
-/// limit); otherwise every one is recorded and the reader must filter.
-pub fn kernel_filters_pids(pids: &[i32]) -> bool {
-    pid_filter(pids).is_some()
+/// limit, with the clause of the measured `cpus` a session recording
+/// other CPUs' IPI sends adds); otherwise every one is recorded and the
+/// reader must filter.
+pub fn kernel_filters_pids(pids: &[i32], cpus: &[usize]) -> bool {
+    filter(Tracepoint::SysExit, cpus, pids, true).is_some_and(|f| f.contains("common_pid"))
 }
 
 /// `common_pid == a || common_pid == b`; for no pid, a filter no event
@@ -102,10 +107,27 @@ mod tests {
         assert_eq!(filter(Tracepoint::SysExit, &[0], &[], false).unwrap(), "common_pid == -1");
     }
 
+    /// With the other CPUs recorded, the pids and the CPUs' clause must fit
+    /// together: past the limit, the exits are cut to the CPUs alone.
+    #[test]
+    fn the_pids_and_the_cpus_clause_never_pass_the_kernels_limit() {
+        for n in 100..200 {
+            let pids: Vec<i32> = (4_000_000..4_000_000 + n).collect();
+            let f = filter(Tracepoint::SysExit, &[1, 3], &pids, true).unwrap();
+            assert!(f.len() <= MAX_FILTER, "{n} threads: {} bytes", f.len());
+            let named = f.contains("common_pid");
+            assert_eq!(named, kernel_filters_pids(&pids, &[1, 3]), "{n} threads");
+            assert!(named || f == "CPU == 1 || CPU == 3", "{f}");
+        }
+        assert!(
+            kernel_filters_pids(&[7], &[1]) && !kernel_filters_pids(&(4_000_000..4_000_200).collect::<Vec<_>>(), &[1])
+        );
+    }
+
     #[test]
     fn too_many_threads_for_the_kernels_filter_clear_it() {
         let many: Vec<i32> = (4_000_000..4_000_300).collect();
-        assert!(!kernel_filters_pids(&many));
+        assert!(!kernel_filters_pids(&many, &[0]));
         assert_eq!(filter(Tracepoint::SysExit, &[0], &many, false).unwrap(), "0");
         let fits: Vec<i32> = (4_000_000..4_000_150).collect();
         assert!(filter(Tracepoint::SysExit, &[0], &fits, false).unwrap().len() <= MAX_FILTER);
