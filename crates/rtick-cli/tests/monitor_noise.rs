@@ -47,6 +47,11 @@ fn prometheus_reads_the_noise_per_cpu_and_source() {
     let (_, exposition) = get(&m.url("/metrics")).unwrap();
     prometheus::promtool_check_metrics(&exposition, dir.path()).expect("promtool check metrics passes");
     let pid = m.child.id();
+    // Its metrics show no stack: the spinner's switches take none.
+    let trigger = tracee::instance(pid).join("events/sched/sched_switch/trigger");
+    let set = std::fs::read_to_string(&trigger).expect("the instance's sched_switch trigger file");
+    let armed = set.lines().any(|l| !l.starts_with('#') && l.contains("stacktrace"));
+    assert!(!armed, "{}: {set}", trigger.display());
     let (_, status) = m.terminate();
     assert!(status.success(), "{status:?}");
     assert!(!tracee::instance(pid).exists(), "the instance is removed");

@@ -47,6 +47,7 @@ fn checked(a: &NoiseArgs) -> Result<(NoiseOptions, Plan, Option<AttachPlan>)> {
         priority: a.priority,
         tracefs: a.tracefs.clone(),
         attribution: !a.no_attribution,
+        stacks: true,
     };
     let attach = a.attach.map(|tid| opts.plan_attach(tid)).transpose().map_err(|e| Usage(e.to_string()))?;
     let plan = match &attach {

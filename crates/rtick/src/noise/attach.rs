@@ -75,7 +75,9 @@ pub fn run_attached(
     notes.extend(tick_note(cpus, &nohz_full));
     let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
     let mut stream = Stream::start(&ktrace::root(opts.tracefs.as_deref()), cpus, &topts)?;
-    notes.extend(switch_stacks::record(&mut stream, &[p.thread.tid]));
+    if opts.stacks {
+        notes.extend(switch_stacks::record(&mut stream, &[p.thread.tid]));
+    }
     let t0 = ClockId::Monotonic.now();
     let (tid, prio) = (p.thread.tid, p.thread.kernel_prio());
     let mut f: Vec<Follower> = cpus.iter().map(|_| Follower::new(tid, prio, opts.threshold, t0)).collect();

@@ -73,6 +73,10 @@ pub struct NoiseOptions {
     pub tracefs: Option<PathBuf>,
     /// Whether gaps are explained from trace events.
     pub attribution: bool,
+    /// Whether a thread source carries its kernel stack (a `stacktrace`
+    /// trigger at the switches back to the spinners: its cost is paid at
+    /// the end of each such gap); `monitor --noise` shows none.
+    pub stacks: bool,
 }
 
 impl Default for NoiseOptions {
@@ -84,6 +88,7 @@ impl Default for NoiseOptions {
             priority: None,
             tracefs: None,
             attribution: true,
+            stacks: true,
         }
     }
 }

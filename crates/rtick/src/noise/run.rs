@@ -161,7 +161,8 @@ pub fn run_observed(
         false => None,
     };
     let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
-    if opts.attribution {
+    let stacks = opts.attribution && opts.stacks;
+    if stacks {
         switch_stacks::load_symbols();
     }
     let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
@@ -169,7 +170,9 @@ pub fn run_observed(
     // spinners are stopped and joined (`Spinners`' drop) before it returns.
     let (cpus, end) = std::thread::scope(|scope| {
         // The stacks from the spinners' first gap on.
-        let record = |tids: &[i32]| notes.extend(stream.as_mut().and_then(|st| switch_stacks::record(st, tids)));
+        let record = |tids: &[i32]| {
+            notes.extend(stream.as_mut().filter(|_| stacks).and_then(|st| switch_stacks::record(st, tids)))
+        };
         let mut spinners = Spinners::start(scope, plan, opts, until, stop, record)?;
         let mut senders = Senders::new(true);
         let mut each_round = |sp: &mut [Spinner<'_>]| {

@@ -166,6 +166,8 @@ pub fn run(a: &MonitorArgs, set: &str) -> Result<()> {
         priority: a.looping.priority,
         tracefs: a.tracefs.clone(),
         attribution: true,
+        // Its metrics have no place for a stack: no trigger to pay for.
+        stacks: false,
     };
     let plan = opts.plan().map_err(|e| Usage(e.to_string()))?;
     let listener = http::bind(a.listen)?;
