@@ -226,3 +226,42 @@ fn monitor_names_the_throttling_of_its_cgroup() {
         metrics.lines().filter(|l| l.starts_with("rtick_spikes_total{") && l.contains("cause=\"cfs_throttled\""));
     assert!(counted.count() > 0, "{metrics}");
 }
+
+/// `rtick noise`'s SCHED_OTHER spinner in the quota cgroup beside a busy
+/// loop: the stretches it waited, runnable, for the cgroup's next period
+/// are CFS throttling in that cgroup, not the idle task's or the loop's
+/// noise. On CPU 0: this VM's kernel records no switch out of the idle
+/// task on the other CPUs (ktrace/stack.rs), so a stretch of theirs has
+/// no end in the trace.
+#[test]
+fn noise_names_the_cfs_throttling_of_its_spinner_s_cgroup() {
+    if !is_root() {
+        return skip("needs root to make a cgroup", false);
+    }
+    if !common::tracee::ready() {
+        return;
+    }
+    let Some(cg) = quota_cgroup() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("n.json");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(script(&cg))
+        .arg(env!("CARGO_BIN_EXE_rtick"))
+        .args(["noise", "-a", "0", "-D", "2", "-q", "--json", path_str(&j)])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(77) {
+        return skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
+    }
+    ok(&o);
+    let run = json(&j);
+    let sources = run["cpus"][0]["sources"].as_array().expect("sources");
+    let name = format!("CFS throttling in {}", cg.path);
+    let cfs = sources.iter().find(|s| s["kind"] == "cfs_throttling").unwrap_or_else(|| panic!("{name}: {sources:#?}"));
+    assert_eq!(cfs["name"].as_str(), Some(name.as_str()), "{cfs}");
+    // 10 ms of CPU a 100 ms period, shared with the loop: most of 2 s.
+    let total = cfs["total_ns"].as_i64().unwrap();
+    assert!(total >= 500_000_000, "{total} ns of CFS throttling in 2 s: {sources:#?}");
+    assert!(stdout(&o).contains(&name), "{}", stdout(&o));
+}

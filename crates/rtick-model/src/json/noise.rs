@@ -139,7 +139,7 @@ pub struct NoiseTickJson {
 /// One source, or one tally.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct NoiseSourceJson {
-    /// irq, vector, softirq, nmi, thread, rt_throttling, hardware_or_host, around_events; "" for a tally.
+    /// irq, vector, softirq, nmi, thread, rt_throttling, cfs_throttling, hardware_or_host, around_events; "" for a tally.
     pub kind: String,
     /// As printed: "irq 11 virtio0", "thread kworker/1:1 (pid 55, prio 120)" …
     pub name: String,

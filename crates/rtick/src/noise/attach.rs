@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::cfs;
 use super::follow::Follower;
 use super::observe::{Live, Observer};
 use super::run::{keep_off, steal_of, tick_note, CpuNoise, End, NoiseRun, BUFFER_KB, ROUND};
@@ -14,6 +15,7 @@ use super::switch_stacks;
 use super::tick::nohz_full_cpus;
 use super::{NoiseOptions, Plan};
 use crate::attach::{Spec, Target, ThreadInfo};
+use crate::cfs::CfsWatch;
 use crate::clock::ClockId;
 use crate::error::{Error, Result};
 use crate::explain::{Cgroups, StealSample};
@@ -89,10 +91,12 @@ pub fn run_attached(
     let steal0 = StealSample::sample(cpus);
     let mut carry = Vec::new();
     let mut senders = Senders::new(true);
+    // Its cgroups' CFS throttling, sampled after each read.
+    let mut cfs = cfs::watch(&tid.to_string());
     let (end, t1) = loop {
         std::thread::sleep(ROUND);
         let watermark = ClockId::Monotonic.now();
-        round(&mut stream, cpus, &mut f, &mut carry, &mut senders, watermark, tid)?;
+        round(&mut stream, cpus, &mut f, &mut carry, &mut senders, watermark, cfs.as_mut())?;
         show(cpus, &mut f, watermark, observe);
         if stop.load(Ordering::Relaxed) {
             break (End::Interrupted, watermark);
@@ -142,8 +146,9 @@ fn round(
     carry: &mut Vec<(usize, Event)>,
     senders: &mut Senders,
     watermark: Time,
-    tid: i32,
+    cfs: Option<&mut CfsWatch>,
 ) -> Result<()> {
+    let tid = f.first().map_or(0, Follower::tid);
     let mut fresh = std::mem::take(carry);
     stream.read(&mut |cpu, e| {
         senders.event(cpu, &e);
@@ -151,6 +156,7 @@ fn round(
             fresh.push((i, e));
         }
     })?;
+    cfs::sample(cfs, watermark, f.iter_mut().map(|o| &mut o.attr));
     // Stable: each CPU's events stay in its ring buffer's order.
     fresh.sort_by_key(|(_, e)| e.ts);
     for (i, e) in fresh {

@@ -23,6 +23,7 @@ use super::senders::SentBy;
 use super::source::{Source, Tally, Vector, MAX_THREADS};
 use super::switch_stacks::KeptStacks;
 use super::tick::TickTally;
+use crate::cfs::CfsRun;
 use crate::explain::{Cgroups, Task};
 use crate::ktrace::{Event, EventKind, Sender, Switch};
 use crate::time::{Nanos, Time};
@@ -131,6 +132,9 @@ pub struct Attributor {
     gave_back: Option<Time>,
     /// Per thread source, its stack when its longest run gave the CPU back.
     pub stacks: KeptStacks,
+    /// The CFS throttling of the spinner's cgroups, sampled after the
+    /// events being attributed were read ([`Attributor::set_cfs`]).
+    cfs: Option<CfsRun>,
 }
 
 impl Attributor {
@@ -265,8 +269,17 @@ impl Attributor {
         self.stack.clear();
         if let Some(t) = self.task.take() {
             let net = ts - t.start - t.nested;
-            self.emit(Instance { source: t.source, start: t.start, net, nested: t.nested, from: None, stack: None });
+            let other_runnable = self.spinner_rt_prio.is_none() && self.spinner_runnable;
+            let source = super::cfs::source_of(self.cfs.as_ref(), t.source, (t.start, ts), net, other_runnable);
+            self.emit(Instance { source, start: t.start, net, nested: t.nested, from: None, stack: None });
         }
+    }
+
+    /// The CFS samples of the spinner's cgroups, taken after the events
+    /// this round attributes were read (so each task's end has a sample
+    /// after it): [`super::cfs`].
+    pub fn set_cfs(&mut self, run: &CfsRun) {
+        self.cfs = Some(run.clone());
     }
 
     /// A stack recorded right after the switch back to the spinner that

@@ -49,6 +49,11 @@ pub struct Follower {
 }
 
 impl Follower {
+    /// The thread followed.
+    pub fn tid(&self) -> i32 {
+        self.tid
+    }
+
     /// Follows thread `tid` (kernel priority `prio`) from `begin`; a gap
     /// is one longer than `threshold`.
     pub fn new(tid: i32, prio: i32, threshold: Nanos, begin: Time) -> Follower {

@@ -29,6 +29,7 @@
 
 pub mod attach;
 pub mod attribute;
+mod cfs;
 pub mod follow;
 pub mod observe;
 pub mod run;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::attribute::GapRecord;
+use super::cfs;
 use super::observe::{Live, Observer, Unobserved};
 use super::senders::SentBy;
 use super::source::{Source, Tally};
@@ -17,6 +18,7 @@ use super::switch_stacks;
 use super::tick::{nohz_full_cpus, TickTally};
 use super::{NoiseOptions, Plan};
 use crate::attach::ThreadInfo;
+use crate::cfs::CfsWatch;
 use crate::clock::ClockId;
 use crate::error::Result;
 use crate::explain::StealSample;
@@ -153,18 +155,8 @@ pub fn run_observed(
     let session = Session::take(&Request { mlock: true, ..Default::default() })?;
     notes.extend(session.fallbacks().iter().map(|f| f.to_string()));
     let memory_locked = session.memory().is_some();
-    let mut stream = match opts.attribution {
-        true => {
-            let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
-            Some(Stream::start(&ktrace::root(opts.tracefs.as_deref()), &plan.cpus, &topts)?)
-        }
-        false => None,
-    };
+    let (mut stream, stacks) = trace(plan, opts)?;
     let missing = stream.as_ref().map(|s| s.missing_events().to_vec()).unwrap_or_default();
-    let stacks = opts.attribution && opts.stacks;
-    if stacks {
-        switch_stacks::load_symbols();
-    }
     let until = opts.duration.map(|d| ClockId::Monotonic.now() + d + Nanos::from_ms(20));
     // Scoped: the spinners watch `stop` too. Whichever way this ends, the
     // spinners are stopped and joined (`Spinners`' drop) before it returns.
@@ -175,8 +167,10 @@ pub fn run_observed(
         };
         let mut spinners = Spinners::start(scope, plan, opts, until, stop, record)?;
         let mut senders = Senders::new(true);
+        // The spinners' cgroups' CFS throttling, sampled after each read.
+        let mut cfs = stream.as_ref().and_then(|_| cfs::watch("self"));
         let mut each_round = |sp: &mut [Spinner<'_>]| {
-            round(sp, stream.as_mut(), &mut senders, observe)?;
+            round(sp, stream.as_mut(), &mut senders, cfs.as_mut(), observe)?;
             show(sp, observe);
             Ok(())
         };
@@ -217,6 +211,21 @@ pub fn run_observed(
     })
 }
 
+/// The trace of `plan`'s CPUs when gaps are attributed, and whether thread
+/// sources get their kernel stacks (the symbols loaded before the run's
+/// clock starts: a second or more on a busy CPU).
+fn trace(plan: &Plan, opts: &NoiseOptions) -> Result<(Option<Stream>, bool)> {
+    if !opts.attribution {
+        return Ok((None, false));
+    }
+    let topts = Options { buffer_kb: BUFFER_KB, events: &Tracepoint::NOISE, ..Default::default() };
+    let stream = Stream::start(&ktrace::root(opts.tracefs.as_deref()), &plan.cpus, &topts)?;
+    if opts.stacks {
+        switch_stacks::load_symbols();
+    }
+    Ok((Some(stream), opts.stacks))
+}
+
 /// Pins the calling thread (which reads the trace) off the measured CPUs
 /// when another CPU is allowed; put back when the guard drops.
 pub(super) fn keep_off(cpus: &[usize]) -> Result<Option<SetupGuard>> {
@@ -233,6 +242,7 @@ fn round(
     spinners: &mut [Spinner],
     stream: Option<&mut Stream>,
     senders: &mut Senders,
+    cfs: Option<&mut CfsWatch>,
     observe: &mut dyn Observer,
 ) -> Result<()> {
     let watermark = ClockId::Monotonic.now();
@@ -250,6 +260,7 @@ fn round(
                 fresh[i].push(e);
             }
         })?;
+        cfs::sample(cfs, watermark, spinners.iter_mut().map(|s| &mut s.attr));
         for (s, events) in spinners.iter_mut().zip(fresh) {
             // Events at or after the watermark wait for the next round, when
             // the gaps around them are known.

@@ -63,6 +63,10 @@ pub enum Source {
     /// reservation for normal tasks): lower-priority tasks or idle ran
     /// while it was runnable.
     RtThrottling,
+    /// A SCHED_OTHER spinner (or followed thread) left runnable while its
+    /// cgroup, named, was out of its CPU quota (CFS bandwidth throttling:
+    /// `cpu.max`, `cpu.cfs_quota_us`), whoever ran meanwhile.
+    CfsThrottling(Arc<str>),
     /// A gap with no kernel event in it: the hardware (an SMI) or, in a
     /// virtual machine, the host.
     HardwareOrHost,
@@ -89,6 +93,7 @@ impl Source {
             Source::Nmi => "nmi",
             Source::Thread { .. } | Source::OtherThreads => "thread",
             Source::RtThrottling => "rt_throttling",
+            Source::CfsThrottling(_) => "cfs_throttling",
             Source::HardwareOrHost => "hardware_or_host",
             Source::AroundEvents => "around_events",
         }
@@ -106,6 +111,7 @@ impl fmt::Display for Source {
             Source::Thread { comm, pid, prio } => write!(f, "thread {comm} (pid {pid}, prio {prio})"),
             Source::OtherThreads => write!(f, "other threads (past the {MAX_THREADS} named)"),
             Source::RtThrottling => f.write_str("RT throttling"),
+            Source::CfsThrottling(cgroup) => write!(f, "CFS throttling in {cgroup}"),
             Source::HardwareOrHost => f.write_str("hardware or host (no kernel event)"),
             Source::AroundEvents => f.write_str("around kernel events (entry, exit, switches, host)"),
         }

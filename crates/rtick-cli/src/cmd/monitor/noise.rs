@@ -46,7 +46,7 @@ pub struct CpuLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
     pub cpu: String,
-    /// `irq`, `vector`, `softirq`, `nmi`, `thread`, `rt_throttling`, `hardware_or_host`, `around_events`.
+    /// `irq`, `vector`, `softirq`, `nmi`, `thread`, `rt_throttling`, `cfs_throttling`, `hardware_or_host`, `around_events`.
     pub kind: String,
     /// As `rtick noise` names it, threads together (`threads`, `idle`).
     pub source: String,
@@ -54,7 +54,7 @@ pub struct SourceLabels {
 
 /// A source's label: IRQs, vectors and softirqs by name, as `rtick noise`
 /// prints them; every thread together (`threads`, the idle task `idle`);
-/// the others by their kind (`nmi`, `rt_throttling`, `hardware_or_host`,
+/// the others by their kind (`nmi`, `rt_throttling`, `cfs_throttling`, `hardware_or_host`,
 /// `around_events`).
 pub fn source_label(s: &Source) -> String {
     match s {
