@@ -319,14 +319,16 @@ fn explain_ab_compares_traced_and_plain_stretches_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let (j, t) = (dir.path().join("r.json"), dir.path().join("t.csv"));
     let cpu = cpu();
-    let args = ["measure", "-m", "clock_nanosleep", "-D", "3", "-a", &cpu, "-q", "--explain", "--explain-ab", "250ms"];
+    // Stretches of 500 ms: a switch waits for the kernel (removing the stack
+    // trigger, an RCU grace period: 70–170 ms, longer under the other tests).
+    let args = ["measure", "-m", "clock_nanosleep", "-D", "4", "-a", &cpu, "-q", "--explain", "--explain-ab", "500ms"];
     let o = rtick(&[&args[..], &["--json", path_str(&j), "--trace", path_str(&t)]].concat());
     ok(&o);
     let out = stdout(&o);
     let j = json(&j);
     let ab = &j["explain"]["ab"];
-    assert_eq!((ab["period_ns"].as_i64(), ab["guard_ns"].as_i64()), (Some(250_000_000), Some(2_000_000)), "{ab}");
-    // The switches: off, on, off… in time order, about every 250 ms of the 3 s.
+    assert_eq!((ab["period_ns"].as_i64(), ab["guard_ns"].as_i64()), (Some(500_000_000), Some(2_000_000)), "{ab}");
+    // The switches: off, on, off… in time order, about every 500 ms of the 4 s.
     let switches: Vec<(i64, i64, bool)> = ab["switches"]
         .as_array()
         .unwrap()
@@ -341,7 +343,7 @@ fn explain_ab_compares_traced_and_plain_stretches_of_one_run() {
     // Both sides have wake-ups; with those at the switches they are all of the run's.
     // (A switch turns every explain event on or off: a few ms here, tens of ms
     // on a loaded machine, whose wake-ups count at the switches: each side
-    // keeps hundreds of the ~3000, not a fixed share.)
+    // keeps hundreds of the ~4000, not a fixed share.)
     let r = &ab["results"][0];
     let n = |side: &str| r[side]["wakeups"].as_u64().unwrap();
     assert!(n("traced") >= 200 && n("plain") >= 200, "{r}");
