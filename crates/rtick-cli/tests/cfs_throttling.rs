@@ -11,6 +11,7 @@ mod common;
 use common::cgroup::ChildCgroup;
 use common::*;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -31,15 +32,15 @@ fn quota_cgroup() -> Option<ChildCgroup> {
     Some(cg)
 }
 
-/// A shell script that moves itself into `cg`, starts a busy loop there
-/// that uses up the quota, and becomes `"$0" "$@"` (exit 77: it could not
-/// move).
-fn script(cg: &ChildCgroup) -> String {
-    format!(
-        "echo $$ > {}/{} || exit 77; (while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"",
-        cg.dir.display(),
-        cg.procs
-    )
+/// `program ARGS…` in `cg` beside a busy loop started there that uses up
+/// the quota (exit 77: the shell could not move into it).
+fn beside_a_busy_loop(cg: &ChildCgroup, program: &Path, args: &[&str]) -> Command {
+    cg.shell("(while :; do :; done) </dev/null >/dev/null 2>&1 & exec \"$0\" \"$@\"", program, args)
+}
+
+/// This test's rtick.
+fn rtick_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_rtick"))
 }
 
 #[test]
@@ -56,16 +57,9 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     let cpu = rtick::info::allowed_cpus().unwrap().last().unwrap().to_string();
     // The shell moves itself into the cgroup, starts a busy loop there that
     // uses up the quota, and becomes rtick.
-    let script = script(&cg);
     let args = ["measure", "-m", "clock_nanosleep", "-i", "1ms", "-l", "300", "--policy", "other", "-a", &cpu];
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_rtick"))
-        .args(args)
-        .args(["-q", "--explain", "--json", path_str(&j)])
-        .output()
-        .unwrap();
+    let o =
+        beside_a_busy_loop(&cg, rtick_bin(), &args).args(["-q", "--explain", "--json", path_str(&j)]).output().unwrap();
     if o.status.code() == Some(77) {
         return skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
     }
@@ -112,13 +106,8 @@ fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
     let Some(exe) = common::tracee::periodic(dir.path(), "rtick-quota") else { return };
     let Some(cg) = quota_cgroup() else { return };
     let out_file = dir.path().join("waits.txt");
-    let mut prog = Command::new("sh")
-        .arg("-c")
-        .arg(script(&cg))
-        .arg(&exe)
-        .args([path_str(&out_file), "20000", "1000", "other", "abs"])
-        .spawn()
-        .unwrap();
+    let mut prog =
+        beside_a_busy_loop(&cg, &exe, &[path_str(&out_file), "20000", "1000", "other", "abs"]).spawn().unwrap();
     // In the cgroup and waiting (its first wait is due 300 ms after its start).
     std::thread::sleep(Duration::from_millis(400));
     assert!(prog.try_wait().unwrap().is_none(), "the program runs (or could not move into {})", cg.dir.display());
@@ -183,11 +172,7 @@ fn monitor_names_the_throttling_of_its_cgroup() {
         "--explain",
         "-q",
     ];
-    let mut m = Command::new("sh")
-        .arg("-c")
-        .arg(script(&cg))
-        .arg(env!("CARGO_BIN_EXE_rtick"))
-        .args(args)
+    let mut m = beside_a_busy_loop(&cg, rtick_bin(), &args)
         .args(["-D", "60"])
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -244,11 +229,7 @@ fn noise_names_the_cfs_throttling_of_its_spinner_s_cgroup() {
     let Some(cg) = quota_cgroup() else { return };
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("n.json");
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg(script(&cg))
-        .arg(env!("CARGO_BIN_EXE_rtick"))
-        .args(["noise", "-a", "0", "-D", "2", "-q", "--json", path_str(&j)])
+    let o = beside_a_busy_loop(&cg, rtick_bin(), &["noise", "-a", "0", "-D", "2", "-q", "--json", path_str(&j)])
         .output()
         .unwrap();
     if o.status.code() == Some(77) {

@@ -515,8 +515,7 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
 /// name it, and its cgroup by path. The cgroup is removed afterwards.
 #[test]
 fn a_culprit_is_named_with_its_cgroup() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
     if !ready() {
         return;
     }
@@ -527,25 +526,11 @@ fn a_culprit_is_named_with_its_cgroup() {
     let parent = |f: &str| std::fs::read_to_string(Path::new("/sys/fs/cgroup/cpuset").join(f)).unwrap();
     std::fs::write(cg.join("cpuset.cpus"), &cpu).unwrap();
     std::fs::write(cg.join("cpuset.mems"), parent("cpuset.mems").trim()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let flag = Arc::clone(&stop);
-    let n: usize = cpu.parse().unwrap();
-    let hog = std::thread::Builder::new()
-        .name("rtick-hog".into())
-        .spawn(move || {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(n);
-            rustix::thread::sched_setaffinity(None, &set).unwrap();
-            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
-            while !flag.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                while t.elapsed() < Duration::from_millis(3) {}
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-        .unwrap();
-    let tid = rx.recv().unwrap();
+    let (tid, stop, hog) = common::tracee::pinned_loop("rtick-hog", cpu.parse().unwrap(), || {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(3) {}
+        std::thread::sleep(Duration::from_millis(20));
+    });
     std::fs::write(cg.join("tasks"), tid.to_string()).unwrap();
     let chrt = Command::new("chrt").args(["-f", "-p", "95", &tid.to_string()]).status().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -605,8 +590,8 @@ fn a_culprit_is_named_with_its_cgroup() {
 fn monitor_explain_names_the_sender_of_an_ipi() {
     use common::monitor::Monitor;
     use common::prometheus::get;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Arc};
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
     let _one = MONITORS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
@@ -627,21 +612,10 @@ fn monitor_explain_names_the_sender_of_an_ipi() {
         pin(n);
         rx.iter().count()
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let (me_tx, me_rx) = mpsc::channel();
-    let sender = std::thread::Builder::new()
-        .name("rtick-ipi-from".into())
-        .spawn(move || {
-            pin(other);
-            me_tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
-            while !flag.load(Ordering::Relaxed) {
-                tx.send(0).unwrap();
-                std::thread::sleep(Duration::from_micros(200));
-            }
-        })
-        .unwrap();
-    let tid = me_rx.recv().unwrap();
+    let (tid, stop, sender) = common::tracee::pinned_loop("rtick-ipi-from", other, move || {
+        tx.send(0).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    });
     let want = format!("from CPU {other} task rtick-ipi-from:{tid}");
     // The log keeps the latest spikes: looked at while the IPIs go on.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -2,7 +2,7 @@
 //! kernel function, made to order, and hidden kernel addresses.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -13,24 +13,9 @@ use std::thread::JoinHandle;
 /// woken thread waits for that page). Returns its tid and the flag and
 /// handle that stop it.
 pub fn urandom_reader(cpu: usize) -> (i32, Arc<AtomicBool>, JoinHandle<()>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = std::thread::Builder::new()
-        .name("rtick-urandom".into())
-        .spawn(move || {
-            let mut set = rustix::thread::CpuSet::new();
-            set.set(cpu);
-            rustix::thread::sched_setaffinity(None, &set).unwrap();
-            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
-            let mut f = std::fs::File::open("/dev/urandom").unwrap();
-            let mut buf = vec![0u8; 8 << 20];
-            while !flag.load(Ordering::Relaxed) {
-                f.read_exact(&mut buf).unwrap();
-            }
-        })
-        .unwrap();
-    (rx.recv().unwrap(), stop, h)
+    let mut f = std::fs::File::open("/dev/urandom").unwrap();
+    let mut buf = vec![0u8; 8 << 20];
+    super::tracee::pinned_loop("rtick-urandom", cpu, move || f.read_exact(&mut buf).unwrap())
 }
 
 /// Restores `kernel.kptr_restrict` when dropped (also when the test fails).

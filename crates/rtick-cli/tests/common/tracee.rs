@@ -83,3 +83,29 @@ pub fn finish(rtick: Child) -> Output {
     assert!(!instance(pid).exists(), "rtick's instance is removed");
     o
 }
+
+/// A thread named `name`, pinned to `cpu`, running `step` again and again
+/// until the flag returned is set. Returns its tid, the flag and its handle.
+pub fn pinned_loop(
+    name: &str,
+    cpu: usize,
+    mut step: impl FnMut() + Send + 'static,
+) -> (i32, std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<()>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(cpu);
+            rustix::thread::sched_setaffinity(None, &set).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                step();
+            }
+        })
+        .unwrap();
+    (rx.recv().unwrap(), stop, h)
+}
