@@ -424,9 +424,13 @@ mod tests {
         );
     }
 
+    /// Named frames, as [`named`] gives them.
+    fn v(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
     #[test]
     fn a_line_shows_the_interrupted_context() {
-        let v = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let irq = ["__hrtimer_run_queues+0x10", "hrtimer_interrupt+0xf0", "asm_sysvec_apic_timer_interrupt+0x1a"];
         let mut hog = v(&irq);
         hog.extend(v(&["chacha_permute+0x33", "get_random_bytes_user+0x9c", "vfs_read+0xa1", "ksys_read+0x6f"]));
@@ -442,7 +446,6 @@ mod tests {
 
     #[test]
     fn a_switch_stack_shows_the_task_s_call_into_the_scheduler() {
-        let v = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let tp = ["trace_event_raw_event_sched_switch+0x11", "__traceiter_sched_switch+0x2", "__schedule+0x300"];
         let mut read = v(&tp);
         read.extend(v(&["__cond_resched+0x2", "get_random_bytes_user+0x9c", "vfs_read+0xa1", "ksys_read+0x6f"]));

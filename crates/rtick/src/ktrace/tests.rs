@@ -475,7 +475,7 @@ fn a_kworker_work_item_is_traced_and_named() {
 #[test]
 fn ipis_sent_from_another_cpu_are_named_by_vector_and_sender() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Arc};
+    use std::sync::Arc;
     let Some((root, _lock)) = kernel() else { return };
     let cpu = test_cpu();
     let other = *sys::sched::affinity().unwrap().first().unwrap();
@@ -490,18 +490,7 @@ fn ipis_sent_from_another_cpu_are_named_by_vector_and_sender() {
             std::hint::spin_loop();
         }
     });
-    let (tx, rx) = mpsc::channel::<u32>();
-    let sleeper = std::thread::spawn(move || {
-        sys::sched::set_affinity(&[cpu]).unwrap();
-        rx.iter().count()
-    });
-    sys::sched::set_affinity(&[other]).unwrap();
-    for k in 0..500 {
-        tx.send(k).unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(500));
-    }
-    drop(tx);
-    assert_eq!(sleeper.join().unwrap(), 500);
+    wake_from(other, cpu, 500);
     stop.store(true, Ordering::Relaxed);
     spinner.join().unwrap();
     let capture = session.stop().unwrap();
@@ -547,25 +536,13 @@ fn ipis_sent_from_another_cpu_are_named_by_vector_and_sender() {
 /// send events are written on the sender's CPU.
 #[test]
 fn the_senders_events_are_written_on_the_other_cpus() {
-    use std::sync::mpsc;
     let Some((root, _lock)) = kernel() else { return };
     let cpu = test_cpu();
     let other = *sys::sched::affinity().unwrap().first().unwrap();
     assert_ne!(cpu, other, "two CPUs");
     let opts = Options { events: &Tracepoint::ATTACH, syscall_pids: vec![1], ..Options::default() };
     let mut stream = Stream::start(&root, &[cpu], &opts).unwrap();
-    let (tx, rx) = mpsc::channel::<u32>();
-    let sleeper = std::thread::spawn(move || {
-        sys::sched::set_affinity(&[cpu]).unwrap();
-        rx.iter().count()
-    });
-    sys::sched::set_affinity(&[other]).unwrap();
-    for k in 0..300 {
-        tx.send(k).unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(500));
-    }
-    drop(tx);
-    assert_eq!(sleeper.join().unwrap(), 300);
+    wake_from(other, cpu, 300);
     stream.stop_recording().unwrap();
     let mut per_cpu: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
     let mut aimed_elsewhere = Vec::new();
@@ -599,4 +576,21 @@ fn the_senders_events_are_written_on_the_other_cpus() {
     assert_eq!(others_there, 0, "nothing else of CPU {other}: {per_cpu:?}");
     assert!(aimed_elsewhere.is_empty(), "sends aimed elsewhere: {aimed_elsewhere:?}");
     assert!(!stream.lost().unwrap().any(), "{:?}", stream.lost().unwrap());
+}
+
+/// From this thread, moved to CPU `from`, `n` wake-ups of a thread
+/// sleeping on CPU `to`, 500 µs apart (IPIs, and their sends on `from`).
+fn wake_from(from: usize, to: usize, n: u32) {
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    let sleeper = std::thread::spawn(move || {
+        sys::sched::set_affinity(&[to]).unwrap();
+        rx.iter().count()
+    });
+    sys::sched::set_affinity(&[from]).unwrap();
+    for k in 0..n {
+        tx.send(k).unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    drop(tx);
+    assert_eq!(sleeper.join().unwrap(), n as usize);
 }
