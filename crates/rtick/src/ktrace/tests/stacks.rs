@@ -44,19 +44,20 @@ fn a_timer_expiry_of_a_sleeping_thread_carries_the_stack_it_interrupted() {
     let capture = session.stop().unwrap();
     let events = &capture.cpu(cpu).unwrap().events;
     let wake_fns: Vec<u64> = stack::WAKE_CALLBACKS.iter().filter_map(|f| k.address(f)).collect();
-    let sleeper_timers: std::collections::HashSet<u64> = events
-        .iter()
-        .filter(|e| e.pid == tid)
-        .filter_map(|e| match e.kind {
-            EventKind::HrtimerStart { hrtimer, .. } => Some(hrtimer),
-            _ => None,
-        })
-        .collect();
+    // The sleeper's timers armed and not yet expired: an address is the
+    // sleeper's from its start to its expiry only (once the thread has
+    // exited, another test's thread may arm a timer at the same address).
+    let mut armed_by_sleeper = std::collections::HashSet::new();
     let (mut stacks, mut sleeper_expiries, mut in_reader) = (0, 0, 0);
     assert!(k.address("get_random_bytes_user").is_some(), "this kernel reads /dev/urandom in get_random_bytes_user");
     for (i, e) in events.iter().enumerate() {
-        if let EventKind::HrtimerExpireEntry { hrtimer, .. } = e.kind {
-            sleeper_expiries += usize::from(sleeper_timers.contains(&hrtimer));
+        match e.kind {
+            EventKind::HrtimerStart { hrtimer, .. } if e.pid == tid => _ = armed_by_sleeper.insert(hrtimer),
+            EventKind::HrtimerStart { hrtimer, .. } => _ = armed_by_sleeper.remove(&hrtimer),
+            EventKind::HrtimerExpireEntry { hrtimer, .. } => {
+                sleeper_expiries += usize::from(armed_by_sleeper.remove(&hrtimer));
+            }
+            _ => {}
         }
         let EventKind::KernelStack { frames } = &e.kind else { continue };
         stacks += 1;
@@ -74,5 +75,5 @@ fn a_timer_expiry_of_a_sleeping_thread_carries_the_stack_it_interrupted() {
     assert!(sleeper_expiries >= 250, "{sleeper_expiries} expiries of the sleeper's timer");
     assert!(stacks >= sleeper_expiries * 9 / 10, "{stacks} stacks for {sleeper_expiries} wake-ups");
     assert!(in_reader > 0, "no stack in get_random_bytes_user among {stacks}");
-    eprintln!("{stacks} stacks, {in_reader} in get_random_bytes_user");
+    eprintln!("{stacks} stacks for {sleeper_expiries} wake-ups, {in_reader} in get_random_bytes_user");
 }
