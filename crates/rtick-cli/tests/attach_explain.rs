@@ -419,3 +419,52 @@ fn due_in_pid_1(s: &serde_json::Value) -> bool {
     let status = tid.and_then(|t| std::fs::read_to_string(format!("/proc/{t}/status")).ok()).unwrap_or_default();
     status.lines().any(|l| l == "Tgid:\t1")
 }
+
+/// A 1 kHz SCHED_FIFO 50 loop computing 600 µs of CPU time each cycle
+/// (tests/c/overrun.c), pinned beside a SCHED_FIFO 80 thread busy 3 ms
+/// every 100.3 ms (tests/c/busy.c: each burst 0.3 ms later in the loop's
+/// cycle than the one before, so most come while it computes): such a
+/// burst stretches that cycle's compute phase to 3.6 ms, an overrun its
+/// own work did not cause. Its cause is the preemption: ran about 600 µs
+/// (of a 1 ms interval), preempted about 3 ms by the busy thread, named.
+/// Such overruns (by ~2.6 ms: the periodic timerfd read after three
+/// expiries) are the largest (a burst that comes while the loop sleeps
+/// makes a late wake, and the timer's next expiry is the next one to come,
+/// overrun by the 0.6 ms of work at most), so the five kept are of them.
+#[test]
+fn an_overrun_whose_compute_phase_was_preempted_names_the_preemptor() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(victim) = compile(dir.path(), "overrun", "rtick-computes") else { return };
+    let Some(busy) = compile(dir.path(), "busy", "rtick-burst") else { return };
+    let cpu = test_cpu().to_string();
+    let mut prog = Command::new("taskset").args(["-c", &cpu, path_str(&victim), "3000", "1", "600"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let j = dir.path().join("o.json");
+    let a = attach(&[&prog.id().to_string(), "-D", "2", "--json", path_str(&j)]);
+    wait_for_instance(&a);
+    let hog = Command::new(&busy).args([&cpu, "fifo", "80", "3000", "100300", "12"]).output().unwrap();
+    assert!(hog.status.success(), "{}", stderr(&hog));
+    let hog_tid: i64 =
+        stdout(&hog).split_whitespace().next().and_then(|t| t.parse().ok()).expect("busy prints its tid");
+    let o = finish(a);
+    let _ = prog.kill();
+    let _ = prog.wait();
+    ok(&o);
+    let run = json(&j);
+    let cycle = &run["threads"][0]["cycle"];
+    let kept = cycle["worst_overruns"].as_array().unwrap();
+    let preempted: Vec<_> = kept.iter().filter(|o| o["cause_kind"] == "preempted").collect();
+    assert!(preempted.len() >= 3, "{cycle:#}");
+    for o in preempted {
+        assert_eq!((o["culprit"]["pid"].as_i64(), o["culprit"]["prio"].as_i64()), (Some(hog_tid), Some(19)), "{o}");
+        let [ran, off, blocked] = serde_json::from_value::<[i64; 3]>(o["compute_split_ns"].clone()).unwrap();
+        assert!((550_000..1_000_000).contains(&ran) && off >= 2_000_000 && ran < off, "{o}");
+        let cause = o["cause"].as_str().unwrap();
+        assert!(cause.contains(&format!("preempted {} by rtick-burst:{hog_tid} (prio 19)", rtick::Nanos(off))), "{o}");
+        assert!(blocked < 100_000, "{o}");
+    }
+    assert!(stdout(&o).contains(" by rtick-burst:"), "{}", stdout(&o));
+}

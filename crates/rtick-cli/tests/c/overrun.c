@@ -1,15 +1,25 @@
 /* A 1 kHz SCHED_FIFO 50 loop on a periodic timerfd that overruns: every
- * 50th cycle computes 1.3 ms, so the next expiry fires while it is busy
- * and its next read returns at once. Usage: overrun CYCLES. Prints the
- * reads, the expiries they consumed and the reads that found more than one. */
+ * EVERY-th cycle (default 50) computes BUSY_US (default 1300) of its own CPU
+ * time, so with more than the period the next expiry fires while it is busy
+ * and its next read returns at once. Usage: overrun CYCLES [EVERY BUSY_US].
+ * Prints the reads, the expiries they consumed and the reads that found
+ * more than one. */
 #define _GNU_SOURCE
 #include "common.h"
 #include <stdint.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+/* The calling thread's CPU time, ns: a preempted busy cycle still does all its work. */
+static long long cpu_time(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 int main(int argc, char **argv) {
-    usage(argc, 1, "overrun CYCLES");
+    if (argc != 2 && argc != 4) usage(argc, 1, "overrun CYCLES [EVERY BUSY_US]");
+    long every = argc == 4 ? atol(argv[2]) : 50, busy = (argc == 4 ? atol(argv[3]) : 1300) * 1000;
     fifo_or_exit(50);
     int fd = timerfd_create(CLOCK_MONOTONIC, 0);
     long long start = now() + 300000000LL;
@@ -28,9 +38,9 @@ int main(int argc, char **argv) {
         reads++;
         ticks += k;
         more += k > 1;
-        if (i % 50 == 49) {
-            long long e = now() + 1300000;
-            while (now() < e)
+        if (every > 0 && i % every == every - 1) {
+            long long e = cpu_time() + busy;
+            while (cpu_time() < e)
                 ;
         }
     }

@@ -64,14 +64,17 @@ pub fn instance(pid: u32) -> PathBuf {
     Path::new(TRACEFS).join("instances").join(format!("rtick-{pid}"))
 }
 
-/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to exist:
-/// its tracing begins as it is set up, well within a second of that.
+/// Waits (up to 30 s: a loaded VM) for `rtick`'s trace instance to trace:
+/// its events enabled and `tracing_on` 1, the last step of its set-up
+/// (made with tracing off, it is turned on once its events are enabled:
+/// enabling them takes most of a second on some VMs).
 pub fn wait_for_instance(rtick: &Child) {
-    let tracing_on = instance(rtick.id()).join("tracing_on");
+    let dir = instance(rtick.id());
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
     let started = Instant::now();
-    while !tracing_on.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "rtick made no trace instance in 30 s");
-        std::thread::sleep(Duration::from_millis(20));
+    while read("tracing_on").trim() != "1" || read("set_event").trim().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "rtick's trace instance did not trace within 30 s");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -2,6 +2,7 @@
 //! "rtick attach"), built from the library's [`Attached`] by [`AttachFile::of`].
 
 use rtick::attach::{Attached, CycleSummary, End, Overrun, OverrunCause, Target, ThreadSummary};
+use rtick::explain::Culprit;
 use serde::{Deserialize, Serialize};
 
 pub use super::attach_spike::{AttachSpikeJson, CulpritJson};
@@ -196,13 +197,22 @@ pub struct OverrunJson {
     pub armed_ns: i64,
     /// armed − requested.
     pub overrun_ns: i64,
-    /// "compute" (the work alone outlasted the interval), "late_wake" (the
-    /// wait before was late), "unknown" (no wait before it traced).
+    /// [`OverrunCause::kind`]: "compute" (the work alone outlasted the
+    /// interval), "preempted", "cfs_throttled", "rt_throttled", "blocked"
+    /// (the time off the CPU in the cycle made it overrun), "late_wake"
+    /// (the wait before was late), "unknown" (no wait before it traced).
     pub cause_kind: String,
     /// The cause, one line (a late wake's explanation as a spike's line).
     pub cause: String,
-    /// What the late wait before is blamed on, when its explanation names one.
+    /// What the late wait before is blamed on, when its explanation names
+    /// one; the task that held the CPU longest while a compute phase was preempted.
     pub culprit: Option<CulpritJson>,
+    /// A compute phase's [ran, preempted, blocked] ns, when its switches were held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_split_ns: Option<[i64; 3]>,
+    /// The culprit task's cgroup; for "cfs_throttled", the thread's own that was throttled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 impl CycleJson {
@@ -224,21 +234,30 @@ impl CycleJson {
 impl OverrunJson {
     /// Overrun `o`.
     pub fn of(o: &Overrun) -> OverrunJson {
-        let (kind, culprit) = match &o.cause {
-            OverrunCause::Compute { .. } => ("compute", None),
-            OverrunCause::LateWake { explained, .. } => (
-                "late_wake",
-                explained.as_ref().as_ref().ok().and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c)),
-            ),
-            OverrunCause::Unknown => ("unknown", None),
-        };
+        let (mut culprit, mut split, mut cgroup) = (None, None, None);
+        match &o.cause {
+            OverrunCause::Compute { split: Some(s), .. } => {
+                let held = s.off.by.as_ref().filter(|(t, _)| !t.is_idle() && s.off.preempted > rtick::Nanos::ZERO);
+                culprit = held.map(|(t, _)| CulpritJson::of(&Culprit::Task(t.clone())));
+                split = Some([s.off.ran, s.off.preempted, s.off.blocked].map(|n| n.as_ns()));
+                cgroup = s.cfs.clone().or_else(|| s.cgroup.clone()).map(|c| c.to_string());
+            }
+            OverrunCause::LateWake { explained, .. } => {
+                let spike = explained.as_ref().as_ref().ok();
+                culprit = spike.and_then(|s| s.cause.culprit()).map(|c| CulpritJson::of(&c));
+                cgroup = spike.and_then(|s| s.cgroup.as_deref()).map(str::to_string);
+            }
+            OverrunCause::Compute { split: None, .. } | OverrunCause::Unknown => {}
+        }
         OverrunJson {
             requested_ns: o.wait.requested.0,
             armed_ns: o.wait.armed.0,
             overrun_ns: o.wait.overrun().as_ns(),
-            cause_kind: kind.into(),
+            cause_kind: o.cause.kind().into(),
             cause: o.cause.text(),
             culprit,
+            compute_split_ns: split,
+            cgroup,
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::bases::BaseOffsets;
-use super::overruns::{Overrun, OverrunCause, Overruns};
+use super::overruns::{ComputeSplit, Overrun, OverrunCause, Overruns};
 use super::stacks::{is_late, StackArming};
 use super::stats::ThreadStats;
 use super::waits::{Follower, TimedWait, Wake};
@@ -275,6 +275,13 @@ impl Feed {
         }
         let before = self.before.get(&tid);
         let cause = match OverrunCause::of(t, before.map(|b| &b.0)) {
+            Some(OverrunCause::Compute { compute, interval, .. }) => {
+                let exit = before.expect("compute is counted from the wait before").0.exit;
+                let cfs = self.cfs.as_ref().and_then(|c| c.run_of(tid));
+                let split = recent.off_cpu(tid, exit, t.armed).ok();
+                let split = split.map(|off| ComputeSplit::new(off, exit, t.armed, self.cgroups, cfs));
+                OverrunCause::Compute { compute, interval, split }
+            }
             Some(c) => c,
             None => match before.expect("a cause is found without the wait before") {
                 (_, _, Some(chain)) => chain.further(),
@@ -455,6 +462,59 @@ mod tests {
         assert_eq!((spike.cgroup.as_deref(), s.cgroup.as_deref()), (Some("/rtick-hogs"), Some("/rtick-hogs")));
         assert!(spike.blame().ends_with(" in /rtick-hogs"), "{}", spike.blame());
         assert_eq!(spike.phases.total(), w.wait.lateness);
+    }
+
+    /// A wait on time (100 ns late), then a cycle whose thread a task of
+    /// higher priority preempted for 3 µs of its 3.4 µs compute phase: the
+    /// next wait is armed 2.5 µs after the time it asks for, an overrun
+    /// whose cause is that preemption, not the thread's 400 ns of work.
+    #[test]
+    fn an_overrun_whose_compute_phase_was_preempted_is_the_preemptions() {
+        let waking = |ts, by| {
+            let w = Wakeup { comm: Comm::new(b"app"), pid: T, prio: 49, target_cpu: 0 };
+            ev(ts, by, 0x09, EventKind::SchedWaking(w))
+        };
+        let expire =
+            |ts| ev(ts, HOG, 0x09, EventKind::HrtimerExpireEntry { hrtimer: 0xa, now: Time(ts), function: SLEEPER });
+        let mut preempt = switch(1_200, (T, 49), (HOG, 19));
+        if let EventKind::SchedSwitch(s) = &mut preempt.kind {
+            s.prev_state = 0;
+        }
+        let events = vec![
+            exit(0),
+            start(100, 1_000),
+            switch(200, (T, 49), (0, 120)),
+            expire(1_000),
+            waking(1_010, 0),
+            switch(1_050, (0, 120), (T, 49)),
+            exit(1_100),
+            preempt,
+            switch(4_200, (HOG, 19), (T, 49)),
+            start(4_500, 2_000),
+            expire(4_510),
+            waking(4_520, T),
+            exit(4_600),
+        ];
+        let mut recent = Recent::new(&[0], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+        let mut feed = Feed::new(Some(SLEEPER), BaseOffsets::new(&[Nanos::ZERO]), 5);
+        feed.follow_threads(&[T]);
+        let none = tempfile::tempdir().unwrap();
+        feed.read_cgroups(Box::leak(Box::new(Cgroups::new(crate::system::SysRoot::new(none.path())))));
+        for e in events {
+            recent.push(0, e.clone());
+            feed.take(0, &e, &recent);
+        }
+        let (_, _, overruns) = feed.finish();
+        let [o] = &overruns[&T][..] else { panic!("one overrun: {overruns:?}") };
+        assert_eq!(o.wait.overrun(), Nanos(2_500));
+        let OverrunCause::Compute { compute, interval, split: Some(split) } = &o.cause else { panic!("{:?}", o.cause) };
+        assert_eq!((*compute, *interval), (Nanos(3_400), Nanos(1_000)));
+        let off = &split.off;
+        assert_eq!((off.ran, off.preempted, off.blocked), (Nanos(400), Nanos(3_000), Nanos::ZERO));
+        assert_eq!(off.by, Some((Task { comm: "hog".into(), pid: HOG, prio: 19 }, Nanos(3_000))));
+        assert_eq!(o.cause.kind(), "preempted");
+        let text = o.cause.text();
+        assert!(text.starts_with("compute ") && text.ends_with(", preempted 3.0 µs by hog:9 (prio 19)"), "{text}");
     }
 
     /// With a spike threshold, the late wait is a spike, explained even

@@ -54,7 +54,7 @@ pub mod worst;
 pub use cycle::CycleSummary;
 pub use feed::SPIKES_PER_READ;
 pub use observe::{Observer, Polled};
-pub use overruns::{Overrun, OverrunCause};
+pub use overruns::{ComputeSplit, Overrun, OverrunCause};
 pub use run::{attach, AttachOptions, Attached, End};
 pub use stats::ThreadStats;
 pub use summary::{findings, ThreadSummary};

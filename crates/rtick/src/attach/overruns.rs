@@ -8,9 +8,12 @@
 //! time, for the same cause); the rest are only counted
 //! ([`Cycle`](super::cycle::Cycle)).
 
+use std::sync::Arc;
+
 use super::waits::TimedWait;
-use crate::explain::{Spike, Unexplained};
-use crate::time::Nanos;
+use crate::cfs::CfsRun;
+use crate::explain::{Cgroups, Culprit, OffCpu, Spike, Unexplained, FAIR_PRIO};
+use crate::time::{Nanos, Time};
 
 /// Why a cycle overran.
 #[derive(Clone, Debug)]
@@ -22,6 +25,8 @@ pub enum OverrunCause {
         compute: Nanos,
         /// This wait's request − the one before's.
         interval: Nanos,
+        /// Where that time went, when the thread's switches then are held.
+        split: Option<ComputeSplit>,
     },
     /// A wait before ended `late` after its request, which with the
     /// cycle's work left too little of the interval: its explanation. The
@@ -47,13 +52,32 @@ impl OverrunCause {
         let Some(b) = before else { return Some(OverrunCause::Unknown) };
         let interval = w.requested - b.requested;
         let compute = w.armed - b.exit;
-        (compute >= interval).then_some(OverrunCause::Compute { compute, interval })
+        (compute >= interval).then_some(OverrunCause::Compute { compute, interval, split: None })
+    }
+
+    /// What kind of cause, a token: `compute` (the thread ran longer than
+    /// the interval by itself, or where its time went is not known),
+    /// `preempted`, `cfs_throttled`, `rt_throttled` or `blocked` (without
+    /// that time off the CPU it would not have overrun: the larger of
+    /// preempted and blocked), `late_wake`, `unknown`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OverrunCause::Compute { split: Some(s), interval, .. } if s.off.ran < *interval => s.kind(),
+            OverrunCause::Compute { .. } => "compute",
+            OverrunCause::LateWake { .. } => "late_wake",
+            OverrunCause::Unknown => "unknown",
+        }
     }
 
     /// One line: "compute 1.2 ms > interval 1 ms", or the late wait's.
     pub fn text(&self) -> String {
         match self {
-            OverrunCause::Compute { compute, interval } => format!("compute {compute} > interval {interval}"),
+            OverrunCause::Compute { compute, interval, split: None } => {
+                format!("compute {compute} > interval {interval}")
+            }
+            OverrunCause::Compute { compute, interval, split: Some(s) } => {
+                format!("compute {compute} > interval {interval}: {}", s.text())
+            }
             OverrunCause::LateWake { explained, back, .. } if explained.is_ok() => {
                 let s = explained.as_ref().as_ref().expect("matched Ok");
                 format!("{} was late: {}", Self::which(*back), s.line_as("").trim_start())
@@ -85,6 +109,73 @@ impl OverrunCause {
             }
             other => other.clone(),
         }
+    }
+}
+
+/// Where an overrun cycle's compute phase went ([`OffCpu`]), and who is
+/// to blame for the time it was preempted.
+#[derive(Clone, Debug)]
+pub struct ComputeSplit {
+    /// Ran, preempted, blocked, and what held its CPU longest.
+    pub off: OffCpu,
+    /// That holder's cgroup (a task's, read while it lives).
+    pub cgroup: Option<Arc<str>>,
+    /// The thread's cgroup, when its CFS quota ran out while it was
+    /// preempted (a SCHED_OTHER thread throttled for half that time or more).
+    pub cfs: Option<Arc<str>>,
+}
+
+/// Below this, a part of the compute phase is not worth a word.
+const SMALL: Nanos = Nanos::from_us(1);
+
+impl ComputeSplit {
+    /// Splits the compute phase `off` of a thread: the holder's cgroup
+    /// from `cgroups`, CFS throttling from the thread's `cfs` samples.
+    pub fn new(off: OffCpu, from: Time, to: Time, cgroups: &Cgroups, cfs: Option<&CfsRun>) -> ComputeSplit {
+        let cgroup = off.by.as_ref().and_then(|(t, _)| cgroups.of(t));
+        let fair = off.prio.is_some_and(|p| p >= FAIR_PRIO);
+        let cfs = cfs
+            .filter(|_| fair && off.preempted > SMALL)
+            .and_then(|r| r.throttled_around(from, to, Nanos(off.preempted.as_ns() / 2)))
+            .map(|(cgroup, _)| cgroup);
+        ComputeSplit { off, cgroup, cfs }
+    }
+
+    /// The time off the CPU's kind (see [`OverrunCause::kind`]).
+    fn kind(&self) -> &'static str {
+        let o = &self.off;
+        match () {
+            _ if o.blocked > o.preempted => "blocked",
+            _ if self.cfs.is_some() => "cfs_throttled",
+            _ if o.idled() && o.prio.is_some_and(|p| p < FAIR_PRIO) => "rt_throttled",
+            _ => "preempted",
+        }
+    }
+
+    /// "ran 0.6 ms, preempted 3.5 ms by hog:4242 (prio 19)", "ran 1.3 ms".
+    pub fn text(&self) -> String {
+        let o = &self.off;
+        let mut s = format!("ran {}", o.ran);
+        if o.preempted >= SMALL {
+            match (&self.cfs, &o.by) {
+                (Some(cg), _) => s.push_str(&format!(", CFS throttled {} in {cg}", o.preempted)),
+                (None, Some((t, _))) if t.is_idle() && o.prio.is_some_and(|p| p < FAIR_PRIO) => s.push_str(&format!(
+                    ", RT throttled {} (runnable while its CPU idled: sched_rt_runtime_us)",
+                    o.preempted
+                )),
+                (None, Some((t, _))) if !t.is_idle() => {
+                    s.push_str(&format!(", preempted {} by {}", o.preempted, Culprit::Task(t.clone())));
+                    if let Some(cg) = &self.cgroup {
+                        s.push_str(&format!(" in {cg}"));
+                    }
+                }
+                _ => s.push_str(&format!(", runnable off the CPU {}", o.preempted)),
+            }
+        }
+        if o.blocked >= SMALL {
+            s.push_str(&format!(", blocked {} (asleep in its own work: I/O, a lock, a page fault)", o.blocked));
+        }
+        s
     }
 }
 
@@ -175,5 +266,63 @@ mod tests {
         }
         let kept: Vec<i64> = o.into_list().iter().map(|k| k.wait.overrun().as_ns()).collect();
         assert_eq!(kept, [500, 300]);
+    }
+
+    /// The kinds of time off the CPU: preempted by a task, CFS throttled
+    /// (a SCHED_OTHER thread, its cgroup throttled for half that time or
+    /// more around it), RT throttled (a real-time thread whose CPU idled
+    /// while it was runnable), blocked; and its own work when it ran
+    /// longer than the interval.
+    #[test]
+    fn a_compute_phase_is_named_by_where_its_time_went() {
+        use crate::cfs::{CpuStat, ThrottleSample, Throttling};
+        use crate::explain::Task;
+        let none = tempfile::tempdir().unwrap();
+        let cgroups = Cgroups::new(crate::system::SysRoot::new(none.path()));
+        let task = |pid, prio| Task { comm: if pid == 0 { "swapper/1".into() } else { "hog".into() }, pid, prio };
+        let split = |ran, preempted, blocked, by: Option<Task>, prio, cfs: Option<&CfsRun>| {
+            let off = OffCpu {
+                ran: Nanos(ran),
+                preempted: Nanos(preempted),
+                blocked: Nanos(blocked),
+                by: by.map(|t| (t, Nanos(preempted))),
+                prio: Some(prio),
+            };
+            ComputeSplit::new(off, Time(0), Time(ran + preempted + blocked), &cgroups, cfs)
+        };
+        let cause = |s: ComputeSplit| {
+            let compute = s.off.ran + s.off.preempted + s.off.blocked;
+            OverrunCause::Compute { compute, interval: Nanos(1_000_000), split: Some(s) }
+        };
+        let throttled = CfsRun {
+            throttling: vec![Throttling {
+                path: "/box".into(),
+                quota: None,
+                quota_file: String::new(),
+                delta: CpuStat::default(),
+            }],
+            samples: [(-1, 0), (10_000_000, 3_000_000)]
+                .map(|(at, ns)| ThrottleSample { at: Time(at), cgroup: 0, throttled: Nanos(ns) })
+                .to_vec(),
+        };
+        let preempted = cause(split(600_000, 3_000_000, 0, Some(task(9, 19)), 49, None));
+        assert_eq!(preempted.kind(), "preempted");
+        assert!(
+            preempted.text().ends_with(": ran 600.0 µs, preempted 3.00 ms by hog:9 (prio 19)"),
+            "{}",
+            preempted.text()
+        );
+        let cfs = cause(split(600_000, 3_000_000, 0, Some(task(0, 120)), 120, Some(&throttled)));
+        assert_eq!(cfs.kind(), "cfs_throttled");
+        assert!(cfs.text().ends_with(": ran 600.0 µs, CFS throttled 3.00 ms in /box"), "{}", cfs.text());
+        // The same samples do not make a real-time thread's idle CPU CFS's doing.
+        let rt = cause(split(600_000, 3_000_000, 0, Some(task(0, 49)), 49, Some(&throttled)));
+        assert_eq!(rt.kind(), "rt_throttled");
+        let blocked = cause(split(300_000, 0, 2_000_000, None, 120, None));
+        assert_eq!(blocked.kind(), "blocked");
+        assert!(blocked.text().contains("blocked 2.00 ms (asleep in its own work"), "{}", blocked.text());
+        // It ran longer than the interval by itself: its work, whatever else.
+        let own = cause(split(1_200_000, 500_000, 0, Some(task(9, 19)), 49, None));
+        assert_eq!(own.kind(), "compute");
     }
 }

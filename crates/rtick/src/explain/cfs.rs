@@ -4,13 +4,9 @@
 //! event marks throttling on most kernels: the cgroups' `cpu.stat`, sampled
 //! during the run ([`crate::cfs::CfsWatch`]), says whether and which.
 
-use super::{Cause, Spike};
+use super::{Cause, Spike, FAIR_PRIO};
 use crate::cfs::CfsRun;
 use crate::time::Nanos;
-
-/// The lowest kernel priority of a SCHED_OTHER thread: real-time threads
-/// (below it) are not subject to CFS bandwidth.
-const FAIR_PRIO: i32 = 100;
 
 impl Spike {
     /// Blames CFS throttling when the thread waited runnable (its largest

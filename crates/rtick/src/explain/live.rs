@@ -26,9 +26,10 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use super::input::{CpuTrace, Recorded};
+use super::off_cpu::OffCpu;
 use super::{Analysis, Matched, Spike, StealSample, Timeline, Unmatched};
 use crate::clock::ClockId;
-use crate::ktrace::{self, Event, Options, Senders, Stream, Tracepoint};
+use crate::ktrace::{self, Event, EventKind, Options, Senders, Stream, Tracepoint};
 use crate::time::{Nanos, Time};
 
 /// Why a wake-up over the threshold has no breakdown.
@@ -280,6 +281,31 @@ impl Recent {
         let events: Vec<Event> = w.events.range(lo..hi).cloned().collect();
         let tl = Timeline::build_on(&events, wake.actual, m.cpu as usize, &self.senders);
         Ok(Spike::explain(wake, m, &tl, &self.steal))
+    }
+
+    /// Where thread `tid`'s time went from `from` to `to`, two instants it
+    /// ran at ([`OffCpu::of`]), from every traced CPU's switches; what ran
+    /// while it waited is told from as far before `from` as the windows hold.
+    pub fn off_cpu(&self, tid: i32, from: Time, to: Time) -> Result<OffCpu, Unexplained> {
+        if self.cpus.iter().any(|w| w.held_from > from) {
+            return Err(Unexplained::NotHeld);
+        }
+        if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < to && b > from)) {
+            return Err(Unexplained::EventsLost);
+        }
+        let slices: Vec<(u32, Vec<Event>)> = self
+            .cpus
+            .iter()
+            .map(|w| {
+                let hi = w.events.partition_point(|e| e.ts <= to);
+                (
+                    w.cpu as u32,
+                    w.events.range(..hi).filter(|e| matches!(e.kind, EventKind::SchedSwitch(_))).cloned().collect(),
+                )
+            })
+            .collect();
+        let traces: Vec<CpuTrace<'_>> = slices.iter().map(|(cpu, events)| CpuTrace { cpu: *cpu, events }).collect();
+        OffCpu::of(tid, from, to, &traces).ok_or(Unexplained::NotHeld)
     }
 }
 

@@ -19,6 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use super::missed_switch::IdleWatch;
 use super::senders::SentBy;
 use super::source::{Source, Tally, Vector, MAX_THREADS};
 use super::switch_stacks::KeptStacks;
@@ -135,6 +136,8 @@ pub struct Attributor {
     /// The CFS throttling of the spinner's cgroups, sampled after the
     /// events being attributed were read ([`Attributor::set_cfs`]).
     cfs: Option<CfsRun>,
+    /// Switches out of the idle task that were not recorded, inferred.
+    pub(super) idle: IdleWatch,
 }
 
 impl Attributor {
@@ -169,6 +172,9 @@ impl Attributor {
     /// [`Attributor::event`]; for an IPI's entry, `from` its sender when
     /// the trace names it ([`Senders::sender_of_entry`](crate::ktrace::Senders::sender_of_entry)).
     pub fn event_from(&mut self, e: &Event, from: Option<Sender>) {
+        if let Some((at, sw)) = self.idle.missed(e, self.spinner_pid) {
+            self.switch(at, &sw);
+        }
         let ts = e.ts;
         let gave_back = self.gave_back.take();
         match &e.kind {
@@ -243,6 +249,7 @@ impl Attributor {
     /// (or idle) runs is RT throttling (or, on kernels with the fair
     /// server, the server's reservation for normal tasks), whoever runs.
     fn switch(&mut self, ts: Time, sw: &Switch) {
+        self.idle.switched(ts, sw);
         let next = Source::Thread { comm: sw.next_comm, pid: sw.next_pid, prio: sw.next_prio };
         let below_spinner = self.spinner_rt_prio.is_some_and(|p| sw.next_prio > p);
         if sw.prev_pid == self.spinner_pid {

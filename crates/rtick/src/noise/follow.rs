@@ -105,10 +105,13 @@ impl Follower {
             return;
         }
         if self.here == Here::Waiting && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
-            // An event fired while it ran: its switch back in was lost.
-            // Who ran meanwhile is charged until then.
-            self.end_gap(e.ts);
-            self.attr.away(Some(e.ts));
+            // An event fired while it ran: its switch back in was lost,
+            // right after the idle task's last event when it came out of
+            // idle ([`IdleWatch`](super::missed_switch::IdleWatch)), else
+            // at the latest now. Who ran meanwhile is charged until then.
+            let at = self.attr.idle.last().unwrap_or(e.ts);
+            self.end_gap(at);
+            self.attr.away(Some(at));
             self.attr.away(None);
             self.here = Here::Running;
         }

@@ -18,7 +18,8 @@ fn ev(ts: i64, kind: EventKind) -> Event {
 
 fn switch(ts: i64, prev: i32, prev_state: i64, next: (&str, i32, i32)) -> Event {
     let prio = |p: i32| if p == APP { PRIO } else { 120 };
-    ev(
+    // Recorded in the context of the task leaving.
+    let mut e = ev(
         ts,
         EventKind::SchedSwitch(Switch {
             prev_comm: Comm::new(if prev == APP { b"poller" } else { b"other" }),
@@ -29,7 +30,9 @@ fn switch(ts: i64, prev: i32, prev_state: i64, next: (&str, i32, i32)) -> Event 
             next_pid: next.1,
             next_prio: next.2,
         }),
-    )
+    );
+    e.pid = prev;
+    e
 }
 
 fn follower() -> Follower {

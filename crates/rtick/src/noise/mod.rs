@@ -31,6 +31,7 @@ pub mod attach;
 pub mod attribute;
 mod cfs;
 pub mod follow;
+mod missed_switch;
 pub mod observe;
 pub mod run;
 pub mod senders;
