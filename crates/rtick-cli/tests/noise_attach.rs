@@ -44,7 +44,7 @@ impl Drop for App {
     }
 }
 
-/// Waits until rtick's trace instance exists: it follows the thread from then on.
+/// Waits until rtick's trace instance traces: it follows the thread from then on.
 fn tracing(c: &Child) {
     wait_for_instance(c);
     std::thread::sleep(Duration::from_millis(300));

@@ -240,6 +240,10 @@ impl CfsWatch {
     }
 }
 
+/// The kernel's priority of the first SCHED_OTHER (CFS) level: 100–139
+/// are fair tasks, below them real-time ones.
+pub const FAIR_PRIO: i32 = 100;
+
 /// A run's CFS throttling: each watched cgroup's counts, and the samples.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CfsRun {
@@ -261,6 +265,18 @@ impl CfsRun {
         };
         let best = (0..self.throttling.len()).filter_map(|i| Some((i, over(i)?))).max_by_key(|&(_, d)| d)?;
         (best.1 >= least && best.1 > Nanos::ZERO).then(|| (self.throttling[best.0].path.clone(), best.1))
+    }
+
+    /// The cgroup to blame for a thread of kernel priority `prio` kept
+    /// off its CPU, runnable, for `held` within `[from, to]`: a fair
+    /// (SCHED_OTHER) thread whose cgroup was throttled for at least half
+    /// that time around it (`cpu.stat` adds a run queue's throttled time
+    /// when it is unthrottled, so the first sample after counts it).
+    pub fn blamed(&self, prio: i32, from: Time, to: Time, held: Nanos) -> Option<Arc<str>> {
+        if prio < FAIR_PRIO {
+            return None;
+        }
+        self.throttled_around(from, to, Nanos(held.as_ns() / 2)).map(|(cgroup, _)| cgroup)
     }
 }
 

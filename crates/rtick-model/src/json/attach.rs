@@ -237,10 +237,12 @@ impl OverrunJson {
         let (mut culprit, mut split, mut cgroup) = (None, None, None);
         match &o.cause {
             OverrunCause::Compute { split: Some(s), .. } => {
-                let held = s.off.by.as_ref().filter(|(t, _)| !t.is_idle() && s.off.preempted > rtick::Nanos::ZERO);
-                culprit = held.map(|(t, _)| CulpritJson::of(&Culprit::Task(t.clone())));
+                // The task and cgroup the cause names: a preemptor, or the throttled cgroup.
+                let by = s.preemptor();
+                culprit = by.map(|t| CulpritJson::of(&Culprit::Task(t.clone())));
                 split = Some([s.off.ran, s.off.preempted, s.off.blocked].map(|n| n.as_ns()));
-                cgroup = s.cfs.clone().or_else(|| s.cgroup.clone()).map(|c| c.to_string());
+                let theirs = by.and(s.cgroup.clone());
+                cgroup = s.cfs.clone().or(theirs).map(|c| c.to_string());
             }
             OverrunCause::LateWake { explained, .. } => {
                 let spike = explained.as_ref().as_ref().ok();

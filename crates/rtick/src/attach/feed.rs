@@ -274,8 +274,13 @@ impl Feed {
             return None;
         }
         let before = self.before.get(&tid);
+        // A stall's catch-ups overrun one after the other: the first is
+        // kept (its overrun is the largest), the others only counted.
+        let first = before.is_none_or(|b| b.2.is_none());
+        let kept = first && self.overruns.get(&tid).is_none_or(|k| k.ranks(t));
         let cause = match OverrunCause::of(t, before.map(|b| &b.0)) {
-            Some(OverrunCause::Compute { compute, interval, .. }) => {
+            // Where a kept one's compute phase went (read from the window: only for those).
+            Some(OverrunCause::Compute { compute, interval, .. }) if kept => {
                 let exit = before.expect("compute is counted from the wait before").0.exit;
                 let cfs = self.cfs.as_ref().and_then(|c| c.run_of(tid));
                 let split = recent.off_cpu(tid, exit, t.armed).ok();
@@ -294,12 +299,9 @@ impl Feed {
                 }
             },
         };
-        // A stall's catch-ups overrun one after the other: the first is
-        // kept (its overrun is the largest), the others only counted.
-        let first = before.is_none_or(|b| b.2.is_none());
-        let kept = self.overruns.entry(tid).or_insert_with(|| Overruns::new(OVERRUNS_KEPT));
-        if first && kept.ranks(t) {
-            kept.add(Overrun { wait: *t, cause: cause.clone() });
+        if kept {
+            let list = self.overruns.entry(tid).or_insert_with(|| Overruns::new(OVERRUNS_KEPT));
+            list.add(Overrun { wait: *t, cause: cause.clone() });
         }
         Some(cause)
     }

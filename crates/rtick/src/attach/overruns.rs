@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use super::waits::TimedWait;
-use crate::cfs::CfsRun;
-use crate::explain::{Cgroups, Culprit, OffCpu, Spike, Unexplained, FAIR_PRIO};
+use crate::cfs::{CfsRun, FAIR_PRIO};
+use crate::explain::{Cgroups, Culprit, OffCpu, Spike, Task, Unexplained};
 use crate::time::{Nanos, Time};
 
 /// Why a cycle overran.
@@ -113,15 +113,15 @@ impl OverrunCause {
 }
 
 /// Where an overrun cycle's compute phase went ([`OffCpu`]), and who is
-/// to blame for the time it was preempted.
+/// to blame for the time it was kept off its CPU, runnable.
 #[derive(Clone, Debug)]
 pub struct ComputeSplit {
     /// Ran, preempted, blocked, and what held its CPU longest.
     pub off: OffCpu,
     /// That holder's cgroup (a task's, read while it lives).
     pub cgroup: Option<Arc<str>>,
-    /// The thread's cgroup, when its CFS quota ran out while it was
-    /// preempted (a SCHED_OTHER thread throttled for half that time or more).
+    /// The thread's cgroup, when its CFS quota ran out while it was kept
+    /// off its CPU ([`CfsRun::blamed`], as a spike's).
     pub cfs: Option<Arc<str>>,
 }
 
@@ -129,25 +129,36 @@ pub struct ComputeSplit {
 const SMALL: Nanos = Nanos::from_us(1);
 
 impl ComputeSplit {
-    /// Splits the compute phase `off` of a thread: the holder's cgroup
-    /// from `cgroups`, CFS throttling from the thread's `cfs` samples.
+    /// Splits the compute phase `off` of a thread, `[from, to]`: the
+    /// holder's cgroup from `cgroups`, CFS throttling from the thread's `cfs` samples.
     pub fn new(off: OffCpu, from: Time, to: Time, cgroups: &Cgroups, cfs: Option<&CfsRun>) -> ComputeSplit {
         let cgroup = off.by.as_ref().and_then(|(t, _)| cgroups.of(t));
-        let fair = off.prio.is_some_and(|p| p >= FAIR_PRIO);
-        let cfs = cfs
-            .filter(|_| fair && off.preempted > SMALL)
-            .and_then(|r| r.throttled_around(from, to, Nanos(off.preempted.as_ns() / 2)))
-            .map(|(cgroup, _)| cgroup);
+        let held = off.preempted;
+        let cfs = cfs.filter(|_| held >= SMALL).and_then(|r| r.blamed(off.prio.unwrap_or(FAIR_PRIO), from, to, held));
         ComputeSplit { off, cgroup, cfs }
+    }
+
+    /// A real-time thread kept off its CPU by the idle task or a task of
+    /// lower priority: only RT throttling lets those run before it (as
+    /// `noise` and a spike's explanation read it).
+    fn rt_throttled(&self) -> bool {
+        let Some(prio) = self.off.prio.filter(|&p| p < FAIR_PRIO) else { return false };
+        self.off.by.as_ref().is_some_and(|(t, _)| t.is_idle() || t.prio > prio)
+    }
+
+    /// The task to blame for the time it was preempted, when one is:
+    /// not the idle task, not under CFS or RT throttling.
+    pub fn preemptor(&self) -> Option<&Task> {
+        let by = self.off.by.as_ref().map(|(t, _)| t).filter(|t| !t.is_idle());
+        by.filter(|_| self.off.preempted >= SMALL && self.cfs.is_none() && !self.rt_throttled())
     }
 
     /// The time off the CPU's kind (see [`OverrunCause::kind`]).
     fn kind(&self) -> &'static str {
-        let o = &self.off;
         match () {
-            _ if o.blocked > o.preempted => "blocked",
+            _ if self.off.blocked > self.off.preempted => "blocked",
             _ if self.cfs.is_some() => "cfs_throttled",
-            _ if o.idled() && o.prio.is_some_and(|p| p < FAIR_PRIO) => "rt_throttled",
+            _ if self.rt_throttled() => "rt_throttled",
             _ => "preempted",
         }
     }
@@ -157,19 +168,19 @@ impl ComputeSplit {
         let o = &self.off;
         let mut s = format!("ran {}", o.ran);
         if o.preempted >= SMALL {
-            match (&self.cfs, &o.by) {
-                (Some(cg), _) => s.push_str(&format!(", CFS throttled {} in {cg}", o.preempted)),
-                (None, Some((t, _))) if t.is_idle() && o.prio.is_some_and(|p| p < FAIR_PRIO) => s.push_str(&format!(
-                    ", RT throttled {} (runnable while its CPU idled: sched_rt_runtime_us)",
-                    o.preempted
+            let p = o.preempted;
+            match (&self.cfs, self.preemptor()) {
+                (Some(cg), _) => s.push_str(&format!(", CFS throttled {p} in {cg}")),
+                (None, _) if self.rt_throttled() => s.push_str(&format!(
+                    ", RT throttled {p} (runnable while a lower priority held its CPU: sched_rt_runtime_us)"
                 )),
-                (None, Some((t, _))) if !t.is_idle() => {
-                    s.push_str(&format!(", preempted {} by {}", o.preempted, Culprit::Task(t.clone())));
+                (None, Some(t)) => {
+                    s.push_str(&format!(", preempted {p} by {}", Culprit::Task(t.clone())));
                     if let Some(cg) = &self.cgroup {
                         s.push_str(&format!(" in {cg}"));
                     }
                 }
-                _ => s.push_str(&format!(", runnable off the CPU {}", o.preempted)),
+                (None, None) => s.push_str(&format!(", runnable off the CPU {p}")),
             }
         }
         if o.blocked >= SMALL {
@@ -276,7 +287,6 @@ mod tests {
     #[test]
     fn a_compute_phase_is_named_by_where_its_time_went() {
         use crate::cfs::{CpuStat, ThrottleSample, Throttling};
-        use crate::explain::Task;
         let none = tempfile::tempdir().unwrap();
         let cgroups = Cgroups::new(crate::system::SysRoot::new(none.path()));
         let task = |pid, prio| Task { comm: if pid == 0 { "swapper/1".into() } else { "hog".into() }, pid, prio };
@@ -315,9 +325,13 @@ mod tests {
         let cfs = cause(split(600_000, 3_000_000, 0, Some(task(0, 120)), 120, Some(&throttled)));
         assert_eq!(cfs.kind(), "cfs_throttled");
         assert!(cfs.text().ends_with(": ran 600.0 µs, CFS throttled 3.00 ms in /box"), "{}", cfs.text());
-        // The same samples do not make a real-time thread's idle CPU CFS's doing.
+        // The same samples do not make a real-time thread's idle CPU CFS's
+        // doing; nor is a lower priority that ran instead a preemptor.
         let rt = cause(split(600_000, 3_000_000, 0, Some(task(0, 49)), 49, Some(&throttled)));
         assert_eq!(rt.kind(), "rt_throttled");
+        let below = cause(split(600_000, 3_000_000, 0, Some(task(9, 120)), 49, None));
+        assert_eq!(below.kind(), "rt_throttled");
+        assert!(below.text().contains(", RT throttled 3.00 ms (runnable while"), "{}", below.text());
         let blocked = cause(split(300_000, 0, 2_000_000, None, 120, None));
         assert_eq!(blocked.kind(), "blocked");
         assert!(blocked.text().contains("blocked 2.00 ms (asleep in its own work"), "{}", blocked.text());

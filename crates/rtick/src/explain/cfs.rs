@@ -4,9 +4,8 @@
 //! event marks throttling on most kernels: the cgroups' `cpu.stat`, sampled
 //! during the run ([`crate::cfs::CfsWatch`]), says whether and which.
 
-use super::{Cause, Spike, FAIR_PRIO};
+use super::{Cause, Spike};
 use crate::cfs::CfsRun;
-use crate::time::Nanos;
 
 impl Spike {
     /// Blames CFS throttling when the thread waited runnable (its largest
@@ -17,10 +16,10 @@ impl Spike {
     /// by the first sample after the spike).
     pub fn find_cfs_throttling(&mut self, run: &CfsRun) {
         let (big, held) = self.largest();
-        if self.matched.prio < FAIR_PRIO || big < 2 {
+        if big < 2 {
             return;
         }
-        if let Some((cgroup, _)) = run.throttled_around(self.wake.planned, self.wake.actual, Nanos(held.as_ns() / 2)) {
+        if let Some(cgroup) = run.blamed(self.matched.prio, self.wake.planned, self.wake.actual, held) {
             self.cause = Cause::CfsThrottled;
             self.cgroup = Some(cgroup);
             self.work = None;

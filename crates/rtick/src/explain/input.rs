@@ -15,10 +15,6 @@ pub struct Task {
     pub prio: i32,
 }
 
-/// The kernel's priority of the first SCHED_OTHER (CFS) level: 100–139
-/// are fair tasks, below them real-time ones.
-pub const FAIR_PRIO: i32 = 100;
-
 impl Task {
     /// From a trace event's fields.
     pub fn new(comm: &Comm, pid: i32, prio: i32) -> Task {

@@ -29,7 +29,7 @@ use super::input::{CpuTrace, Recorded};
 use super::off_cpu::OffCpu;
 use super::{Analysis, Matched, Spike, StealSample, Timeline, Unmatched};
 use crate::clock::ClockId;
-use crate::ktrace::{self, Event, EventKind, Options, Senders, Stream, Tracepoint};
+use crate::ktrace::{self, Event, EventKind, IdleWatch, Options, Senders, Stream, Tracepoint};
 use crate::time::{Nanos, Time};
 
 /// Why a wake-up over the threshold has no breakdown.
@@ -76,6 +76,10 @@ impl Unexplained {
 /// reads saw, and a window of seconds rarely holds more than a few.
 const GAPS: usize = 64;
 
+/// How far before a thread's stretch [`Recent::off_cpu`] reads to know
+/// what ran on a CPU when the thread left it (and whether it was idle).
+pub const OFF_CPU_LOOKBACK: Nanos = Nanos::from_ms(100);
+
 /// One traced CPU's recent events.
 #[derive(Debug)]
 struct CpuWindow {
@@ -89,6 +93,30 @@ struct CpuWindow {
 }
 
 impl CpuWindow {
+    /// Its switches from [`OFF_CPU_LOOKBACK`] before `from` to `to`, with
+    /// those out of idle that were not recorded inferred (`tid`'s events
+    /// name it), and `tid`'s wake-ups.
+    fn switches(&self, tid: i32, from: Time, to: Time) -> Vec<Event> {
+        let lo = self.events.partition_point(|e| e.ts < from - OFF_CPU_LOOKBACK);
+        let hi = self.events.partition_point(|e| e.ts <= to).max(lo);
+        let (mut idle, mut out) = (IdleWatch::default(), Vec::new());
+        for e in self.events.range(lo..hi) {
+            if let Some((at, sw)) = idle.missed(e, tid) {
+                idle.switched(at, &sw);
+                out.push(Event { ts: at, pid: 0, flags: 0, preempt_count: 0, kind: EventKind::SchedSwitch(sw) });
+            }
+            match &e.kind {
+                EventKind::SchedSwitch(sw) => {
+                    idle.switched(e.ts, sw);
+                    out.push(e.clone());
+                }
+                EventKind::SchedWakeup(w) if w.pid == tid => out.push(e.clone()),
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// Drops the oldest event: from then on, only what follows it is held.
     fn drop_oldest(&mut self) {
         if let Some(old) = self.events.pop_front() {
@@ -284,8 +312,10 @@ impl Recent {
     }
 
     /// Where thread `tid`'s time went from `from` to `to`, two instants it
-    /// ran at ([`OffCpu::of`]), from every traced CPU's switches; what ran
-    /// while it waited is told from as far before `from` as the windows hold.
+    /// ran at ([`OffCpu::of`]), from every traced CPU's switches (those out
+    /// of idle the trace lacks inferred: [`IdleWatch`]) and its wake-ups;
+    /// what ran while it waited is told from up to [`OFF_CPU_LOOKBACK`]
+    /// before `from`. Reads only that slice of the windows.
     pub fn off_cpu(&self, tid: i32, from: Time, to: Time) -> Result<OffCpu, Unexplained> {
         if self.cpus.iter().any(|w| w.held_from > from) {
             return Err(Unexplained::NotHeld);
@@ -293,17 +323,8 @@ impl Recent {
         if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < to && b > from)) {
             return Err(Unexplained::EventsLost);
         }
-        let slices: Vec<(u32, Vec<Event>)> = self
-            .cpus
-            .iter()
-            .map(|w| {
-                let hi = w.events.partition_point(|e| e.ts <= to);
-                (
-                    w.cpu as u32,
-                    w.events.range(..hi).filter(|e| matches!(e.kind, EventKind::SchedSwitch(_))).cloned().collect(),
-                )
-            })
-            .collect();
+        let slices: Vec<(u32, Vec<Event>)> =
+            self.cpus.iter().map(|w| (w.cpu as u32, w.switches(tid, from, to))).collect();
         let traces: Vec<CpuTrace<'_>> = slices.iter().map(|(cpu, events)| CpuTrace { cpu: *cpu, events }).collect();
         OffCpu::of(tid, from, to, &traces).ok_or(Unexplained::NotHeld)
     }

@@ -45,7 +45,7 @@ use std::collections::HashMap;
 pub use alternate::{AbOutcome, Alternating};
 pub use cgroups::Cgroups;
 pub use idle::{CState, CStates};
-pub use input::{CpuTrace, Recorded, Task, FAIR_PRIO};
+pub use input::{CpuTrace, Recorded, Task};
 pub use live::{Live, Recent, Unexplained};
 pub use off_cpu::OffCpu;
 pub use phases::{match_all, match_all_every, Matched, Phases, Unmatched};
@@ -399,7 +399,7 @@ impl Spike {
                 None => match self.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
                     // Throttling holds a real-time CPU idle for tens of ms; a
                     // short idle stretch is the CPU waking from an idle state.
-                    Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < 100 => Cause::Throttled,
+                    Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < crate::cfs::FAIR_PRIO => Cause::Throttled,
                     Some(_) => {
                         idle_verdict(tl, m.cpu, m.waking, named[2].1, steal_over(steal, m.cpu, m.waking, m.switched_in))
                     }

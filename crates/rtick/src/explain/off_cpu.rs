@@ -1,7 +1,8 @@
 //! Where a thread's time went between two instants it was running at, from
 //! its context switches: on the CPU, preempted (runnable while something
 //! else ran, or its CPU idled: throttled), or blocked (asleep in its own
-//! work: I/O, a lock, a page fault). `rtick attach` splits an overrun
+//! work: I/O, a lock, a page fault; from its switch out asleep to its
+//! wake-up, then runnable). `rtick attach` splits an overrun
 //! cycle's compute phase so: "compute 4 ms > interval 1 ms" is the
 //! program's own doing only when it ran for most of it.
 //!
@@ -10,7 +11,7 @@
 //! whose CPU idles is throttled): the one that held it longest is named.
 
 use super::input::{CpuTrace, Task};
-use crate::ktrace::{EventKind, Switch};
+use crate::ktrace::{Event, EventKind, Switch};
 use crate::time::{Nanos, Time};
 
 /// A thread's time from one instant it ran at to another.
@@ -39,16 +40,21 @@ impl OffCpu {
     /// runs at `from` and at `to`. `None` when its switches do not say
     /// that (it ran on a CPU not traced).
     pub fn of(tid: i32, from: Time, to: Time, cpus: &[CpuTrace<'_>]) -> Option<OffCpu> {
-        let mut mine: Vec<(Time, u32, &Switch)> = cpus
-            .iter()
-            .flat_map(|c| c.events.iter().map(move |e| (c.cpu, e)))
-            .filter(|(_, e)| e.ts > from && e.ts <= to)
+        let within = |e: &&Event| e.ts > from && e.ts <= to;
+        let all = cpus.iter().flat_map(|c| c.events.iter().filter(within).map(move |e| (c.cpu, e)));
+        let mut mine: Vec<(Time, u32, &Switch)> = all
+            .clone()
             .filter_map(|(cpu, e)| match &e.kind {
                 EventKind::SchedSwitch(s) if s.prev_pid == tid || s.next_pid == tid => Some((e.ts, cpu, s)),
                 _ => None,
             })
             .collect();
-        mine.sort_by_key(|&(ts, cpu, _)| (ts, cpu));
+        // At one time on two CPUs, the switch out comes first.
+        mine.sort_by_key(|&(ts, cpu, s)| (ts, s.next_pid == tid, cpu));
+        // Its wake-ups: a sleep is blocked until then, runnable after.
+        let woken: Vec<Time> = all
+            .filter_map(|(_, e)| matches!(&e.kind, EventKind::SchedWakeup(w) if w.pid == tid).then_some(e.ts))
+            .collect();
         let (mut stretches, mut out, mut prio) = (Vec::<Stretch>::new(), None::<(Time, bool)>, None);
         for (ts, cpu, s) in mine {
             match out {
@@ -56,12 +62,16 @@ impl OffCpu {
                     out = Some((ts, !s.slept()));
                     prio = Some(s.prev_prio);
                 }
-                Some((at, runnable)) if s.next_pid == tid => {
-                    stretches.push((at, ts, runnable, cpu));
-                    out = None;
+                Some((at, true)) if s.next_pid == tid => stretches.push((at, ts, true, cpu)),
+                Some((at, false)) if s.next_pid == tid => {
+                    let w = woken.iter().copied().filter(|&w| w > at && w <= ts).max().unwrap_or(ts);
+                    stretches.extend([(at, w, false, cpu), (w, ts, true, cpu)]);
                 }
                 // Switched out twice, or in while running: not all of its CPUs are traced.
                 _ => return None,
+            }
+            if s.next_pid == tid {
+                out = None;
             }
         }
         if out.is_some() {
@@ -143,7 +153,9 @@ mod tests {
     }
 
     /// From 1 000 to 10 000: preempted by the hog (2 000–5 000, then idle
-    /// 5 000–6 000 before it is back), asleep 7 000–8 000, running the rest.
+    /// 5 000–6 000 before it is back), asleep 7 000–7 600, woken then and
+    /// runnable until 8 000 (idle then: the wake-up's switch not yet made),
+    /// running the rest.
     #[test]
     fn preempted_blocked_and_ran_add_up_and_the_longest_holder_is_named() {
         let events = [
@@ -152,15 +164,21 @@ mod tests {
             switch(5_000, (9, 1), 0),
             switch(6_000, (0, 0), T),
             switch(7_000, (T, 1), 0),
+            wakeup(7_600),
             switch(8_000, (0, 0), T),
         ];
         let cpus = [CpuTrace { cpu: 0, events: &events }];
         let o = OffCpu::of(T, Time(1_000), Time(10_000), &cpus).unwrap();
-        assert_eq!((o.ran, o.preempted, o.blocked), (Nanos(4_000), Nanos(4_000), Nanos(1_000)));
+        assert_eq!((o.ran, o.preempted, o.blocked), (Nanos(4_000), Nanos(4_400), Nanos(600)));
         let (who, held) = o.by.clone().unwrap();
         assert_eq!((who.pid, who.comm.as_str(), who.prio, held), (9, "hog", 19, Nanos(3_000)));
         assert_eq!(o.prio, Some(120));
         assert!(!o.idled());
+    }
+
+    fn wakeup(ts: i64) -> Event {
+        let w = crate::ktrace::Wakeup { comm: Comm::new(b"app"), pid: T, prio: 120, target_cpu: 0 };
+        Event { ts: Time(ts), pid: 0, flags: 0, preempt_count: 0, kind: EventKind::SchedWakeup(w) }
     }
 
     /// Preempted on CPU 0 and run again on CPU 1: what ran on CPU 1

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::idle::CStates;
 use super::input::Task;
-use crate::ktrace::{softirq_name, Event, EventKind, Ipi, Sender, Senders, Switch};
+use crate::ktrace::{softirq_name, Event, EventKind, IdleWatch, Ipi, Sender, Senders, Switch};
 use crate::time::{Nanos, Time};
 
 /// Something that took a CPU's time.
@@ -122,6 +122,7 @@ impl Timeline {
             woken: HashMap::new(),
             seen: HashMap::new(),
             expiry: None,
+            idle: IdleWatch::default(),
         };
         for e in events {
             b.event(e);
@@ -209,12 +210,20 @@ struct Builder<'a> {
     /// The timer expiry just recorded (time, timer): the kernel records
     /// the stack its trigger takes right after it.
     expiry: Option<(Time, u64)>,
+    /// A switch out of the idle task that was not recorded, inferred
+    /// after the idle task's last event.
+    idle: IdleWatch,
 }
 
 impl Builder<'_> {
     fn event(&mut self, e: &Event) {
         if e.pid != 0 {
             self.seen.entry(e.pid).or_insert(e.ts);
+        }
+        if let Some((at, sw)) = self.idle.missed(e, 0) {
+            // Not after the task's first event here: it ran by then.
+            let at = self.seen.get(&sw.next_pid).map_or(at, |&s| at.min(s));
+            self.switch(at, &sw);
         }
         let expiry = self.expiry.take();
         match &e.kind {
@@ -276,6 +285,7 @@ impl Builder<'_> {
 
     /// A context switch at `ts`: the current task's span ends, the next one's begins.
     fn switch(&mut self, ts: Time, sw: &Switch) {
+        self.idle.switched(ts, sw);
         let prev = Task::new(&sw.prev_comm, sw.prev_pid, sw.prev_prio);
         let current_pid = self.current.as_ref().map(|(_, c)| match c {
             Culprit::Task(t) => t.pid,
@@ -381,6 +391,26 @@ mod tests {
         assert_eq!(t.current(Time(50)), Some(&Culprit::Idle));
         assert_eq!(t.current(Time(150)), Some(&hog));
         assert_eq!(t.in_window(Time(0), Time(400), 77, 0)[0], (hog, Nanos(300)));
+    }
+
+    /// Woken while its CPU was throttled (idle, the switch out of idle not
+    /// recorded), the hog runs when the RT period timer ends the stretch,
+    /// not from its wake-up: the idle task held the CPU until that timer.
+    #[test]
+    fn a_switch_out_of_idle_not_recorded_is_after_idles_last_event() {
+        let evs = [
+            ev(0, 7, switch(("x", 7, 120), ("swapper/1", 0, 120))),
+            ev(100, 0, crate::explain::testing::wakeup(42, 4)),
+            ev(5_000, 0, K::HrtimerExpireEntry { hrtimer: 1, now: Time(5_000), function: 2 }),
+            ev(5_010, 0, K::HrtimerExpireExit { hrtimer: 1 }),
+            ev(6_000, 42, switch(("hog", 42, 4), ("me", 77, 9))),
+        ];
+        let t = Timeline::build(&evs, Time(10_000));
+        let hog = Culprit::Task(task("hog", 42, 4));
+        assert_eq!(t.current(Time(4_000)), Some(&Culprit::Idle));
+        assert_eq!(t.current(Time(5_500)), Some(&hog));
+        assert_eq!(t.in_window(Time(0), Time(6_000), 77, 0)[0].0, Culprit::Idle);
+        assert!(t.in_window(Time(0), Time(6_000), 77, 0).contains(&(hog, Nanos(990))));
     }
 
     /// A stack recorded right after a timer's expiry (an NMI may come in

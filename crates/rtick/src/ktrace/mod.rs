@@ -46,6 +46,7 @@ mod decode;
 pub mod events;
 mod filter;
 pub mod format;
+mod idle_watch;
 pub mod instance;
 pub mod ipi_send;
 pub mod kallsyms;
@@ -61,6 +62,7 @@ pub use events::{
     softirq_name, Comm, Event, EventKind, Ipi, IpiSend, Switch, Targets, TickDependency, Tracepoint, Wakeup,
 };
 pub use filter::kernel_filters_pids;
+pub use idle_watch::IdleWatch;
 pub use instance::{remove_instance, BufferStats};
 pub use ipi_send::{Sender, Senders, MAX_SENDS};
 pub(crate) use reader::keep_off;

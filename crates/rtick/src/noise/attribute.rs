@@ -19,14 +19,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::missed_switch::IdleWatch;
 use super::senders::SentBy;
 use super::source::{Source, Tally, Vector, MAX_THREADS};
 use super::switch_stacks::KeptStacks;
 use super::tick::TickTally;
-use crate::cfs::CfsRun;
+use crate::cfs::{CfsRun, FAIR_PRIO};
 use crate::explain::{Cgroups, Task};
-use crate::ktrace::{Event, EventKind, Sender, Switch};
+use crate::ktrace::{Event, EventKind, IdleWatch, Sender, Switch};
 use crate::time::{Nanos, Time};
 
 /// Instances or gaps waiting beyond this many are dropped (and counted).
@@ -107,8 +106,7 @@ pub struct Attributor {
     pub below_threshold: Tally,
     /// Gaps dropped past the memory bound: left unattributed.
     pub dropped_gaps: u64,
-    /// Instances (kernel work from the trace) dropped past the memory
-    /// bound: the gaps they fell in are attributed without them.
+    /// Instances (kernel work) dropped past the memory bound: their gaps are attributed without them.
     pub dropped_instances: u64,
     /// The largest gaps, with their sources.
     pub worst: Vec<GapRecord>,
@@ -127,9 +125,7 @@ pub struct Attributor {
     pub cgroups: HashMap<Source, Arc<str>>,
     /// Who sent each IPI source's IPIs inside gaps, where the trace named them.
     pub senders: HashMap<Source, SentBy>,
-    /// The start of the task just ended by a switch back to the spinner
-    /// from it (not from a task whose switch in was not recorded): the
-    /// stack recorded next is its.
+    /// The start of the task just ended by a switch back to the spinner: the stack recorded next is its.
     gave_back: Option<Time>,
     /// Per thread source, its stack when its longest run gave the CPU back.
     pub stacks: KeptStacks,
@@ -143,7 +139,7 @@ pub struct Attributor {
 impl Attributor {
     /// For the spinner `pid`, of kernel priority `prio` (0–99 real-time, 120 normal).
     pub fn new(pid: i32, prio: i32) -> Attributor {
-        Attributor { spinner_pid: pid, spinner_rt_prio: (prio < 100).then_some(prio), ..Default::default() }
+        Attributor { spinner_pid: pid, spinner_rt_prio: (prio < FAIR_PRIO).then_some(prio), ..Default::default() }
     }
 
     /// Names the cgroup of each thread source as it is first named, from
@@ -275,7 +271,8 @@ impl Attributor {
     fn end_task(&mut self, ts: Time) {
         self.stack.clear();
         if let Some(t) = self.task.take() {
-            let net = ts - t.start - t.nested;
+            // (Nested time can pass the span's when a switch out of idle was inferred: IdleWatch.)
+            let net = (ts - t.start - t.nested).max(Nanos::ZERO);
             let other_runnable = self.spinner_rt_prio.is_none() && self.spinner_runnable;
             let source = super::cfs::source_of(self.cfs.as_ref(), t.source, (t.start, ts), net, other_runnable);
             self.emit(Instance { source, start: t.start, net, nested: t.nested, from: None, stack: None });
@@ -302,29 +299,33 @@ impl Attributor {
         self.begin = t;
     }
 
+    /// The spinner read its clock at `t`: a switch to it out of idle the trace lacks came before.
+    pub fn spinner_read(&mut self, t: Time) {
+        if let Some((at, sw)) = self.idle.back_to(self.spinner_pid, t) {
+            self.switch(at, &sw);
+        }
+    }
+
     /// Whether an interrupt context (IRQ, vector, softirq) is open.
     pub fn in_context(&self) -> bool {
         !self.stack.is_empty()
     }
 
-    /// The followed thread is away from this CPU from `ts` (asleep, or on
-    /// another CPU), or back (`None`): what runs while it is away is not
-    /// its noise. A task open here ends when it leaves for another CPU.
+    /// The followed thread is away from this CPU from `ts` (asleep, or on another CPU), or back
+    /// (`None`): what runs while it is away is not its noise. A task open here ends when it leaves.
     pub fn away(&mut self, ts: Option<Time>) {
         match ts {
             None => self.away_since = None,
+            // What ran until then stays (its time was taken from the thread); what began then is dropped.
             Some(t) if self.away_since.is_none() => {
                 self.away_since = Some(t);
-                // What ran until then stays (its time was taken from the
-                // thread); what began then is dropped.
                 self.end_task(t);
             }
             Some(_) => {}
         }
     }
 
-    /// A gap opened at `from` and not handed over yet: what starts after
-    /// it waits for it, rather than count as below the threshold.
+    /// A gap opened at `from` and not handed over yet: what starts after it waits for it (not below the threshold).
     pub fn hold(&mut self, from: Option<Time>) {
         self.holding = from;
     }

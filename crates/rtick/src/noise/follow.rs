@@ -81,6 +81,11 @@ impl Follower {
         self.arrive(t);
     }
 
+    /// Whether the thread is on this CPU (running or waiting) as its events say.
+    pub fn is_here(&self) -> bool {
+        self.here != Here::Away
+    }
+
     /// Its time on this CPU, running or waiting, up to `now`.
     pub fn present_at(&self, now: Time) -> Nanos {
         self.present + self.at_since.map_or(Nanos::ZERO, |s| (now - s).max(Nanos::ZERO))
@@ -107,13 +112,16 @@ impl Follower {
         if self.here == Here::Waiting && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
             // An event fired while it ran: its switch back in was lost,
             // right after the idle task's last event when it came out of
-            // idle ([`IdleWatch`](super::missed_switch::IdleWatch)), else
+            // idle ([`IdleWatch`](crate::ktrace::IdleWatch)), else
             // at the latest now. Who ran meanwhile is charged until then.
             let at = self.attr.idle.last().unwrap_or(e.ts);
             self.end_gap(at);
             self.attr.away(Some(at));
             self.attr.away(None);
             self.here = Here::Running;
+        } else if self.here == Here::Away && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
+            // It runs here, its switch in not recorded (out of idle: after idle's last event).
+            self.arrive(self.attr.idle.last().unwrap_or(e.ts));
         }
         let before = self.attr.in_context();
         self.attr.event_from(e, from);

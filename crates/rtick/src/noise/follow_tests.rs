@@ -87,8 +87,9 @@ fn what_runs_while_it_sleeps_or_runs_elsewhere_is_not_its_noise() {
     let mut f = follower();
     let events = [
         switch(1_000, APP, 1, ("swapper/1", 0, 120)),
-        ev(1_500, EventKind::IrqHandlerEntry { irq: 11, name: Arc::from("virtio0") }),
-        ev(1_900, EventKind::IrqHandlerExit { irq: 11, ret: 1 }),
+        // In the idle task's context: the thread sleeps.
+        Event { pid: 0, ..ev(1_500, EventKind::IrqHandlerEntry { irq: 11, name: Arc::from("virtio0") }) },
+        Event { pid: 0, ..ev(1_900, EventKind::IrqHandlerExit { irq: 11, ret: 1 }) },
         switch(4_000, 0, 0, ("poller", APP, PRIO)),
         // Preempted by a higher priority, then switched in on another CPU at 6 000.
         switch(5_000, APP, 0, ("migration/1", 9, 0)),
@@ -151,6 +152,28 @@ fn an_event_fired_in_the_thread_ends_its_wait_when_the_switch_was_lost() {
     assert_eq!(total(&f, &Source::Vector(Vector::LocalTimer)), Some((1, 300)));
     let migration = Source::Thread { comm: Comm::new(b"migration/1"), pid: 9, prio: 0 };
     assert_eq!(total(&f, &migration), Some((1, 4_000)));
+}
+
+/// Asleep (its CPU idle), woken by an interrupt at 3 000, and running
+/// without a recorded switch out of idle (this VM's CPU 1): its first event
+/// (4 000) says it is here, since idle's last event; an interrupt then is
+/// a gap of its, and its time here counts from 3 000.
+#[test]
+fn a_switch_in_out_of_idle_not_recorded_brings_it_back_after_idles_last_event() {
+    let mut f = follower();
+    let in_idle = |ts: i64, kind: EventKind| Event { pid: 0, ..ev(ts, kind) };
+    let events = [
+        switch(1_000, APP, 1, ("swapper/1", 0, 120)),
+        in_idle(2_900, EventKind::IrqHandlerEntry { irq: 11, name: Arc::from("virtio0") }),
+        in_idle(3_000, EventKind::IrqHandlerExit { irq: 11, ret: 1 }),
+        ev(4_000, EventKind::IrqHandlerEntry { irq: 11, name: Arc::from("virtio0") }),
+        ev(4_500, EventKind::IrqHandlerExit { irq: 11, ret: 1 }),
+    ];
+    events.iter().for_each(|e| f.event(e));
+    assert!(f.is_here());
+    f.finish(Time(10_000));
+    assert_eq!(total(&f, &Source::Irq { irq: 11, name: Arc::from("virtio0") }), Some((1, 500)));
+    assert_eq!((f.gaps.len(), f.present), (1, Nanos(1_000 + 7_000)));
 }
 
 #[test]

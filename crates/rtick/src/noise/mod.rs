@@ -31,7 +31,6 @@ pub mod attach;
 pub mod attribute;
 mod cfs;
 pub mod follow;
-mod missed_switch;
 pub mod observe;
 pub mod run;
 pub mod senders;

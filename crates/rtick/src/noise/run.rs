@@ -281,6 +281,10 @@ fn round(
     for s in spinners.iter_mut() {
         let progress = Time(s.shared.progress.load(Ordering::Acquire));
         while let Ok(g) = s.ring.pop() {
+            if g.end <= watermark {
+                // The trace is read up to the watermark: idle's last event by then is known.
+                s.attr.spinner_read(g.end);
+            }
             s.attr.gap(g);
         }
         s.attr.settle(progress.min(watermark));

@@ -129,6 +129,22 @@ fn a_switch_out_of_idle_not_recorded_is_inferred_after_the_idle_tasks_last_event
     assert_eq!(tally(&a, &busy), Some((1, 2_000)));
 }
 
+/// The same, the spinner's clock read at the gap's end its only sign of
+/// being back (no event of its in the trace before the round ends).
+#[test]
+fn a_gap_ends_an_idle_stretch_whose_switch_to_the_spinner_was_not_recorded() {
+    let mut a = Attributor::new(SPINNER, 9);
+    let events = [
+        switch(10_000, (SPINNER, 9), 0, ("swapper/1", 0, 120)),
+        Event { pid: 0, ..ev(59_000, EventKind::HrtimerExpireExit { hrtimer: 1 }) },
+    ];
+    events.iter().for_each(|e| a.event(e));
+    a.spinner_read(Time(59_100));
+    run(&mut a, &[], &[(9_990, 59_100)], 60_000);
+    assert_eq!(tally(&a, &Source::RtThrottling), Some((1, 49_000)));
+    assert_eq!(a.below_threshold.count, 0);
+}
+
 #[test]
 fn a_runnable_rt_spinner_replaced_by_lower_priorities_is_rt_throttling() {
     // SCHED_FIFO 90 is kernel priority 9.

@@ -1,19 +1,22 @@
 //! Switches out of the idle task that the trace does not hold. On some
 //! kernels (this VM's, on every CPU but the boot CPU) no `sched_switch`
 //! out of the idle task is ever recorded, though the idle task's interrupts
-//! are. Without it a throttled stretch (the CPU idle while the spinner is
-//! runnable) would last until the next switch recorded, swallowing the
-//! run of whoever came after it: a task of higher priority that became
-//! runnable during the stretch runs first when it ends.
+//! are. Without it an idle stretch would last until the next switch
+//! recorded, swallowing the run of whoever came after it: in `noise`, a
+//! throttled stretch (the CPU idle while the spinner is runnable) would
+//! take the run of a task of higher priority that became runnable during
+//! it; in `--explain`, the idle CPU would seem to hold a late thread that
+//! another task held. `noise`'s attribution and `explain`'s timeline both
+//! infer it here.
 //!
 //! The switch is inferred when an event in another task's context comes
 //! while the idle task runs: it happened right after the idle task's last
 //! event (the interrupt that made it reschedule: the RT period timer that
 //! ends a throttled stretch, or the wake-up of a task). The task switched
 //! to is named by its own switch out (its comm and priority) or, for the
-//! spinner, by any event of its.
+//! spinner (noise's followed thread), by any event of its.
 
-use crate::ktrace::{Comm, Event, EventKind, Switch};
+use super::{Comm, Event, EventKind, Switch};
 use crate::time::Time;
 
 /// Whether the idle task runs, and its latest event.
@@ -26,7 +29,7 @@ pub struct IdleWatch {
 impl IdleWatch {
     /// Takes event `e` (in order): the switch out of the idle task that it
     /// shows was not recorded, with when it happened, if so. `spinner` is
-    /// the thread whose gaps are attributed.
+    /// a thread whose every event names it (0: none).
     pub fn missed(&mut self, e: &Event, spinner: i32) -> Option<(Time, Switch)> {
         let since = self.last?;
         if e.pid == 0 {
@@ -41,17 +44,16 @@ impl IdleWatch {
             _ => return None,
         };
         self.last = None;
-        let idle = Comm::new(b"swapper");
-        let sw = Switch {
-            prev_comm: idle,
-            prev_pid: 0,
-            prev_prio: 120,
-            prev_state: 0,
-            next_comm: comm,
-            next_pid: e.pid,
-            next_prio: prio,
-        };
-        Some((since, sw))
+        Some((since, from_idle(comm, e.pid, prio)))
+    }
+
+    /// The spinner `pid` is known to have run by `by` (it read its clock
+    /// then): if the idle task ran until before that as far as the trace
+    /// says, the switch from it to the spinner, not recorded, and when.
+    pub fn back_to(&mut self, pid: i32, by: Time) -> Option<(Time, Switch)> {
+        let since = self.last.filter(|&t| t <= by)?;
+        self.last = None;
+        Some((since, from_idle(Comm::new(b""), pid, 0)))
     }
 
     /// A switch recorded (or inferred) at `ts`: to the idle task, it runs from then.
@@ -63,6 +65,19 @@ impl IdleWatch {
     /// recorded happened after it).
     pub fn last(&self) -> Option<Time> {
         self.last
+    }
+}
+
+/// A switch from the idle task to `pid`.
+fn from_idle(comm: Comm, pid: i32, prio: i32) -> Switch {
+    Switch {
+        prev_comm: Comm::new(b"swapper"),
+        prev_pid: 0,
+        prev_prio: 120,
+        prev_state: 0,
+        next_comm: comm,
+        next_pid: pid,
+        next_prio: prio,
     }
 }
 
@@ -117,5 +132,12 @@ mod tests {
         assert_eq!(w.missed(&recorded, 7), None);
         w.switched(Time(1_200), &switch(0, 7));
         assert_eq!(w.missed(&ev(1_300, 7, EventKind::LocalTimerEntry { vector: 236 }), 7), None);
+        // The spinner's clock read at 2 000 after idle's last event at 1 500.
+        w.switched(Time(1_400), &switch(7, 0));
+        assert_eq!(w.missed(&ev(1_500, 0, EventKind::HrtimerExpireExit { hrtimer: 1 }), 7), None);
+        assert_eq!(w.back_to(7, Time(1_450)), None, "idle ran past that read");
+        let (at, sw) = w.back_to(7, Time(2_000)).expect("inferred");
+        assert_eq!((at, sw.prev_pid, sw.next_pid), (Time(1_500), 0, 7));
+        assert_eq!(w.last(), None);
     }
 }
