@@ -207,9 +207,9 @@ pub struct OverrunJson {
     /// What the late wait before is blamed on, when its explanation names
     /// one; the task that held the CPU longest while a compute phase was preempted.
     pub culprit: Option<CulpritJson>,
-    /// A compute phase's [ran, preempted, blocked] ns, when its switches were held.
+    /// A compute phase's [ran, preempted, blocked, waking] ns, when its switches were held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compute_split_ns: Option<[i64; 3]>,
+    pub compute_split_ns: Option<[i64; 4]>,
     /// The culprit task's cgroup; for "cfs_throttled", the thread's own that was throttled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
@@ -240,7 +240,7 @@ impl OverrunJson {
                 // The task and cgroup the cause names: a preemptor, or the throttled cgroup.
                 let by = s.preemptor();
                 culprit = by.map(|t| CulpritJson::of(&Culprit::Task(t.clone())));
-                split = Some([s.off.ran, s.off.preempted, s.off.blocked].map(|n| n.as_ns()));
+                split = Some([s.off.ran, s.off.preempted, s.off.blocked, s.off.waking].map(|n| n.as_ns()));
                 let theirs = by.and(s.cgroup.clone());
                 cgroup = s.cfs.clone().or(theirs).map(|c| c.to_string());
             }

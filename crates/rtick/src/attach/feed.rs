@@ -516,7 +516,10 @@ mod tests {
         assert_eq!(off.by, Some((Task { comm: "hog".into(), pid: HOG, prio: 19 }, Nanos(3_000))));
         assert_eq!(o.cause.kind(), "preempted");
         let text = o.cause.text();
-        assert!(text.starts_with("compute ") && text.ends_with(", preempted 3.0 µs by hog:9 (prio 19)"), "{text}");
+        assert!(
+            text.starts_with("compute ") && text.ends_with(", preempted 3.0 µs; its CPU held by hog:9 (prio 19)"),
+            "{text}"
+        );
     }
 
     /// With a spike threshold, the late wait is a spike, explained even

@@ -133,58 +133,67 @@ impl ComputeSplit {
     /// holder's cgroup from `cgroups`, CFS throttling from the thread's `cfs` samples.
     pub fn new(off: OffCpu, from: Time, to: Time, cgroups: &Cgroups, cfs: Option<&CfsRun>) -> ComputeSplit {
         let cgroup = off.by.as_ref().and_then(|(t, _)| cgroups.of(t));
-        let held = off.preempted;
-        let cfs = cfs.filter(|_| held >= SMALL).and_then(|r| r.blamed(off.prio.unwrap_or(FAIR_PRIO), from, to, held));
+        let held = off.preempted + off.waking;
+        let runnable_most = held >= SMALL && held >= off.blocked;
+        let prio = off.prio.unwrap_or(FAIR_PRIO);
+        let cfs = cfs.filter(|_| runnable_most).and_then(|r| r.blamed(prio, from, to, held));
         ComputeSplit { off, cgroup, cfs }
     }
 
-    /// A real-time thread kept off its CPU by the idle task or a task of
-    /// lower priority: only RT throttling lets those run before it (as
-    /// `noise` and a spike's explanation read it).
+    /// A real-time thread kept runnable off its CPU for a millisecond or
+    /// more while the idle task or a task of lower priority held it: only
+    /// RT throttling lets those run before it (the rule of a spike's
+    /// explanation; shorter, it is a wake-up's latency).
     fn rt_throttled(&self) -> bool {
         let Some(prio) = self.off.prio.filter(|&p| p < FAIR_PRIO) else { return false };
-        self.off.by.as_ref().is_some_and(|(t, _)| t.is_idle() || t.prio > prio)
+        let below = |t: &Task| t.is_idle() || t.prio > prio;
+        self.off.by.as_ref().is_some_and(|(t, d)| below(t) && *d >= Nanos::from_ms(1))
     }
 
-    /// The task to blame for the time it was preempted, when one is:
-    /// not the idle task, not under CFS or RT throttling.
+    /// The task to blame for the time it was runnable, when one is: of
+    /// higher priority (or a fair thread's competitor), not the idle task,
+    /// not under CFS or RT throttling.
     pub fn preemptor(&self) -> Option<&Task> {
-        let by = self.off.by.as_ref().map(|(t, _)| t).filter(|t| !t.is_idle());
-        by.filter(|_| self.off.preempted >= SMALL && self.cfs.is_none() && !self.rt_throttled())
+        let prio = self.off.prio.unwrap_or(FAIR_PRIO);
+        let by = self.off.by.as_ref().map(|(t, _)| t).filter(|t| !t.is_idle() && (prio >= FAIR_PRIO || t.prio < prio));
+        by.filter(|_| self.off.preempted + self.off.waking >= SMALL && self.cfs.is_none() && !self.rt_throttled())
     }
 
     /// The time off the CPU's kind (see [`OverrunCause::kind`]).
     fn kind(&self) -> &'static str {
+        let o = &self.off;
         match () {
-            _ if self.off.blocked > self.off.preempted => "blocked",
+            _ if o.blocked > o.preempted + o.waking => "blocked",
             _ if self.cfs.is_some() => "cfs_throttled",
             _ if self.rt_throttled() => "rt_throttled",
-            _ => "preempted",
+            _ if self.preemptor().is_some() => "preempted",
+            // Runnable after a short sleep, the CPU idle or lower: its own wake-up.
+            _ => "blocked",
         }
     }
 
-    /// "ran 0.6 ms, preempted 3.5 ms by hog:4242 (prio 19)", "ran 1.3 ms".
+    /// "ran 609.8 µs, preempted 2.96 ms; its CPU held by hog:4242 (prio 19)".
     pub fn text(&self) -> String {
         let o = &self.off;
         let mut s = format!("ran {}", o.ran);
-        if o.preempted >= SMALL {
-            let p = o.preempted;
-            match (&self.cfs, self.preemptor()) {
-                (Some(cg), _) => s.push_str(&format!(", CFS throttled {p} in {cg}")),
-                (None, _) if self.rt_throttled() => s.push_str(&format!(
-                    ", RT throttled {p} (runnable while a lower priority held its CPU: sched_rt_runtime_us)"
-                )),
-                (None, Some(t)) => {
-                    s.push_str(&format!(", preempted {p} by {}", Culprit::Task(t.clone())));
-                    if let Some(cg) = &self.cgroup {
-                        s.push_str(&format!(" in {cg}"));
-                    }
-                }
-                (None, None) => s.push_str(&format!(", runnable off the CPU {p}")),
+        for (what, d) in [("preempted", o.preempted), ("blocked", o.blocked), ("waking", o.waking)] {
+            if d >= SMALL {
+                s.push_str(&format!(", {what} {d}"));
             }
         }
-        if o.blocked >= SMALL {
-            s.push_str(&format!(", blocked {} (asleep in its own work: I/O, a lock, a page fault)", o.blocked));
+        match (&self.cfs, self.preemptor()) {
+            (Some(cg), _) => s.push_str(&format!("; CFS throttled in {cg}")),
+            (None, _) if self.rt_throttled() => {
+                s.push_str("; RT throttled (runnable while idle or a lower priority held its CPU: sched_rt_runtime_us)")
+            }
+            (None, Some(t)) => {
+                s.push_str(&format!("; its CPU held by {}", Culprit::Task(t.clone())));
+                if let Some(cg) = &self.cgroup {
+                    s.push_str(&format!(" in {cg}"));
+                }
+            }
+            (None, None) if o.blocked >= SMALL => s.push_str("; asleep in its own work: I/O, a lock, a page fault"),
+            (None, None) => {}
         }
         s
     }
@@ -290,18 +299,22 @@ mod tests {
         let none = tempfile::tempdir().unwrap();
         let cgroups = Cgroups::new(crate::system::SysRoot::new(none.path()));
         let task = |pid, prio| Task { comm: if pid == 0 { "swapper/1".into() } else { "hog".into() }, pid, prio };
-        let split = |ran, preempted, blocked, by: Option<Task>, prio, cfs: Option<&CfsRun>| {
+        // [ran, preempted, blocked, waking] µs; the holder held all the runnable time.
+        let split = |[ran, preempted, blocked, waking]: [i64; 4], by: Option<Task>, prio, cfs: Option<&CfsRun>| {
+            let us = |v: i64| Nanos::from_us(v);
+            let held = us(preempted + waking);
             let off = OffCpu {
-                ran: Nanos(ran),
-                preempted: Nanos(preempted),
-                blocked: Nanos(blocked),
-                by: by.map(|t| (t, Nanos(preempted))),
+                ran: us(ran),
+                preempted: us(preempted),
+                blocked: us(blocked),
+                waking: us(waking),
+                by: by.map(|t| (t, held)),
                 prio: Some(prio),
             };
-            ComputeSplit::new(off, Time(0), Time(ran + preempted + blocked), &cgroups, cfs)
+            ComputeSplit::new(off, Time(0), Time(0) + us(ran + preempted + blocked + waking), &cgroups, cfs)
         };
         let cause = |s: ComputeSplit| {
-            let compute = s.off.ran + s.off.preempted + s.off.blocked;
+            let compute = s.off.ran + s.off.preempted + s.off.blocked + s.off.waking;
             OverrunCause::Compute { compute, interval: Nanos(1_000_000), split: Some(s) }
         };
         let throttled = CfsRun {
@@ -315,28 +328,37 @@ mod tests {
                 .map(|(at, ns)| ThrottleSample { at: Time(at), cgroup: 0, throttled: Nanos(ns) })
                 .to_vec(),
         };
-        let preempted = cause(split(600_000, 3_000_000, 0, Some(task(9, 19)), 49, None));
+        let text = |c: &OverrunCause| c.text().split_once(": ").map(|(_, t)| t.to_string()).unwrap();
+        let preempted = cause(split([600, 3_000, 0, 0], Some(task(9, 19)), 49, None));
         assert_eq!(preempted.kind(), "preempted");
-        assert!(
-            preempted.text().ends_with(": ran 600.0 µs, preempted 3.00 ms by hog:9 (prio 19)"),
-            "{}",
-            preempted.text()
-        );
-        let cfs = cause(split(600_000, 3_000_000, 0, Some(task(0, 120)), 120, Some(&throttled)));
+        assert_eq!(text(&preempted), "ran 600.0 µs, preempted 3.00 ms; its CPU held by hog:9 (prio 19)");
+        let cfs = cause(split([600, 3_000, 0, 0], Some(task(0, 120)), 120, Some(&throttled)));
         assert_eq!(cfs.kind(), "cfs_throttled");
-        assert!(cfs.text().ends_with(": ran 600.0 µs, CFS throttled 3.00 ms in /box"), "{}", cfs.text());
+        assert_eq!(text(&cfs), "ran 600.0 µs, preempted 3.00 ms; CFS throttled in /box");
+        // Woken into a throttled cgroup: the time waking is CFS's too.
+        let woken = cause(split([600, 0, 100, 2_900], Some(task(0, 120)), 120, Some(&throttled)));
+        assert_eq!(woken.kind(), "cfs_throttled");
         // The same samples do not make a real-time thread's idle CPU CFS's
         // doing; nor is a lower priority that ran instead a preemptor.
-        let rt = cause(split(600_000, 3_000_000, 0, Some(task(0, 49)), 49, Some(&throttled)));
+        let rt = cause(split([600, 3_000, 0, 0], Some(task(0, 49)), 49, Some(&throttled)));
         assert_eq!(rt.kind(), "rt_throttled");
-        let below = cause(split(600_000, 3_000_000, 0, Some(task(9, 120)), 49, None));
+        let below = cause(split([600, 3_000, 0, 0], Some(task(9, 120)), 49, None));
         assert_eq!(below.kind(), "rt_throttled");
-        assert!(below.text().contains(", RT throttled 3.00 ms (runnable while"), "{}", below.text());
-        let blocked = cause(split(300_000, 0, 2_000_000, None, 120, None));
+        assert!(text(&below)
+            .ends_with("; RT throttled (runnable while idle or a lower priority held its CPU: sched_rt_runtime_us)"));
+        // A short sleep and its wake-up from idle (80 µs): the thread's own, not throttling.
+        let wake = cause(split([900, 0, 50, 80], Some(task(0, 49)), 49, None));
+        assert_eq!(
+            (wake.kind(), text(&wake).as_str()),
+            (
+                "blocked",
+                "ran 900.0 µs, blocked 50.0 µs, waking 80.0 µs; asleep in its own work: I/O, a lock, a page fault"
+            )
+        );
+        let blocked = cause(split([300, 0, 2_000, 0], None, 120, None));
         assert_eq!(blocked.kind(), "blocked");
-        assert!(blocked.text().contains("blocked 2.00 ms (asleep in its own work"), "{}", blocked.text());
         // It ran longer than the interval by itself: its work, whatever else.
-        let own = cause(split(1_200_000, 500_000, 0, Some(task(9, 19)), 49, None));
+        let own = cause(split([1_200, 500, 0, 0], Some(task(9, 19)), 49, None));
         assert_eq!(own.kind(), "compute");
     }
 }

@@ -99,6 +99,8 @@ impl CpuWindow {
     fn switches(&self, tid: i32, from: Time, to: Time) -> Vec<Event> {
         let lo = self.events.partition_point(|e| e.ts < from - OFF_CPU_LOOKBACK);
         let hi = self.events.partition_point(|e| e.ts <= to).max(lo);
+        // From the last switch before the slice: who ran, and whether idle.
+        let lo = self.events.range(..lo).rposition(|e| matches!(e.kind, EventKind::SchedSwitch(_))).unwrap_or(lo);
         let (mut idle, mut out) = (IdleWatch::default(), Vec::new());
         for e in self.events.range(lo..hi) {
             if let Some((at, sw)) = idle.missed(e, tid) {
@@ -320,7 +322,9 @@ impl Recent {
         if self.cpus.iter().any(|w| w.held_from > from) {
             return Err(Unexplained::NotHeld);
         }
-        if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < to && b > from)) {
+        // A loss in the slice read (what ran before `from` too) spoils it.
+        let read_from = from - OFF_CPU_LOOKBACK;
+        if self.cpus.iter().any(|w| w.gaps.iter().any(|&(a, b)| a < to && b > read_from)) {
             return Err(Unexplained::EventsLost);
         }
         let slices: Vec<(u32, Vec<Event>)> =

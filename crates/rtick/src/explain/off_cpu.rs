@@ -1,14 +1,15 @@
 //! Where a thread's time went between two instants it was running at, from
-//! its context switches: on the CPU, preempted (runnable while something
-//! else ran, or its CPU idled: throttled), or blocked (asleep in its own
-//! work: I/O, a lock, a page fault; from its switch out asleep to its
-//! wake-up, then runnable). `rtick attach` splits an overrun
-//! cycle's compute phase so: "compute 4 ms > interval 1 ms" is the
-//! program's own doing only when it ran for most of it.
+//! its context switches and wake-ups: on the CPU; preempted (switched out
+//! runnable: something else ran, or its CPU idled: throttled); blocked
+//! (asleep in its own work: I/O, a lock, a page fault) and, after its
+//! wake-up, waking (runnable until it is switched back in: its wake-up
+//! latency). `rtick attach` splits an overrun cycle's compute phase so:
+//! "compute 4 ms > interval 1 ms" is the program's own doing only when it
+//! ran for most of it.
 //!
-//! While the thread is runnable off the CPU, what ran on the CPU it came
-//! back on is tallied task by task (the idle task too: a runnable thread
-//! whose CPU idles is throttled): the one that held it longest is named.
+//! While the thread is runnable (preempted or waking), what ran on the CPU
+//! it came back on is tallied task by task (the idle task too): the one
+//! that held it longest is named.
 
 use super::input::{CpuTrace, Task};
 use crate::ktrace::{Event, EventKind, Switch};
@@ -19,20 +20,30 @@ use crate::time::{Nanos, Time};
 pub struct OffCpu {
     /// On a CPU.
     pub ran: Nanos,
-    /// Runnable but off the CPU.
+    /// Switched out runnable, until switched back in.
     pub preempted: Nanos,
-    /// Asleep (any state but running: a blocking call, a lock, I/O).
+    /// Switched out asleep (any state but running), until its wake-up.
     pub blocked: Nanos,
-    /// What held the CPU longest while it was preempted (the idle task
-    /// when its CPU idled: throttled), and how long.
+    /// From such a wake-up to its switch back in.
+    pub waking: Nanos,
+    /// What held the CPU longest while it was runnable (preempted or
+    /// waking; the idle task when its CPU idled), and how long.
     pub by: Option<(Task, Nanos)>,
     /// The thread's kernel priority when it was switched out (to tell
     /// real-time throttling from CFS's).
     pub prio: Option<i32>,
 }
 
-/// One stretch off the CPU: from, to, runnable, the CPU it came back on.
-type Stretch = (Time, Time, bool, u32);
+/// What a stretch off the CPU was.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Off {
+    Preempted,
+    Blocked,
+    Waking,
+}
+
+/// One stretch off the CPU: from, to, what, the CPU it came back on.
+type Stretch = (Time, Time, Off, u32);
 
 impl OffCpu {
     /// From `cpus`' events (each CPU's in time order, every switch of
@@ -51,7 +62,7 @@ impl OffCpu {
             .collect();
         // At one time on two CPUs, the switch out comes first.
         mine.sort_by_key(|&(ts, cpu, s)| (ts, s.next_pid == tid, cpu));
-        // Its wake-ups: a sleep is blocked until then, runnable after.
+        // Its wake-ups: a sleep is blocked until then, waking after.
         let woken: Vec<Time> = all
             .filter_map(|(_, e)| matches!(&e.kind, EventKind::SchedWakeup(w) if w.pid == tid).then_some(e.ts))
             .collect();
@@ -62,10 +73,10 @@ impl OffCpu {
                     out = Some((ts, !s.slept()));
                     prio = Some(s.prev_prio);
                 }
-                Some((at, true)) if s.next_pid == tid => stretches.push((at, ts, true, cpu)),
+                Some((at, true)) if s.next_pid == tid => stretches.push((at, ts, Off::Preempted, cpu)),
                 Some((at, false)) if s.next_pid == tid => {
-                    let w = woken.iter().copied().filter(|&w| w > at && w <= ts).max().unwrap_or(ts);
-                    stretches.extend([(at, w, false, cpu), (w, ts, true, cpu)]);
+                    let w = woken.iter().copied().filter(|&w| w >= at && w <= ts).max().unwrap_or(ts);
+                    stretches.extend([(at, w, Off::Blocked, cpu), (w, ts, Off::Waking, cpu)]);
                 }
                 // Switched out twice, or in while running: not all of its CPUs are traced.
                 _ => return None,
@@ -77,10 +88,10 @@ impl OffCpu {
         if out.is_some() {
             return None;
         }
-        let span = |r: bool| stretches.iter().filter(|s| s.2 == r).fold(Nanos::ZERO, |t, s| t + (s.1 - s.0));
-        let (preempted, blocked) = (span(true), span(false));
+        let span = |k: Off| stretches.iter().filter(|s| s.2 == k).fold(Nanos::ZERO, |t, s| t + (s.1 - s.0));
+        let (preempted, blocked, waking) = (span(Off::Preempted), span(Off::Blocked), span(Off::Waking));
         let mut held: Vec<(Task, Nanos)> = Vec::new();
-        for &(a, b, _, cpu) in stretches.iter().filter(|s| s.2) {
+        for &(a, b, _, cpu) in stretches.iter().filter(|s| s.2 != Off::Blocked) {
             let Some(c) = cpus.iter().find(|c| c.cpu == cpu) else { continue };
             for (task, d) in running(c, a, b) {
                 match held.iter_mut().find(|(t, _)| *t == task) {
@@ -90,12 +101,8 @@ impl OffCpu {
             }
         }
         let by = held.into_iter().max_by_key(|&(_, d)| d);
-        Some(OffCpu { ran: (to - from) - preempted - blocked, preempted, blocked, by, prio })
-    }
-
-    /// The idle task held the CPU longest while the thread was runnable.
-    pub fn idled(&self) -> bool {
-        self.by.as_ref().is_some_and(|(t, _)| t.is_idle())
+        let ran = (to - from) - preempted - blocked - waking;
+        Some(OffCpu { ran, preempted, blocked, waking, by, prio })
     }
 }
 
@@ -154,8 +161,7 @@ mod tests {
 
     /// From 1 000 to 10 000: preempted by the hog (2 000–5 000, then idle
     /// 5 000–6 000 before it is back), asleep 7 000–7 600, woken then and
-    /// runnable until 8 000 (idle then: the wake-up's switch not yet made),
-    /// running the rest.
+    /// waking until 8 000 (its switch in), running the rest.
     #[test]
     fn preempted_blocked_and_ran_add_up_and_the_longest_holder_is_named() {
         let events = [
@@ -169,11 +175,10 @@ mod tests {
         ];
         let cpus = [CpuTrace { cpu: 0, events: &events }];
         let o = OffCpu::of(T, Time(1_000), Time(10_000), &cpus).unwrap();
-        assert_eq!((o.ran, o.preempted, o.blocked), (Nanos(4_000), Nanos(4_400), Nanos(600)));
+        assert_eq!((o.ran, o.preempted, o.blocked, o.waking), (Nanos(4_000), Nanos(4_000), Nanos(600), Nanos(400)));
         let (who, held) = o.by.clone().unwrap();
         assert_eq!((who.pid, who.comm.as_str(), who.prio, held), (9, "hog", 19, Nanos(3_000)));
         assert_eq!(o.prio, Some(120));
-        assert!(!o.idled());
     }
 
     fn wakeup(ts: i64) -> Event {
@@ -182,8 +187,7 @@ mod tests {
     }
 
     /// Preempted on CPU 0 and run again on CPU 1: what ran on CPU 1
-    /// meanwhile is what it waited for; a runnable thread whose CPU idled
-    /// was throttled.
+    /// meanwhile is what it waited for (the idle task longest here).
     #[test]
     fn the_holder_is_taken_on_the_cpu_it_came_back_on() {
         let cpu0 = [switch(2_000, (T, 0), 0)];
@@ -192,7 +196,6 @@ mod tests {
         let o = OffCpu::of(T, Time(1_500), Time(10_000), &cpus).unwrap();
         assert_eq!((o.ran, o.preempted, o.blocked), (Nanos(1_500), Nanos(7_000), Nanos::ZERO));
         assert_eq!(o.by.as_ref().map(|(t, d)| (t.pid, *d)), Some((0, Nanos(6_000))));
-        assert!(o.idled());
     }
 
     /// Running throughout: no stretch off the CPU; switches that do not
@@ -201,7 +204,10 @@ mod tests {
     fn a_thread_that_ran_throughout_or_whose_switches_do_not_pair() {
         let cpus = [CpuTrace { cpu: 0, events: &[] }];
         let o = OffCpu::of(T, Time(0), Time(1_000), &cpus).unwrap();
-        assert_eq!((o.ran, o.preempted, o.blocked, o.by), (Nanos(1_000), Nanos::ZERO, Nanos::ZERO, None));
+        assert_eq!(
+            (o.ran, o.preempted, o.blocked, o.waking, o.by),
+            (Nanos(1_000), Nanos::ZERO, Nanos::ZERO, Nanos::ZERO, None)
+        );
         let unpaired = [switch(200, (0, 0), T)];
         assert_eq!(OffCpu::of(T, Time(0), Time(1_000), &[CpuTrace { cpu: 0, events: &unpaired }]), None);
         let left = [switch(200, (T, 0), 9)];

@@ -221,7 +221,9 @@ impl Builder<'_> {
             self.seen.entry(e.pid).or_insert(e.ts);
         }
         if let Some((at, sw)) = self.idle.missed(e, 0) {
-            // Not after the task's first event here: it ran by then.
+            // Not before its wake-up here (a thread of pid 1 records no
+            // event: idle's last one may be older), nor after its first event.
+            let at = self.woken.get(&sw.next_pid).map_or(at, |&w| at.max(w));
             let at = self.seen.get(&sw.next_pid).map_or(at, |&s| at.min(s));
             self.switch(at, &sw);
         }

@@ -169,11 +169,11 @@ fn round(
             f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(e.ts));
         }
         let from = senders.sender_of_entry(cpus[i], &e).cloned();
-        let was_here = f[i].is_here();
+        let was_here = f[i].here_since().is_some();
         f[i].event_from(&e, from);
-        if !was_here && f[i].is_here() {
-            // It came here by a switch not recorded (out of idle): a wait elsewhere ends.
-            f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(e.ts));
+        if let Some(at) = f[i].here_since().filter(|_| !was_here) {
+            // It came here by a switch not recorded (out of idle): a wait elsewhere ends then.
+            f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(at));
         }
     }
     // What the carried events (from the watermark on) can still match is kept.

@@ -81,9 +81,9 @@ impl Follower {
         self.arrive(t);
     }
 
-    /// Whether the thread is on this CPU (running or waiting) as its events say.
-    pub fn is_here(&self) -> bool {
-        self.here != Here::Away
+    /// Since when the thread has been on this CPU (running or waiting), as its events say.
+    pub fn here_since(&self) -> Option<Time> {
+        self.at_since.filter(|_| self.here != Here::Away)
     }
 
     /// Its time on this CPU, running or waiting, up to `now`.
@@ -109,17 +109,18 @@ impl Follower {
         if e.ts < self.begin {
             return;
         }
-        if self.here == Here::Waiting && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
-            // An event fired while it ran: its switch back in was lost,
-            // right after the idle task's last event when it came out of
-            // idle ([`IdleWatch`](crate::ktrace::IdleWatch)), else
-            // at the latest now. Who ran meanwhile is charged until then.
+        // An event in its context (its own switch out too) says it ran here.
+        if self.here == Here::Waiting && e.pid == self.tid {
+            // Its switch back in was lost: right after the idle task's
+            // last event when it came out of idle
+            // ([`IdleWatch`](crate::ktrace::IdleWatch)), else at the latest
+            // now. Who ran meanwhile is charged until then.
             let at = self.attr.idle.last().unwrap_or(e.ts);
             self.end_gap(at);
             self.attr.away(Some(at));
             self.attr.away(None);
             self.here = Here::Running;
-        } else if self.here == Here::Away && e.pid == self.tid && !matches!(e.kind, EventKind::SchedSwitch(_)) {
+        } else if self.here == Here::Away && e.pid == self.tid {
             // It runs here, its switch in not recorded (out of idle: after idle's last event).
             self.arrive(self.attr.idle.last().unwrap_or(e.ts));
         }

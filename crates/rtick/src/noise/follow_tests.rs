@@ -170,7 +170,7 @@ fn a_switch_in_out_of_idle_not_recorded_brings_it_back_after_idles_last_event() 
         ev(4_500, EventKind::IrqHandlerExit { irq: 11, ret: 1 }),
     ];
     events.iter().for_each(|e| f.event(e));
-    assert!(f.is_here());
+    assert_eq!(f.here_since(), Some(Time(3_000)));
     f.finish(Time(10_000));
     assert_eq!(total(&f, &Source::Irq { irq: 11, name: Arc::from("virtio0") }), Some((1, 500)));
     assert_eq!((f.gaps.len(), f.present), (1, Nanos(1_000 + 7_000)));

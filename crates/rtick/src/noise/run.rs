@@ -280,11 +280,11 @@ fn round(
     }
     for s in spinners.iter_mut() {
         let progress = Time(s.shared.progress.load(Ordering::Acquire));
+        // The spinner ran at its progress (a clock read); the trace is read
+        // up to the watermark: a switch to it out of idle the trace lacks
+        // came before the earlier of the two.
+        s.attr.spinner_read(progress.min(watermark));
         while let Ok(g) = s.ring.pop() {
-            if g.end <= watermark {
-                // The trace is read up to the watermark: idle's last event by then is known.
-                s.attr.spinner_read(g.end);
-            }
             s.attr.gap(g);
         }
         s.attr.settle(progress.min(watermark));
