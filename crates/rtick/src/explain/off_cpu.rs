@@ -213,4 +213,26 @@ mod tests {
         let left = [switch(200, (T, 0), 9)];
         assert_eq!(OffCpu::of(T, Time(0), Time(1_000), &[CpuTrace { cpu: 0, events: &left }]), None);
     }
+
+    /// Through the live window, on a CPU that records no switch out of
+    /// idle: the thread sleeps at 1 000, is woken by an interrupt in the
+    /// idle task at 4 000 and runs from then (its own event at 4 500 says
+    /// so): blocked 3 µs, no waking; the switch into it is inferred.
+    #[test]
+    fn the_window_infers_a_switch_in_out_of_idle() {
+        use crate::explain::Recent;
+        let mut recent = Recent::new(&[1], Nanos::from_secs(1), 1 << 10, Time(-1_000_000));
+        let wake = crate::ktrace::Wakeup { comm: Comm::new(b"app"), pid: T, prio: 120, target_cpu: 1 };
+        let events = [
+            switch(-200_000_000, (9, 1), T),
+            switch(1_000, (T, 1), 0),
+            Event { ts: Time(4_000), pid: 0, flags: 0, preempt_count: 0, kind: EventKind::SchedWakeup(wake) },
+            Event { ts: Time(4_500), pid: T, flags: 0, preempt_count: 0, kind: EventKind::SysExit { id: 1, ret: 0 } },
+        ];
+        for e in events {
+            recent.push(1, e);
+        }
+        let o = recent.off_cpu(T, Time(0), Time(6_000)).expect("held");
+        assert_eq!((o.ran, o.preempted, o.blocked, o.waking), (Nanos(3_000), Nanos::ZERO, Nanos(3_000), Nanos::ZERO));
+    }
 }

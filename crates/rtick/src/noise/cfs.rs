@@ -9,7 +9,7 @@
 
 use super::attribute::Attributor;
 use super::source::Source;
-use crate::cfs::{CfsRun, CfsWatch};
+use crate::cfs::{CfsRun, CfsWatch, FAIR_PRIO};
 use crate::system::SysRoot;
 use crate::time::{Nanos, Time};
 
@@ -46,10 +46,9 @@ pub(super) fn source_of(
     other_runnable: bool,
 ) -> Source {
     let thread = matches!(task, Source::Thread { .. } | Source::OtherThreads);
+    // The spinner is SCHED_OTHER (`other_runnable`): the one rule of a spike's.
     match run.filter(|_| other_runnable && thread) {
-        Some(run) => run
-            .throttled_around(span.0, span.1, Nanos(net.as_ns() / 2))
-            .map_or(task, |(cgroup, _)| Source::CfsThrottling(cgroup)),
+        Some(run) => run.blamed(FAIR_PRIO, span.0, span.1, net).map_or(task, Source::CfsThrottling),
         None => task,
     }
 }

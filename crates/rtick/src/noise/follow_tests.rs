@@ -176,6 +176,22 @@ fn a_switch_in_out_of_idle_not_recorded_brings_it_back_after_idles_last_event() 
     assert_eq!((f.gaps.len(), f.present), (1, Nanos(1_000 + 7_000)));
 }
 
+/// The same, but its first event back is its own switch out (it ran with
+/// no other event): it was here from idle's last event to that switch.
+#[test]
+fn a_thread_whose_first_event_back_is_its_switch_out_was_here_until_then() {
+    let mut f = follower();
+    let events = [
+        switch(1_000, APP, 1, ("swapper/1", 0, 120)),
+        Event { pid: 0, ..ev(3_000, EventKind::IrqHandlerExit { irq: 11, ret: 1 }) },
+        switch(3_500, APP, 1, ("swapper/1", 0, 120)),
+    ];
+    events.iter().for_each(|e| f.event(e));
+    assert_eq!(f.here_since(), None, "asleep again");
+    f.finish(Time(10_000));
+    assert_eq!(f.present, Nanos(1_000 + 500));
+}
+
 #[test]
 fn events_before_the_start_are_stale_and_ignored() {
     // Where it is at 1 000 is read from /proc: it runs here.
