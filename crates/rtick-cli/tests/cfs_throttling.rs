@@ -43,12 +43,39 @@ fn rtick_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_rtick"))
 }
 
+/// Root (to make a cgroup) and tracefs: a skip otherwise.
+fn ready() -> bool {
+    if !is_root() {
+        skip("needs root to make a cgroup", false);
+        return false;
+    }
+    common::tracee::ready()
+}
+
+/// Whether the program run [`beside_a_busy_loop`] moved into `cg` (its
+/// shell exits 77 when it cannot: a skip).
+fn moved_in(o: &std::process::Output, cg: &ChildCgroup) -> bool {
+    if o.status.code() == Some(77) {
+        skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(o)), false);
+        return false;
+    }
+    true
+}
+
+/// The cause summary's entry for CFS throttling in `cg` (JSON `causes`),
+/// of kind `cfs_throttled`, and the text's summary under `heading` naming it.
+fn cfs_cause<'a>(causes: &'a [serde_json::Value], cg: &ChildCgroup, out: &str, heading: &str) -> &'a serde_json::Value {
+    let key = format!("CFS throttled in {}", cg.path);
+    let c = causes.iter().find(|c| c["cause"] == key.as_str()).unwrap_or_else(|| panic!("{key} in {causes:?}"));
+    assert_eq!(c["kind"], "cfs_throttled");
+    let summary = out.find(heading).expect("the cause summary");
+    assert!(out[summary..].contains(&key), "{out}");
+    c
+}
+
 #[test]
 fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
-    if !is_root() {
-        return skip("needs root to make a cgroup", false);
-    }
-    if !common::tracee::ready() {
+    if !ready() {
         return;
     }
     let Some(cg) = quota_cgroup() else { return };
@@ -60,8 +87,8 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     let args = ["measure", "-m", "clock_nanosleep", "-i", "1ms", "-l", "300", "--policy", "other", "-a", &cpu];
     let o =
         beside_a_busy_loop(&cg, rtick_bin(), &args).args(["-q", "--explain", "--json", path_str(&j)]).output().unwrap();
-    if o.status.code() == Some(77) {
-        return skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
+    if !moved_in(&o, &cg) {
+        return;
     }
     ok(&o);
     let out = stdout(&o);
@@ -76,17 +103,12 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
     let note = format!("note: CFS bandwidth: cgroup {} has a CPU quota of 10.00 ms every 100.00 ms", cg.path);
     assert!(out.contains(&note), "{out}");
     // The worst spikes: the thread waited for the next period.
-    let key = format!("CFS throttled in {}", cg.path);
-    let causes = e["causes"].as_array().unwrap();
-    let c = causes.iter().find(|c| c["cause"] == key.as_str()).unwrap_or_else(|| panic!("{key} in {e}"));
-    assert_eq!(c["kind"], "cfs_throttled");
+    let c = cfs_cause(e["causes"].as_array().unwrap(), &cg, &out, "causes of the spikes above");
     let spikes = e["results"][0]["spikes"].as_array().unwrap();
     let named = spikes
         .iter()
         .filter(|s| s["cgroup"] == cg.path.as_str() && s["line"].as_str().unwrap().contains("CFS throttling in"));
     assert_eq!(named.count() as u64, c["count"].as_u64().unwrap(), "{e}");
-    let summary = out.find("causes of the spikes above").expect("the cause summary");
-    assert!(out[summary..].contains(&key), "{out}");
 }
 
 /// `rtick attach` (itself outside the cgroup) to a SCHED_OTHER periodic
@@ -96,10 +118,7 @@ fn a_thread_in_a_cgroup_out_of_quota_is_cfs_throttled() {
 /// with its quota and fix are given as measure gives them.
 #[test]
 fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
-    if !is_root() {
-        return skip("needs root to make a cgroup", false);
-    }
-    if !common::tracee::ready() {
+    if !ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -125,10 +144,8 @@ fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
     assert!(cfs["nr_throttled"].as_u64().unwrap() > 0, "{cfs}");
     let note = format!("note: CFS bandwidth: cgroup {} has a CPU quota of 10.00 ms every 100.00 ms", cg.path);
     assert!(out.contains(&note) && out.contains("raise or remove the quota"), "{out}");
-    let key = format!("CFS throttled in {}", cg.path);
     let causes = run["causes"].as_array().unwrap_or_else(|| panic!("causes: {run}"));
-    let c = causes.iter().find(|c| c["cause"] == key.as_str()).unwrap_or_else(|| panic!("{key} in {causes:?}"));
-    assert_eq!(c["kind"], "cfs_throttled");
+    let c = cfs_cause(causes, &cg, &out, "causes of the waits above");
     let spikes = run["threads"][0]["spikes"].as_array().unwrap();
     let named: Vec<_> = spikes.iter().filter(|s| s["cause_kind"] == "cfs_throttled").collect();
     for s in &named {
@@ -136,8 +153,6 @@ fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
         assert!(s["line"].as_str().unwrap().contains(&format!("CFS throttling in {}", cg.path)), "{s}");
     }
     assert!(!named.is_empty() && named.len() as u64 == c["count"].as_u64().unwrap(), "{causes:?} {spikes:?}");
-    let summary = out.find("causes of the waits above").expect("the cause summary");
-    assert!(out[summary..].contains(&key), "{out}");
 }
 
 /// `rtick monitor --explain` measuring in the quota cgroup beside a busy
@@ -146,10 +161,7 @@ fn attach_names_the_throttling_of_the_followed_threads_cgroup() {
 #[test]
 fn monitor_names_the_throttling_of_its_cgroup() {
     use common::prometheus::{free_port, get};
-    if !is_root() {
-        return skip("needs root to make a cgroup", false);
-    }
-    if !common::tracee::ready() {
+    if !ready() {
         return;
     }
     let Some(cg) = quota_cgroup() else { return };
@@ -215,15 +227,11 @@ fn monitor_names_the_throttling_of_its_cgroup() {
 /// `rtick noise`'s SCHED_OTHER spinner in the quota cgroup beside a busy
 /// loop: the stretches it waited, runnable, for the cgroup's next period
 /// are CFS throttling in that cgroup, not the idle task's or the loop's
-/// noise. On CPU 0: this VM's kernel records no switch out of the idle
-/// task on the other CPUs (ktrace/stack.rs), so a stretch of theirs has
-/// no end in the trace.
+/// noise. On CPU 0, whose switches out of the idle task this VM's kernel
+/// records (on the others they are inferred: ktrace::IdleWatch).
 #[test]
 fn noise_names_the_cfs_throttling_of_its_spinner_s_cgroup() {
-    if !is_root() {
-        return skip("needs root to make a cgroup", false);
-    }
-    if !common::tracee::ready() {
+    if !ready() {
         return;
     }
     let Some(cg) = quota_cgroup() else { return };
@@ -232,8 +240,8 @@ fn noise_names_the_cfs_throttling_of_its_spinner_s_cgroup() {
     let o = beside_a_busy_loop(&cg, rtick_bin(), &["noise", "-a", "0", "-D", "2", "-q", "--json", path_str(&j)])
         .output()
         .unwrap();
-    if o.status.code() == Some(77) {
-        return skip(&format!("cannot move a process into {}: {}", cg.dir.display(), stderr(&o)), false);
+    if !moved_in(&o, &cg) {
+        return;
     }
     ok(&o);
     let run = json(&j);
