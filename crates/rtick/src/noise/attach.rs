@@ -164,15 +164,14 @@ fn round(
             carry.push((i, e));
             continue;
         }
-        if matches!(&e.kind, EventKind::SchedSwitch(sw) if sw.next_pid == tid) {
-            // It runs on CPU i: a wait anywhere else ends.
-            f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(e.ts));
-        }
+        let switched_in = matches!(&e.kind, EventKind::SchedSwitch(sw) if sw.next_pid == tid);
         let from = senders.sender_of_entry(cpus[i], &e).cloned();
         let was_here = f[i].here_since().is_some();
         f[i].event_from(&e, from);
-        if let Some(at) = f[i].here_since().filter(|_| !was_here) {
-            // It came here by a switch not recorded (out of idle): a wait elsewhere ends then.
+        // It runs on CPU i (switched in, or come by a switch not recorded:
+        // out of idle): a wait anywhere else ends then.
+        let arrived = f[i].here_since().filter(|_| !was_here);
+        if let Some(at) = arrived.or(switched_in.then_some(e.ts)) {
             f.iter_mut().enumerate().filter(|(j, _)| *j != i).for_each(|(_, o)| o.left(at));
         }
     }
