@@ -574,9 +574,16 @@ fn a_culprit_is_named_with_its_cgroup() {
     let hogs: Vec<&serde_json::Value> =
         spikes.iter().filter(|s| s["cause"].as_str().unwrap().contains(&want)).collect();
     assert!(!hogs.is_empty(), "no spike blamed on {want}: {out}");
+    // Preempted by it, or interrupts off in it (seen in a CI run: the
+    // timer interrupt came 2.2 ms late, as the hog entered clock_nanosleep,
+    // a host's doing): either way its cgroup follows its name.
     for s in hogs {
         assert_eq!(s["cgroup"].as_str(), Some(format!("/{name}").as_str()), "{s}");
-        assert!(s["line"].as_str().unwrap().contains(&format!("{want} (prio 4) in /{name}")), "{s}");
+        let line = s["line"].as_str().unwrap();
+        assert!(
+            line.contains(&format!("{want} (prio 4) in /{name}")) || line.contains(&format!("{want} in /{name}")),
+            "{s}"
+        );
     }
     assert!(out.contains(&format!(" in /{name}")), "{out}");
 }

@@ -24,6 +24,7 @@
 
 pub mod ab;
 mod alternate;
+mod cause;
 mod cfs;
 mod cgroups;
 mod idle;
@@ -43,6 +44,8 @@ mod window;
 use std::collections::HashMap;
 
 pub use alternate::{AbOutcome, Alternating};
+pub use cause::Cause;
+use cause::HOST_HEDGE;
 pub use cgroups::Cgroups;
 pub use idle::{CState, CStates};
 pub use input::{CpuTrace, Recorded, Task};
@@ -57,128 +60,6 @@ pub use watch::{Drained, NoBreakdown, SpikeWatcher, WatchedSpike};
 pub use window::{WindowMax, WINDOW_SECS};
 
 use crate::time::{Nanos, Time};
-
-/// What a spike is blamed on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Cause {
-    /// The timer interrupt came late while the CPU was idle: leaving a deep
-    /// idle state, or (`host`) the hypervisor not running the vCPU, as the
-    /// steal time shows.
-    IdleExit {
-        /// Steal time over the spike's interval, when known.
-        steal: Option<Nanos>,
-        /// The idle state the CPU was in (`power:cpu_idle`), when known.
-        state: Option<CState>,
-    },
-    /// The timer interrupt came late while the CPU was idle in a state
-    /// whose exit latency is far below the delay ([`CState::explains`]):
-    /// the host (or firmware) held the CPU.
-    HostIdle(CState),
-    /// The timer interrupt came late while this task ran: interrupts were
-    /// off in it (or the host held the vCPU below steal's resolution).
-    IrqsOffIn(Task),
-    /// The timer interrupt came late while this task ran, and came in user
-    /// space (its stack says so): interrupts were on there, so nothing in
-    /// the guest held it off: the host held the vCPU.
-    HostInUser(Task),
-    /// The timer interrupt came late while this task ran, and the host took
-    /// steal time from the vCPU around it: the host held the vCPU.
-    HostWhile {
-        /// The task that was running.
-        task: Task,
-        /// Steal time around the spike.
-        steal: Nanos,
-    },
-    /// A task of higher priority ran while the thread was runnable.
-    PreemptedBy(Task),
-    /// A task of the same or lower priority held the CPU (it was running
-    /// non-preemptibly, or the thread waited its turn).
-    WaitedFor(Task),
-    /// Interrupt work: an IRQ handler, a softirq or another hrtimer.
-    InterruptWork(Culprit),
-    /// The CPU idled while the real-time thread was runnable: RT throttling.
-    Throttled,
-    /// The SCHED_OTHER thread was runnable while its cgroup (in
-    /// [`Spike::cgroup`]) was throttled for its CPU quota.
-    CfsThrottled,
-    /// The largest phase had no other occupant of the CPU to blame (the
-    /// kernel's own path: signal delivery, the syscall's return).
-    KernelPath(&'static str),
-}
-
-impl std::fmt::Display for Cause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => {
-                write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")
-            }
-            Cause::IdleExit { state: Some(c), .. } => write!(
-                f,
-                "CPU idle in {c} → idle-state exit (keep the CPU shallower: --deepest-idle-state, --dma-latency)"
-            ),
-            Cause::IdleExit { steal: Some(_), .. } => {
-                f.write_str("CPU idle, no steal counted → idle-state exit (or a host stall below steal's 10 ms ticks)")
-            }
-            Cause::IdleExit { steal: None, .. } => f.write_str("CPU idle → idle-state exit or the host"),
-            Cause::HostIdle(c) => {
-                write!(f, "CPU idle in {c}, far less than the delay → the host (or firmware) held the CPU")
-            }
-            Cause::IrqsOffIn(t) => {
-                write!(f, "interrupts off in {}:{} (or a host stall below steal's 10 ms ticks)", t.comm, t.pid)
-            }
-            Cause::HostInUser(t) => write!(
-                f,
-                "the interrupt came in user space in {}:{}, interrupts on → the host held the vCPU",
-                t.comm, t.pid
-            ),
-            Cause::HostWhile { task, steal } => {
-                write!(f, "steal +{steal} around it while {}:{} ran → the host held the vCPU", task.comm, task.pid)
-            }
-            Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
-            Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio),
-            Cause::InterruptWork(c) => write!(f, "{c}"),
-            Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)"),
-            Cause::CfsThrottled => f.write_str("runnable while its cgroup was out of CPU quota → CFS throttling"),
-            Cause::KernelPath(p) => write!(f, "{p}"),
-        }
-    }
-}
-
-impl Cause {
-    /// The task or the interrupt work it blames, if it names one.
-    pub fn culprit(&self) -> Option<Culprit> {
-        match self {
-            Cause::IrqsOffIn(t)
-            | Cause::HostInUser(t)
-            | Cause::PreemptedBy(t)
-            | Cause::WaitedFor(t)
-            | Cause::HostWhile { task: t, .. } => Some(Culprit::Task(t.clone())),
-            Cause::InterruptWork(c) => Some(c.clone()),
-            Cause::IdleExit { .. }
-            | Cause::HostIdle(_)
-            | Cause::Throttled
-            | Cause::CfsThrottled
-            | Cause::KernelPath(_) => None,
-        }
-    }
-
-    /// What kind of cause, as a token without the task or handler it
-    /// names: a metric's label (`rtick monitor`), of a handful of values.
-    pub fn token(&self) -> &'static str {
-        match self {
-            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host",
-            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostInUser(_) => "host",
-            Cause::IdleExit { .. } => "idle_exit",
-            Cause::IrqsOffIn(_) => "irqs_off",
-            Cause::PreemptedBy(_) => "preempted",
-            Cause::WaitedFor(_) => "held_up",
-            Cause::InterruptWork(_) => "interrupt",
-            Cause::Throttled => "rt_throttled",
-            Cause::CfsThrottled => "cfs_throttled",
-            Cause::KernelPath(_) => "kernel_path",
-        }
-    }
-}
 
 /// One spike explained.
 #[derive(Clone, Debug)]
@@ -233,14 +114,22 @@ impl Spike {
         s
     }
 
-    /// Its cause in words, with the work function its culprit ran.
+    /// Its cause in words, with the work function its culprit ran and its
+    /// cgroup right after the culprit's name (a hedge comes last).
     pub fn blame(&self) -> String {
         let mut s = self.cause.to_string();
+        let hedged = matches!(self.cause, Cause::IrqsOffIn(_)) && s.ends_with(HOST_HEDGE);
+        if hedged {
+            s.truncate(s.len() - HOST_HEDGE.len());
+        }
         if let Some(f) = self.work {
             s.push_str(&format!(" running {}", crate::ktrace::kallsyms::describe(f)));
         }
         if let Some(c) = &self.cgroup {
             s.push_str(&format!(" in {c}"));
+        }
+        if hedged {
+            s.push_str(HOST_HEDGE);
         }
         s
     }

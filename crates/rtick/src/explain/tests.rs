@@ -211,13 +211,20 @@ fn a_kworker_culprit_names_its_work_function() {
         ev(300_000, 300, K::WorkEnd { work: 0xd0 }),
     ];
     let (evs, w) = scenario(work, 310_000, 311_000, 320_000, kw);
-    let s = explain(&evs, &w, &[]);
+    let mut s = explain(&evs, &w, &[]);
     assert_eq!(s.cause, Cause::IrqsOffIn(task("kworker/1:2", 300, 120)));
     assert_eq!(s.work, Some(f));
     assert!(
         s.line().contains(
-            "interrupts off in kworker/1:2:300 (or a host stall below steal's 10 ms ticks) running vmstat_update"
+            "interrupts off in kworker/1:2:300 running vmstat_update (or a host stall below steal's 10 ms ticks)"
         ),
+        "{}",
+        s.line()
+    );
+    // Its cgroup follows what it ran; the hedge comes last.
+    s.cgroup = Some("/system.slice/k.service".into());
+    assert!(
+        s.line().contains("kworker/1:2:300 running vmstat_update in /system.slice/k.service (or a host stall"),
         "{}",
         s.line()
     );
