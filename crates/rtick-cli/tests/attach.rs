@@ -9,7 +9,7 @@
 //! needed; under CI a skip is a failure.
 
 mod common;
-use common::tracee::{compile, finish, periodic, ready, spawn};
+use common::tracee::{compile, finish, periodic, ready, spawn, wait_for_instance};
 use common::*;
 
 use std::collections::HashMap;
@@ -453,7 +453,10 @@ fn ctrl_c_ends_the_run_with_its_summary() {
     }
     let mut target = Command::new("sleep").arg("60").spawn().unwrap();
     let c = attach(&[&target.id().to_string()]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Tracing (enabling its events takes most of a second here, more
+    // under load), then a moment of it.
+    wait_for_instance(&c);
+    std::thread::sleep(Duration::from_millis(300));
     Command::new("kill").args(["-INT", &c.id().to_string()]).status().unwrap();
     let o = finish(c);
     target.kill().unwrap();

@@ -33,6 +33,10 @@ fn attach(args: &[&str]) -> Child {
     spawn("attach", args)
 }
 
+/// Held by the tests that run a SCHED_FIFO 80 busy thread on
+/// [`test_cpu`]: one's bursts would be the other's culprits.
+static BURSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Resident memory of `pid`, KiB (`None` once it has exited).
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -186,6 +190,7 @@ for _ in range(4):\n    t = time.monotonic()\n    while time.monotonic() - t < 0
 /// them as the lines do.
 #[test]
 fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
+    let _one = BURSTS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
     }
@@ -244,7 +249,10 @@ fn a_higher_priority_thread_busy_at_known_times_is_named_as_the_spikes_cause() {
     let lines: Vec<&str> = spikes.iter().map(|s| s["line"].as_str().unwrap()).collect();
     for s in &named {
         assert_eq!(s["culprit"]["prio"], 19, "SCHED_FIFO 80 is the kernel's priority 19: {s}");
-        assert_eq!(s["largest_phase"], "scheduling", "woken, then held off the CPU: {s}");
+        // Woken, then held off the CPU (or, woken just before a burst,
+        // preempted on its way back to user space).
+        let phase = s["largest_phase"].as_str().unwrap();
+        assert!(phase == "scheduling" || phase == "return_to_user", "{s}");
         let phases: i64 = s["phases_ns"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()).sum();
         let taken = s["slack_taken_ns"].as_i64().unwrap();
         assert_eq!(taken + phases, s["lateness_ns"].as_i64().unwrap(), "slack taken + phases = lateness: {s}");
@@ -438,6 +446,7 @@ fn due_where_no_stack_is_taken(s: &serde_json::Value) -> bool {
 /// overrun by the 0.6 ms of work at most), so the five kept are of them.
 #[test]
 fn an_overrun_whose_compute_phase_was_preempted_names_the_preemptor() {
+    let _one = BURSTS.lock().unwrap_or_else(|p| p.into_inner());
     if !ready() {
         return;
     }
@@ -466,7 +475,9 @@ fn an_overrun_whose_compute_phase_was_preempted_names_the_preemptor() {
     for o in preempted {
         assert_eq!((o["culprit"]["pid"].as_i64(), o["culprit"]["prio"].as_i64()), (Some(hog_tid), Some(19)), "{o}");
         let [ran, off, blocked, waking] = serde_json::from_value::<[i64; 4]>(o["compute_split_ns"].clone()).unwrap();
-        assert!((550_000..1_000_000).contains(&ran) && off >= 2_000_000 && ran < off, "{o}");
+        // It computes 600 µs of CPU time; "ran" is its time on the CPU by
+        // the trace, which a host stall in it stretches.
+        assert!((550_000..1_500_000).contains(&ran) && off >= 2_000_000 && ran < off, "{o}");
         let cause = o["cause"].as_str().unwrap();
         let held = format!("preempted {}; its CPU held by rtick-burst:{hog_tid} (prio 19)", rtick::Nanos(off));
         assert!(cause.contains(&held), "{o}");

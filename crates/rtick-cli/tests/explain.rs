@@ -411,11 +411,12 @@ fn monitor_explains_the_spikes_of_every_timer_woken_mechanism() {
     let (_, metrics) = get(&m.url("/metrics")).unwrap();
     let (_, spikes) = get(&m.url("/spikes")).unwrap();
     let _ = std::fs::remove_dir(instance(dead));
-    // SIGTERM: out within a second, its instance gone.
+    // SIGTERM: out within seconds (removing the instance waits for RCU
+    // grace periods, 70–170 ms here and longer under load), its instance gone.
     let pid = m.child.id();
     assert!(instance(pid).exists(), "the monitor's own instance while it runs");
     let (took, status) = m.terminate();
-    assert!(took < Duration::from_secs(1) && status.success(), "{status:?} after SIGTERM");
+    assert!(took < Duration::from_secs(3) && status.success(), "{status:?} after SIGTERM, {took:?}");
     assert!(!instance(pid).exists(), "its instance is removed");
     // With -q the warnings are all it prints, on stdout.
     let mut out = String::new();
@@ -574,9 +575,10 @@ fn a_culprit_is_named_with_its_cgroup() {
     let hogs: Vec<&serde_json::Value> =
         spikes.iter().filter(|s| s["cause"].as_str().unwrap().contains(&want)).collect();
     assert!(!hogs.is_empty(), "no spike blamed on {want}: {out}");
-    // Preempted by it, or interrupts off in it (seen in a CI run: the
-    // timer interrupt came 2.2 ms late, as the hog entered clock_nanosleep,
-    // a host's doing): either way its cgroup follows its name.
+    // Preempted by it, or its timer interrupt late while it ran ("interrupts
+    // off in it", seen in a CI run: 2.2 ms late, as the hog entered
+    // clock_nanosleep; or the host's, in user space): either way its cgroup
+    // follows its name.
     for s in hogs {
         assert_eq!(s["cgroup"].as_str(), Some(format!("/{name}").as_str()), "{s}");
         let line = s["line"].as_str().unwrap();

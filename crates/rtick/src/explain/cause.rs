@@ -4,7 +4,7 @@ use super::{CState, Culprit, Task};
 use crate::time::Nanos;
 
 /// What an interrupt late while a task ran may also be: the host.
-pub(super) const HOST_HEDGE: &str = " (or a host stall below steal's 10 ms ticks)";
+const HOST_HEDGE: &str = " (or a host stall below steal's 10 ms ticks)";
 
 /// What a spike is blamed on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,41 +56,57 @@ pub enum Cause {
 
 impl std::fmt::Display for Cause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => {
-                write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")
-            }
-            Cause::IdleExit { state: Some(c), .. } => write!(
-                f,
-                "CPU idle in {c} → idle-state exit (keep the CPU shallower: --deepest-idle-state, --dma-latency)"
-            ),
-            Cause::IdleExit { steal: Some(_), .. } => {
-                f.write_str("CPU idle, no steal counted → idle-state exit (or a host stall below steal's 10 ms ticks)")
-            }
-            Cause::IdleExit { steal: None, .. } => f.write_str("CPU idle → idle-state exit or the host"),
-            Cause::HostIdle(c) => {
-                write!(f, "CPU idle in {c}, far less than the delay → the host (or firmware) held the CPU")
-            }
-            Cause::IrqsOffIn(t) => write!(f, "interrupts off in {}:{}{HOST_HEDGE}", t.comm, t.pid),
-            Cause::HostInUser(t) => write!(
-                f,
-                "the interrupt came in user space in {}:{}, interrupts on → the host held the vCPU",
-                t.comm, t.pid
-            ),
-            Cause::HostWhile { task, steal } => {
-                write!(f, "steal +{steal} around it while {}:{} ran → the host held the vCPU", task.comm, task.pid)
-            }
-            Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio),
-            Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio),
-            Cause::InterruptWork(c) => write!(f, "{c}"),
-            Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)"),
-            Cause::CfsThrottled => f.write_str("runnable while its cgroup was out of CPU quota → CFS throttling"),
-            Cause::KernelPath(p) => write!(f, "{p}"),
-        }
+        self.describe(f, "")
     }
 }
 
 impl Cause {
+    /// Writes it in words with `after` right after the task it names (what
+    /// the task ran, its cgroup), before any hedge or verdict; at the end
+    /// when it names no task.
+    pub(super) fn describe(&self, f: &mut impl std::fmt::Write, after: &str) -> std::fmt::Result {
+        match self {
+            Cause::IrqsOffIn(t) => {
+                return write!(f, "interrupts off in {}:{}{after}{HOST_HEDGE}", t.comm, t.pid);
+            }
+            Cause::HostInUser(t) => {
+                return write!(
+                    f,
+                    "the interrupt came in user space in {}:{}{after}, interrupts on → the host held the vCPU",
+                    t.comm, t.pid
+                );
+            }
+            Cause::HostWhile { task, steal } => {
+                return write!(
+                    f,
+                    "steal +{steal} around it while {}:{}{after} ran → the host held the vCPU",
+                    task.comm, task.pid
+                );
+            }
+            Cause::PreemptedBy(t) => write!(f, "preempted by {}:{} (prio {})", t.comm, t.pid, t.prio)?,
+            Cause::WaitedFor(t) => write!(f, "held up by {}:{} (prio {}, not preempted there)", t.comm, t.pid, t.prio)?,
+            Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => {
+                write!(f, "CPU idle, steal +{s} around it → the host held the vCPU")?
+            }
+            Cause::IdleExit { state: Some(c), .. } => write!(
+                f,
+                "CPU idle in {c} → idle-state exit (keep the CPU shallower: --deepest-idle-state, --dma-latency)"
+            )?,
+            Cause::IdleExit { steal: Some(_), .. } => {
+                write!(f, "CPU idle, no steal counted → idle-state exit{HOST_HEDGE}")?
+            }
+            Cause::IdleExit { steal: None, .. } => f.write_str("CPU idle → idle-state exit or the host")?,
+            Cause::HostIdle(c) => {
+                write!(f, "CPU idle in {c}, far less than the delay → the host (or firmware) held the CPU")?
+            }
+            Cause::InterruptWork(c) => write!(f, "{c}")?,
+            Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)")?,
+            Cause::CfsThrottled => f.write_str("runnable while its cgroup was out of CPU quota → CFS throttling")?,
+            Cause::KernelPath(p) => f.write_str(p)?,
+        }
+        f.write_str(after)
+    }
+
     /// The task or the interrupt work it blames, if it names one.
     pub fn culprit(&self) -> Option<Culprit> {
         match self {
@@ -123,5 +139,34 @@ impl Cause {
             Cause::CfsThrottled => "cfs_throttled",
             Cause::KernelPath(_) => "kernel_path",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_follows_the_task_comes_right_after_its_name() {
+        let t = Task { comm: "hog".into(), pid: 7, prio: 4 };
+        let with = |c: Cause| {
+            let mut s = String::new();
+            c.describe(&mut s, " in /cg").unwrap();
+            s
+        };
+        assert_eq!(with(Cause::PreemptedBy(t.clone())), "preempted by hog:7 (prio 4) in /cg");
+        assert_eq!(
+            with(Cause::IrqsOffIn(t.clone())),
+            "interrupts off in hog:7 in /cg (or a host stall below steal's 10 ms ticks)"
+        );
+        assert_eq!(
+            with(Cause::HostInUser(t.clone())),
+            "the interrupt came in user space in hog:7 in /cg, interrupts on → the host held the vCPU"
+        );
+        let steal = Nanos::from_us(20);
+        assert!(with(Cause::HostWhile { task: t, steal }).contains("while hog:7 in /cg ran → the host"));
+        // No task named: at the end.
+        assert!(with(Cause::CfsThrottled).ends_with("CFS throttling in /cg"));
+        assert_eq!(Cause::Throttled.to_string() + " in /cg", with(Cause::Throttled));
     }
 }

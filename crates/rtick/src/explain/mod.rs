@@ -45,7 +45,6 @@ use std::collections::HashMap;
 
 pub use alternate::{AbOutcome, Alternating};
 pub use cause::Cause;
-use cause::HOST_HEDGE;
 pub use cgroups::Cgroups;
 pub use idle::{CState, CStates};
 pub use input::{CpuTrace, Recorded, Task};
@@ -115,22 +114,18 @@ impl Spike {
     }
 
     /// Its cause in words, with the work function its culprit ran and its
-    /// cgroup right after the culprit's name (a hedge comes last).
+    /// cgroup right after the culprit's name.
     pub fn blame(&self) -> String {
-        let mut s = self.cause.to_string();
-        let hedged = matches!(self.cause, Cause::IrqsOffIn(_)) && s.ends_with(HOST_HEDGE);
-        if hedged {
-            s.truncate(s.len() - HOST_HEDGE.len());
-        }
+        let mut after = String::new();
         if let Some(f) = self.work {
-            s.push_str(&format!(" running {}", crate::ktrace::kallsyms::describe(f)));
+            after.push_str(&format!(" running {}", crate::ktrace::kallsyms::describe(f)));
         }
         if let Some(c) = &self.cgroup {
-            s.push_str(&format!(" in {c}"));
+            after.push_str(&format!(" in {c}"));
         }
-        if hedged {
-            s.push_str(HOST_HEDGE);
-        }
+        let mut s = String::new();
+        // Writing into a String cannot fail.
+        let _ = self.cause.describe(&mut s, &after);
         s
     }
 
