@@ -316,14 +316,19 @@ fn check_causes(run: &serde_json::Value, spikes: &[serde_json::Value], out: &str
     let explained = spikes.iter().filter(|s| s["cause"].is_string()).count() as u64;
     assert_eq!(causes.iter().map(count).sum::<u64>(), explained, "{causes:?}");
     let (comm, pid) = (named[0]["culprit"]["name"].as_str().unwrap(), named[0]["culprit"]["pid"].as_i64().unwrap());
-    let hog = causes.iter().find(|c| c["cause"] == format!("preempted by {comm}:{pid}"));
+    // Its cgroup (one made for the test) after it, as after its lines' name.
+    let key = match named[0]["cgroup"].as_str() {
+        Some(cg) => format!("preempted by {comm}:{pid} in {cg}"),
+        None => format!("preempted by {comm}:{pid}"),
+    };
+    let hog = causes.iter().find(|c| c["cause"] == key);
     let hog = hog.unwrap_or_else(|| panic!("the busy thread's cause: {causes:?}"));
     assert_eq!((count(hog), hog["kind"].as_str()), (named.len() as u64, Some("preempted")), "{hog}");
     let summary = out.split("causes of the waits above (waits, total, worst latency, µs):\n").nth(1);
     let summary = summary.unwrap_or_else(|| panic!("no summary: {out}"));
     let rows: Vec<&str> = summary.lines().take_while(|l| l.starts_with("  ")).collect();
     assert_eq!(rows.len(), causes.len(), "{summary}");
-    let row = rows.iter().find(|r| r.ends_with(&format!("  preempted by {comm}:{pid}"))).expect("its row");
+    let row = rows.iter().find(|r| r.ends_with(&format!("  {key}"))).expect("its row");
     assert_eq!(row.split_whitespace().next(), Some(named.len().to_string().as_str()), "{row}");
 }
 

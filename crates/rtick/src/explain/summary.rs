@@ -12,19 +12,25 @@ use crate::time::Nanos;
 impl Spike {
     /// The cause as the summary groups it: its kind and culprit, without
     /// the numbers of this one spike ("preempted by hog:4242", "kworker
-    /// vmstat_update", "idle exit C6", "host").
+    /// vmstat_update", "idle exit C6", "host"), a culprit task's cgroup
+    /// after it ("preempted by hog:4242 in /kubepods/…": one task, one
+    /// cgroup, so no cause is split by it).
     pub fn cause_key(&self) -> String {
         if let Some(f) = self.work {
             return format!("kworker {}", describe(f));
         }
+        let task = |what: &str, t: &super::Task| match &self.cgroup {
+            Some(c) => format!("{what} {}:{} in {c}", t.comm, t.pid),
+            None => format!("{what} {}:{}", t.comm, t.pid),
+        };
         match &self.cause {
             Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host".into(),
             Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostInUser(_) => "host".into(),
             Cause::IdleExit { state: Some(c), .. } => format!("idle exit {}", c.name),
             Cause::IdleExit { .. } => "idle exit".into(),
-            Cause::IrqsOffIn(t) => format!("interrupts off in {}:{}", t.comm, t.pid),
-            Cause::PreemptedBy(t) => format!("preempted by {}:{}", t.comm, t.pid),
-            Cause::WaitedFor(t) => format!("held up by {}:{}", t.comm, t.pid),
+            Cause::IrqsOffIn(t) => task("interrupts off in", t),
+            Cause::PreemptedBy(t) => task("preempted by", t),
+            Cause::WaitedFor(t) => task("held up by", t),
             Cause::InterruptWork(c) => c.to_string(),
             Cause::Throttled => "RT throttling".into(),
             Cause::CfsThrottled => format!("CFS throttled in {}", self.cgroup.as_deref().unwrap_or("its cgroup")),

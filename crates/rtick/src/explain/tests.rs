@@ -333,6 +333,15 @@ fn the_cause_summary_counts_each_cause_as_the_spike_lines_do() {
         assert_eq!(n as u64, c.count, "{}: {lines:?}", c.cause);
     }
     assert_eq!(sum.iter().map(|c| c.count).sum::<u64>(), spikes.len() as u64);
+    // A culprit's cgroup follows it, as in its lines.
+    let mut in_pod = spikes.clone();
+    for i in [0, 2] {
+        let s = &mut in_pod[i];
+        s.cgroup = Some("/kubepods/pod1".into());
+        assert!(s.line().contains("preempted by hog:4242 (prio 4) in /kubepods/pod1"), "{}", s.line());
+    }
+    let first = &cause_summary(&in_pod)[0];
+    assert_eq!((first.cause.as_str(), first.count), ("preempted by hog:4242 in /kubepods/pod1", 2));
     // Labels: a task by comm without its pid; names beyond the bound are "other".
     assert_eq!(spikes[0].culprit_label(), ("task", "hog".to_string()));
     assert_eq!(spikes[3].culprit_label(), ("none", String::new()));
