@@ -3,7 +3,8 @@
 use super::{CState, Culprit, Task};
 use crate::time::Nanos;
 
-/// What an interrupt late while a task ran may also be: the host.
+/// What a late timer interrupt may also be: a host stall below steal's
+/// resolution.
 const HOST_HEDGE: &str = " (or a host stall below steal's 10 ms ticks)";
 
 /// What a spike is blamed on.
@@ -47,7 +48,7 @@ pub enum Cause {
     /// The CPU idled while the real-time thread was runnable: RT throttling.
     Throttled,
     /// The SCHED_OTHER thread was runnable while its cgroup (in
-    /// [`Spike::cgroup`]) was throttled for its CPU quota.
+    /// [`Spike::cgroup`](super::Spike::cgroup)) was throttled for its CPU quota.
     CfsThrottled,
     /// The largest phase had no other occupant of the CPU to blame (the
     /// kernel's own path: signal delivery, the syscall's return).
@@ -61,9 +62,10 @@ impl std::fmt::Display for Cause {
 }
 
 impl Cause {
-    /// Writes it in words with `after` right after the task it names (what
-    /// the task ran, its cgroup), before any hedge or verdict; at the end
-    /// when it names no task.
+    /// Writes it in words with `after` (what the task ran, its cgroup)
+    /// right after the task it names — its `comm:pid`, or with its priority
+    /// `comm:pid (prio P…)` — before any hedge or verdict; at the end when
+    /// it names no task.
     pub(super) fn describe(&self, f: &mut impl std::fmt::Write, after: &str) -> std::fmt::Result {
         match self {
             Cause::IrqsOffIn(t) => {
@@ -155,6 +157,7 @@ mod tests {
             s
         };
         assert_eq!(with(Cause::PreemptedBy(t.clone())), "preempted by hog:7 (prio 4) in /cg");
+        assert_eq!(with(Cause::WaitedFor(t.clone())), "held up by hog:7 (prio 4, not preempted there) in /cg");
         assert_eq!(
             with(Cause::IrqsOffIn(t.clone())),
             "interrupts off in hog:7 in /cg (or a host stall below steal's 10 ms ticks)"
