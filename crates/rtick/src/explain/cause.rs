@@ -23,6 +23,12 @@ pub enum Cause {
     /// whose exit latency is far below the delay ([`CState::explains`]):
     /// the host (or firmware) held the CPU.
     HostIdle(CState),
+    /// The timer interrupt came late while the CPU was idle in a state the
+    /// trace does not name (this VM's non-boot CPUs record no
+    /// `power:cpu_idle`), yet far beyond the exit latency of the deepest
+    /// state it has, this one: whichever it was in, the host (or firmware)
+    /// held the CPU.
+    HostIdleAnyState(CState),
     /// The timer interrupt came late while this task ran: interrupts were
     /// off in it (or the host held the vCPU below steal's resolution).
     IrqsOffIn(Task),
@@ -101,6 +107,10 @@ impl Cause {
             Cause::HostIdle(c) => {
                 write!(f, "CPU idle in {c}, far less than the delay → the host (or firmware) held the CPU")?
             }
+            Cause::HostIdleAnyState(c) => write!(
+                f,
+                "CPU idle, its state not traced: its deepest, {c}, is far less than the delay → the host (or firmware) held the CPU"
+            )?,
             Cause::InterruptWork(c) => write!(f, "{c}")?,
             Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)")?,
             Cause::CfsThrottled => f.write_str("runnable while its cgroup was out of CPU quota → CFS throttling")?,
@@ -120,6 +130,7 @@ impl Cause {
             Cause::InterruptWork(c) => Some(c.clone()),
             Cause::IdleExit { .. }
             | Cause::HostIdle(_)
+            | Cause::HostIdleAnyState(_)
             | Cause::Throttled
             | Cause::CfsThrottled
             | Cause::KernelPath(_) => None,
@@ -131,7 +142,7 @@ impl Cause {
     pub fn token(&self) -> &'static str {
         match self {
             Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host",
-            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostInUser(_) => "host",
+            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostIdleAnyState(_) | Cause::HostInUser(_) => "host",
             Cause::IdleExit { .. } => "idle_exit",
             Cause::IrqsOffIn(_) => "irqs_off",
             Cause::PreemptedBy(_) => "preempted",

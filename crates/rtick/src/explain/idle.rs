@@ -76,6 +76,13 @@ impl CStates {
         })
     }
 
+    /// The deepest state of `cpu` (the longest exit latency), else HLT (no
+    /// cpuidle driver): what bounds an idle exit whose state is not traced.
+    pub fn deepest(&self, cpu: u32) -> CState {
+        let states = self.0.get(&cpu).into_iter().flatten();
+        states.max_by_key(|s| s.exit_latency).cloned().unwrap_or_else(CState::halt)
+    }
+
     /// State `index` of `cpu`: from its table, else HLT (no cpuidle driver).
     pub fn state(&self, cpu: u32, index: u32) -> CState {
         match self.0.get(&cpu) {

@@ -203,6 +203,13 @@ impl Analysis {
         Analysis::with_senders(cpus, wakes, period, &senders)
     }
 
+    /// The idle states its timelines read instead of this machine's.
+    #[cfg(test)]
+    pub(crate) fn with_cstates(mut self, cstates: CStates) -> Analysis {
+        self.timelines.values_mut().for_each(|tl| tl.cstates = Some(cstates.clone()));
+        self
+    }
+
     /// Each wake-up's match, in the order given to [`Analysis::new`].
     pub fn matched(&self) -> &[Result<Matched, Unmatched>] {
         &self.matched
@@ -268,7 +275,9 @@ impl Spike {
         match big {
             0 => match (interrupt(0), tl.current(w.planned)) {
                 (Some(c), _) => Cause::InterruptWork(c),
-                (None, Some(Culprit::Task(t))) if t.pid != w.tid => {
+                // Not asleep at its own deadline: nothing else held the CPU.
+                (None, Some(Culprit::Task(t))) if t.pid == w.tid => on_cpu_at_deadline(tl, w, m),
+                (None, Some(Culprit::Task(t))) => {
                     match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
                         Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
                         None if self.came_in_user_space() => Cause::HostInUser(t.clone()),
@@ -297,14 +306,36 @@ impl Spike {
     }
 }
 
+/// The verdicts when the thread itself held its CPU at its deadline: by
+/// when its timer was armed, if the trace holds it.
+const ON_CPU_AT_DEADLINE: &str =
+    "the thread itself on the CPU at its deadline (its timer armed late, or the host stalled it as it armed it)";
+const ARMED_LATE: &str = "its timer armed after its deadline: the thread was late to ask (its cycle before ran long)";
+const ARMING_AT_DEADLINE: &str =
+    "the thread itself in the kernel arming its timer, the interrupt late there: interrupts off (or the host stalled it as it armed it)";
+
+/// The thread itself held its CPU at its deadline: it asked late (most of
+/// the IRQ delay before its timer was armed), or the interrupt came late
+/// in its own path to sleep.
+fn on_cpu_at_deadline(tl: &Timeline, w: Recorded, m: Matched) -> Cause {
+    Cause::KernelPath(match tl.armed(m.hrtimer, m.expired) {
+        Some(at) if (at - w.planned) * 2 >= m.expired - w.planned => ARMED_LATE,
+        Some(_) => ARMING_AT_DEADLINE,
+        None => ON_CPU_AT_DEADLINE,
+    })
+}
+
 /// The CPU was idle at `at` and the wake-up `delay` late there: steal
 /// counted is the host; else the idle state (`power:cpu_idle`) says
 /// whether its exit explains the delay or something outside Linux held
 /// the CPU.
 fn idle_verdict(tl: &Timeline, cpu: u32, at: Time, delay: Nanos, steal: Option<Nanos>) -> Cause {
-    let state = tl.idle_state(at).map(|i| tl.cstates.as_ref().unwrap_or_else(|| CStates::system()).state(cpu, i));
-    match state {
-        Some(c) if steal.is_none_or(|s| s == Nanos::ZERO) && delay > c.explains() => Cause::HostIdle(c),
+    let cstates = tl.cstates.as_ref().unwrap_or_else(|| CStates::system());
+    let no_steal = steal.is_none_or(|s| s == Nanos::ZERO);
+    match tl.idle_state(at).map(|i| cstates.state(cpu, i)) {
+        Some(c) if no_steal && delay > c.explains() => Cause::HostIdle(c),
+        // Not traced: whichever state it was in, the deepest bounds its exit.
+        None if no_steal && delay > cstates.deepest(cpu).explains() => Cause::HostIdleAnyState(cstates.deepest(cpu)),
         state => Cause::IdleExit { steal, state },
     }
 }

@@ -25,7 +25,9 @@ impl Spike {
         };
         match &self.cause {
             Cause::IdleExit { steal: Some(s), .. } if *s > Nanos::ZERO => "host".into(),
-            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostInUser(_) => "host".into(),
+            Cause::HostWhile { .. } | Cause::HostIdle(_) | Cause::HostIdleAnyState(_) | Cause::HostInUser(_) => {
+                "host".into()
+            }
             Cause::IdleExit { state: Some(c), .. } => format!("idle exit {}", c.name),
             Cause::IdleExit { .. } => "idle exit".into(),
             Cause::IrqsOffIn(t) => task("interrupts off in", t),

@@ -34,7 +34,14 @@ fn scenario(between: Vec<Event>, exp: i64, wake: i64, run: i64, from: (&str, i32
 
 fn explain(evs: &[Event], w: &[Recorded], steal: &[StealSample]) -> Spike {
     let cpus = [CpuTrace { cpu: 1, events: evs }];
-    Analysis::new(&cpus, w).spike(w, 0, steal).expect("matched")
+    Analysis::new(&cpus, w).with_cstates(deep_states()).spike(w, 0, steal).expect("matched")
+}
+
+/// CPU 1's idle states in these tests (not this machine's): the deepest
+/// exits in 500 µs, so an untraced one explains a delay of up to 1.02 ms.
+fn deep_states() -> CStates {
+    let c = |name: &str, us: i64| CState { name: name.into(), exit_latency: Nanos::from_us(us) };
+    CStates::default().with(1, vec![c("POLL", 0), c("C1", 2), c("C6", 133), c("C10", 500)])
 }
 
 fn task(comm: &str, pid: i32, prio: i32) -> Task {
@@ -279,7 +286,64 @@ fn an_idle_exit_is_told_from_the_host_by_the_state_the_cpu_was_in() {
         220_000,
         IDLE,
     );
+    assert_eq!(explain_with(&evs, &w, deep_states()).cause, Cause::IdleExit { steal: None, state: None });
+    // Whatever state it was in, none of this CPU's exits in more than 2 µs
+    // (or it has no cpuidle driver: HLT): the host.
+    let s = explain_with(&evs, &w, CStates::default().with(1, vec![c("POLL", 0), c("haltpoll idle", 2)]));
+    assert_eq!(s.cause, Cause::HostIdleAnyState(c("haltpoll idle", 2)));
+    assert_eq!((s.cause.token(), s.cause_key().as_str()), ("host", "host"));
+    assert!(
+        s.line().contains(
+            "IRQ delay 200.0 µs: CPU idle, its state not traced: its deepest, haltpoll idle (exit latency 2.0 µs), is far less than the delay → the host (or firmware) held the CPU"
+        ),
+        "{}",
+        s.line()
+    );
+    assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::HostIdleAnyState(CState::halt()));
+    // HLT explains up to 22 µs: 30 µs is the host, 15 µs an idle exit.
+    let (evs, w) = scenario(vec![], 40_000, 41_000, 50_000, IDLE);
+    let halt = explain_with(&evs, &w, CStates::default());
+    assert_eq!(halt.cause, Cause::HostIdleAnyState(CState::halt()));
+    let (evs, w) = scenario(vec![], 25_000, 26_000, 30_000, IDLE);
     assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::IdleExit { steal: None, state: None });
+}
+
+/// A thread still on its CPU at its own deadline (late from its previous
+/// cycle, it armed its timer after the deadline): no idle state and no
+/// other task is to blame for the IRQ delay.
+#[test]
+fn a_thread_on_its_cpu_at_its_deadline_blames_no_idle_state() {
+    // Switched in at 2 ns for its previous cycle (which ended at 3 ns), it
+    // never left the CPU: its timer fired at 300 µs, woke it where it ran.
+    let (evs, w) = scenario(vec![], 300_000, 300_500, 301_000, IDLE);
+    let mut evs: Vec<Event> = evs.into_iter().filter(|e| !matches!(e.kind, K::SchedSwitch(_))).collect();
+    evs.insert(1, ev(2, 0, switch(IDLE, MEE)));
+    let before = Recorded { tid: ME, cycle: 17, planned: Time(-990_000), actual: Time(3) };
+    let w = [Recorded { actual: Time(302_000), ..w[0] }, before];
+    let s = explain_with(&evs, &w, CStates::default());
+    assert_eq!(s.phases.irq_delay, Nanos(290_000));
+    // Armed at 0, before its deadline (10 µs): late in its own path to sleep.
+    assert_eq!(s.cause, Cause::KernelPath(ARMING_AT_DEADLINE));
+    assert!(s.line().contains("IRQ delay 290.0 µs: the thread itself in the kernel arming its timer"), "{}", s.line());
+    // Armed at 200 µs, 190 of the 290 µs after its deadline: it asked late.
+    let arm = |e: &mut Event, at: i64| {
+        if matches!(e.kind, K::HrtimerStart { .. }) {
+            e.ts = Time(at);
+        }
+    };
+    let mut late = evs.clone();
+    late.iter_mut().for_each(|e| arm(e, 200_000));
+    late.sort_by_key(|e| e.ts);
+    assert_eq!(explain_with(&late, &w, CStates::default()).cause, Cause::KernelPath(ARMED_LATE));
+    // Armed at 100 µs (90 of 290 µs late): the interrupt's delay is most of it.
+    late.iter_mut().for_each(|e| arm(e, 100_000));
+    late.sort_by_key(|e| e.ts);
+    assert_eq!(explain_with(&late, &w, CStates::default()).cause, Cause::KernelPath(ARMING_AT_DEADLINE));
+    // Its arming not in the trace before the expiry (the live window's
+    // start cut it off; here its only record is a later one): both, in words.
+    late.iter_mut().for_each(|e| arm(e, 300_700));
+    late.sort_by_key(|e| e.ts);
+    assert_eq!(explain_with(&late, &w, CStates::default()).cause, Cause::KernelPath(ON_CPU_AT_DEADLINE));
 }
 
 #[test]

@@ -101,6 +101,8 @@ pub struct Timeline {
     /// The kernel stacks taken at timer expiries ([`ktrace::stack`](crate::ktrace::stack)):
     /// the expiry's time and timer, and the stack.
     pub stacks: Vec<(Time, u64, Arc<[u64]>)>,
+    /// When each timer was armed (`hrtimer_start`: time, timer).
+    pub arms: Vec<(Time, u64)>,
 }
 
 impl Timeline {
@@ -134,6 +136,12 @@ impl Timeline {
     pub fn current(&self, at: Time) -> Option<&Culprit> {
         let i = self.tasks.partition_point(|s| s.start <= at);
         self.tasks[..i].last().filter(|s| s.end >= at).map(|s| &s.what)
+    }
+
+    /// When timer `hrtimer` was last armed, at or before `at`.
+    pub fn armed(&self, hrtimer: u64, at: Time) -> Option<Time> {
+        let i = self.arms.partition_point(|a| a.0 <= at);
+        self.arms[..i].iter().rev().find(|a| a.1 == hrtimer).map(|a| a.0)
     }
 
     /// The work function task `pid` ran longest in `[from, to)`, if it ran one.
@@ -254,6 +262,7 @@ impl Builder<'_> {
                 let name = softirq_name(*vec);
                 self.close(e.ts, |c| *c == Culprit::Softirq(name))
             }
+            EventKind::HrtimerStart { hrtimer, .. } => self.t.arms.push((e.ts, *hrtimer)),
             EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
                 self.expiry = Some((e.ts, *hrtimer));
                 self.open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
