@@ -23,11 +23,11 @@ pub enum Cause {
     /// whose exit latency is far below the delay ([`CState::explains`]):
     /// the host (or firmware) held the CPU.
     HostIdle(CState),
-    /// The timer interrupt came late while the CPU was idle in a state the
-    /// trace does not name (this VM's non-boot CPUs record no
-    /// `power:cpu_idle`), yet far beyond the exit latency of the deepest
-    /// state it has, this one: whichever it was in, the host (or firmware)
-    /// held the CPU.
+    /// The timer interrupt came late while the CPU was idle in no state the
+    /// trace names (this VM's non-boot CPUs record no `power:cpu_idle`; or
+    /// it had left its state), yet far beyond the exit latency of the
+    /// deepest state it has, this one: whichever it was in, the host (or
+    /// firmware) held the CPU.
     HostIdleAnyState(CState),
     /// The timer interrupt came late while this task ran: interrupts were
     /// off in it (or the host held the vCPU below steal's resolution).
@@ -57,7 +57,8 @@ pub enum Cause {
     /// [`Spike::cgroup`](super::Spike::cgroup)) was throttled for its CPU quota.
     CfsThrottled,
     /// The largest phase had no other occupant of the CPU to blame (the
-    /// kernel's own path: signal delivery, the syscall's return).
+    /// kernel's own path: signal delivery, the syscall's return; or the
+    /// thread itself, which armed its timer after its deadline).
     KernelPath(&'static str),
 }
 
@@ -109,7 +110,7 @@ impl Cause {
             }
             Cause::HostIdleAnyState(c) => write!(
                 f,
-                "CPU idle, its state not traced: its deepest, {c}, is far less than the delay → the host (or firmware) held the CPU"
+                "CPU idle: even its deepest state, {c}, is far less than the delay → the host (or firmware) held the CPU"
             )?,
             Cause::InterruptWork(c) => write!(f, "{c}")?,
             Cause::Throttled => f.write_str("CPU idle while runnable → RT throttling (kernel.sched_rt_runtime_us)")?,

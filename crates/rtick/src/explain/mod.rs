@@ -258,6 +258,20 @@ impl Spike {
         self.stack.as_deref().is_some_and(|f| stack::came_in_user_space(&stack::named(f)))
     }
 
+    /// Whether the thread itself was on its CPU from its deadline to its
+    /// timer's expiry (it never went to sleep before the interrupt).
+    fn on_cpu_through(&self, tl: &Timeline) -> bool {
+        matches!(tl.current(self.matched.expired), Some(Culprit::Task(t)) if t.pid == self.wake.tid)
+    }
+
+    /// Whether, on its CPU through its IRQ delay, the thread armed its
+    /// timer after its deadline for half that delay or more: it asked late.
+    fn asked_late(&self, tl: &Timeline) -> bool {
+        let (w, m) = (self.wake, self.matched);
+        let armed = tl.armed(m.hrtimer, m.expired);
+        self.on_cpu_through(tl) && armed.is_some_and(|at| (at - w.planned) * 2 >= m.expired - w.planned)
+    }
+
     /// The verdict on the spike, by its largest phase.
     fn cause_of(&self, tl: &Timeline, steal: &[StealSample]) -> Cause {
         let (w, m) = (self.wake, self.matched);
@@ -275,9 +289,12 @@ impl Spike {
         match big {
             0 => match (interrupt(0), tl.current(w.planned)) {
                 (Some(c), _) => Cause::InterruptWork(c),
-                // Not asleep at its own deadline: nothing else held the CPU.
-                (None, Some(Culprit::Task(t))) if t.pid == w.tid => on_cpu_at_deadline(tl, w, m),
-                (None, Some(Culprit::Task(t))) => {
+                // The thread itself, on its CPU from its deadline to the
+                // expiry: it asked late, or was held there as any task is.
+                (None, Some(Culprit::Task(t))) if t.pid == w.tid && self.asked_late(tl) => {
+                    Cause::KernelPath(ASKED_LATE)
+                }
+                (None, Some(Culprit::Task(t))) if t.pid != w.tid || self.on_cpu_through(tl) => {
                     match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
                         Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
                         None if self.came_in_user_space() => Cause::HostInUser(t.clone()),
@@ -306,24 +323,8 @@ impl Spike {
     }
 }
 
-/// The verdicts when the thread itself held its CPU at its deadline: by
-/// when its timer was armed, if the trace holds it.
-const ON_CPU_AT_DEADLINE: &str =
-    "the thread itself on the CPU at its deadline (its timer armed late, or the host stalled it as it armed it)";
-const ARMED_LATE: &str = "its timer armed after its deadline: the thread was late to ask (its cycle before ran long)";
-const ARMING_AT_DEADLINE: &str =
-    "the thread itself in the kernel arming its timer, the interrupt late there: interrupts off (or the host stalled it as it armed it)";
-
-/// The thread itself held its CPU at its deadline: it asked late (most of
-/// the IRQ delay before its timer was armed), or the interrupt came late
-/// in its own path to sleep.
-fn on_cpu_at_deadline(tl: &Timeline, w: Recorded, m: Matched) -> Cause {
-    Cause::KernelPath(match tl.armed(m.hrtimer, m.expired) {
-        Some(at) if (at - w.planned) * 2 >= m.expired - w.planned => ARMED_LATE,
-        Some(_) => ARMING_AT_DEADLINE,
-        None => ON_CPU_AT_DEADLINE,
-    })
-}
+/// The verdict when the thread armed its timer after its deadline.
+const ASKED_LATE: &str = "its timer armed after its deadline: the thread was late to ask (its cycle before ran long)";
 
 /// The CPU was idle at `at` and the wake-up `delay` late there: steal
 /// counted is the host; else the idle state (`power:cpu_idle`) says
@@ -334,7 +335,7 @@ fn idle_verdict(tl: &Timeline, cpu: u32, at: Time, delay: Nanos, steal: Option<N
     let no_steal = steal.is_none_or(|s| s == Nanos::ZERO);
     match tl.idle_state(at).map(|i| cstates.state(cpu, i)) {
         Some(c) if no_steal && delay > c.explains() => Cause::HostIdle(c),
-        // Not traced: whichever state it was in, the deepest bounds its exit.
+        // No state named: whichever it was in, the deepest bounds its exit.
         None if no_steal && delay > cstates.deepest(cpu).explains() => Cause::HostIdleAnyState(cstates.deepest(cpu)),
         state => Cause::IdleExit { steal, state },
     }
