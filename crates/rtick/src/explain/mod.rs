@@ -258,18 +258,38 @@ impl Spike {
         self.stack.as_deref().is_some_and(|f| stack::came_in_user_space(&stack::named(f)))
     }
 
-    /// Whether the thread itself was on its CPU from its deadline to its
-    /// timer's expiry (it never went to sleep before the interrupt).
-    fn on_cpu_through(&self, tl: &Timeline) -> bool {
-        matches!(tl.current(self.matched.expired), Some(Culprit::Task(t)) if t.pid == self.wake.tid)
+    /// The timer interrupt came late while task `t` ran: steal counted
+    /// around it, or taken in user space (interrupts on there), is the
+    /// host; else interrupts were off in it (or a host stall below steal).
+    fn late_while(&self, t: &Task, steal: &[StealSample]) -> Cause {
+        let (w, m) = (self.wake, self.matched);
+        match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
+            Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
+            None if self.came_in_user_space() => Cause::HostInUser(t.clone()),
+            None => Cause::IrqsOffIn(t.clone()),
+        }
     }
 
-    /// Whether, on its CPU through its IRQ delay, the thread armed its
-    /// timer after its deadline for half that delay or more: it asked late.
-    fn asked_late(&self, tl: &Timeline) -> bool {
+    /// The IRQ delay of a thread `me` that was itself on its CPU at its
+    /// deadline (late, not asleep yet): another task that held the CPU for
+    /// half the delay or more kept it from asking in time; the CPU idle
+    /// that long (it slept), the idle verdict; its timer armed after the
+    /// deadline for half the delay or more, it asked late; else the
+    /// interrupt came late while it ran.
+    fn own_delay(&self, me: &Task, tl: &Timeline, steal: &[StealSample]) -> Cause {
         let (w, m) = (self.wake, self.matched);
-        let armed = tl.armed(m.hrtimer, m.expired);
-        self.on_cpu_through(tl) && armed.is_some_and(|at| (at - w.planned) * 2 >= m.expired - w.planned)
+        let delay = m.expired - w.planned;
+        let other = self.culprits[0].iter().find(|(c, _)| matches!(c, Culprit::Task(_) | Culprit::Idle));
+        match other {
+            Some((Culprit::Idle, d)) if *d * 2 >= delay => {
+                idle_verdict(tl, m.cpu, m.expired, delay, steal_over(steal, m.cpu, w.planned, m.expired))
+            }
+            Some((c, d)) if *d * 2 >= delay => ran_instead(c.clone(), m.prio),
+            _ if tl.armed(m.hrtimer, m.expired).is_some_and(|at| (at - w.planned) * 2 >= delay) => {
+                Cause::KernelPath(ASKED_LATE)
+            }
+            _ => self.late_while(me, steal),
+        }
     }
 
     /// The verdict on the spike, by its largest phase.
@@ -289,18 +309,8 @@ impl Spike {
         match big {
             0 => match (interrupt(0), tl.current(w.planned)) {
                 (Some(c), _) => Cause::InterruptWork(c),
-                // The thread itself, on its CPU from its deadline to the
-                // expiry: it asked late, or was held there as any task is.
-                (None, Some(Culprit::Task(t))) if t.pid == w.tid && self.asked_late(tl) => {
-                    Cause::KernelPath(ASKED_LATE)
-                }
-                (None, Some(Culprit::Task(t))) if t.pid != w.tid || self.on_cpu_through(tl) => {
-                    match steal_over(steal, m.cpu, w.planned, m.expired).filter(|s| *s > Nanos::ZERO) {
-                        Some(s) => Cause::HostWhile { task: t.clone(), steal: s },
-                        None if self.came_in_user_space() => Cause::HostInUser(t.clone()),
-                        None => Cause::IrqsOffIn(t.clone()),
-                    }
-                }
+                (None, Some(Culprit::Task(t))) if t.pid == w.tid => self.own_delay(t, tl, steal),
+                (None, Some(Culprit::Task(t))) => self.late_while(t, steal),
                 _ => idle_verdict(tl, m.cpu, w.planned, named[0].1, steal_over(steal, m.cpu, w.planned, m.expired)),
             },
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
@@ -324,7 +334,7 @@ impl Spike {
 }
 
 /// The verdict when the thread armed its timer after its deadline.
-const ASKED_LATE: &str = "its timer armed after its deadline: the thread was late to ask (its cycle before ran long)";
+const ASKED_LATE: &str = "its timer armed after its deadline: the thread was late to ask";
 
 /// The CPU was idle at `at` and the wake-up `delay` late there: steal
 /// counted is the host; else the idle state (`power:cpu_idle`) says

@@ -308,11 +308,13 @@ fn an_idle_exit_is_told_from_the_host_by_the_state_the_cpu_was_in() {
     assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::IdleExit { steal: None, state: None });
 }
 
-/// A thread still on its CPU from its own deadline to its timer's expiry
-/// blames no idle state: it armed its timer after the deadline (it asked
-/// late), or the interrupt was late while it ran, as while any task ran.
+/// A thread still on its CPU at its own deadline blames no idle state: it
+/// armed its timer after the deadline (it asked late), or the interrupt
+/// was late while it ran, as while any task ran; unless another task held
+/// the CPU most of the delay (it is named), or the thread slept and the
+/// CPU idled (the idle verdict).
 #[test]
-fn a_thread_on_its_cpu_through_its_deadline_blames_no_idle_state() {
+fn a_thread_on_its_cpu_at_its_deadline_blames_no_idle_state() {
     // Switched in at 2 ns for its previous cycle (which ended at 3 ns), it
     // armed its timer at 5 µs and never left the CPU: the timer fired at
     // 300 µs, 290 µs after its deadline, and woke it where it ran.
@@ -348,6 +350,15 @@ fn a_thread_on_its_cpu_through_its_deadline_blames_no_idle_state() {
     // idled through the delay, beyond what HLT explains: the host.
     let slept = vec![ev(11_000, ME, switch(MEE, IDLE)), ev(301_000, 0, switch(IDLE, MEE))];
     assert_eq!(with(slept).cause, Cause::HostIdleAnyState(CState::halt()));
+    // Preempted from 20 µs to 280 µs by a task of higher priority, it armed
+    // its timer at 290 µs: it asked late because that task held its CPU.
+    let hog = ("hog", 42, 4);
+    let mut out = switch(MEE, hog);
+    if let K::SchedSwitch(sw) = &mut out {
+        sw.prev_state = 0x100; // R+: preempted
+    }
+    let held = vec![ev(20_000, ME, out), ev(280_000, 42, switch(hog, MEE)), rearm(290_000)];
+    assert_eq!(with(held).cause, Cause::PreemptedBy(task("hog", 42, 4)));
 }
 
 #[test]
