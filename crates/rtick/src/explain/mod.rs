@@ -270,6 +270,14 @@ impl Spike {
         }
     }
 
+    /// Of an IRQ delay, the part beyond the timer's slack (the kernel may
+    /// fire that much late on purpose; the idle state and the host answer
+    /// only for the rest).
+    fn beyond_slack(&self, tl: &Timeline, delay: Nanos) -> Nanos {
+        let slack = tl.armed(self.matched.hrtimer, self.matched.expired).map_or(Nanos::ZERO, |a| a.1);
+        (delay - slack).max(Nanos::ZERO)
+    }
+
     /// The IRQ delay of a thread `me` that was itself on its CPU at its
     /// deadline (late, not asleep yet): another task that held the CPU for
     /// half the delay or more kept it from asking in time; the CPU idle
@@ -282,10 +290,11 @@ impl Spike {
         let other = self.culprits[0].iter().find(|(c, _)| matches!(c, Culprit::Task(_) | Culprit::Idle));
         match other {
             Some((Culprit::Idle, d)) if *d * 2 >= delay => {
-                idle_verdict(tl, m.cpu, m.expired, delay, steal_over(steal, m.cpu, w.planned, m.expired))
+                let late = self.beyond_slack(tl, delay);
+                idle_verdict(tl, m.cpu, m.expired, late, steal_over(steal, m.cpu, w.planned, m.expired))
             }
             Some((c, d)) if *d * 2 >= delay => ran_instead(c.clone(), m.prio),
-            _ if tl.armed(m.hrtimer, m.expired).is_some_and(|at| (at - w.planned) * 2 >= delay) => {
+            _ if tl.armed(m.hrtimer, m.expired).is_some_and(|(at, _)| (at - w.planned) * 2 >= delay) => {
                 Cause::KernelPath(ASKED_LATE)
             }
             _ => self.late_while(me, steal),
@@ -311,7 +320,10 @@ impl Spike {
                 (Some(c), _) => Cause::InterruptWork(c),
                 (None, Some(Culprit::Task(t))) if t.pid == w.tid => self.own_delay(t, tl, steal),
                 (None, Some(Culprit::Task(t))) => self.late_while(t, steal),
-                _ => idle_verdict(tl, m.cpu, w.planned, named[0].1, steal_over(steal, m.cpu, w.planned, m.expired)),
+                _ => {
+                    let late = self.beyond_slack(tl, named[0].1);
+                    idle_verdict(tl, m.cpu, w.planned, late, steal_over(steal, m.cpu, w.planned, m.expired))
+                }
             },
             1 => interrupt(1).map_or(Cause::KernelPath("signal delivery / wake-up path"), Cause::InterruptWork),
             2 => match top(2) {

@@ -306,6 +306,16 @@ fn an_idle_exit_is_told_from_the_host_by_the_state_the_cpu_was_in() {
     assert_eq!(halt.cause, Cause::HostIdleAnyState(CState::halt()));
     let (evs, w) = scenario(vec![], 25_000, 26_000, 30_000, IDLE);
     assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::IdleExit { steal: None, state: None });
+    // 60 µs, of which 50 µs the timer's slack (the kernel fired it late on
+    // purpose): 10 µs are the idle exit's, within HLT's.
+    let (mut evs, w) = scenario(vec![], 70_000, 71_000, 80_000, IDLE);
+    assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::HostIdleAnyState(CState::halt()));
+    for e in &mut evs {
+        if let K::HrtimerStart { expires, .. } = &mut e.kind {
+            *expires = Time(60_000);
+        }
+    }
+    assert_eq!(explain_with(&evs, &w, CStates::default()).cause, Cause::IdleExit { steal: None, state: None });
 }
 
 /// A thread still on its CPU at its own deadline blames no idle state: it

@@ -101,8 +101,9 @@ pub struct Timeline {
     /// The kernel stacks taken at timer expiries ([`ktrace::stack`](crate::ktrace::stack)):
     /// the expiry's time and timer, and the stack.
     pub stacks: Vec<(Time, u64, Arc<[u64]>)>,
-    /// When each timer was armed (`hrtimer_start`: time, timer).
-    pub arms: Vec<(Time, u64)>,
+    /// When each timer was armed (`hrtimer_start`: time, timer, and the
+    /// slack the kernel may add: `expires − softexpires`).
+    pub arms: Vec<(Time, u64, Nanos)>,
 }
 
 impl Timeline {
@@ -138,10 +139,11 @@ impl Timeline {
         self.tasks[..i].last().filter(|s| s.end >= at).map(|s| &s.what)
     }
 
-    /// When timer `hrtimer` was last armed, at or before `at`.
-    pub fn armed(&self, hrtimer: u64, at: Time) -> Option<Time> {
+    /// When timer `hrtimer` was last armed, at or before `at`, and with
+    /// how much slack.
+    pub fn armed(&self, hrtimer: u64, at: Time) -> Option<(Time, Nanos)> {
         let i = self.arms.partition_point(|a| a.0 <= at);
-        self.arms[..i].iter().rev().find(|a| a.1 == hrtimer).map(|a| a.0)
+        self.arms[..i].iter().rev().find(|a| a.1 == hrtimer).map(|a| (a.0, a.2))
     }
 
     /// The work function task `pid` ran longest in `[from, to)`, if it ran one.
@@ -262,7 +264,9 @@ impl Builder<'_> {
                 let name = softirq_name(*vec);
                 self.close(e.ts, |c| *c == Culprit::Softirq(name))
             }
-            EventKind::HrtimerStart { hrtimer, .. } => self.t.arms.push((e.ts, *hrtimer)),
+            EventKind::HrtimerStart { hrtimer, expires, softexpires, .. } => {
+                self.t.arms.push((e.ts, *hrtimer, (*expires - *softexpires).max(Nanos::ZERO)))
+            }
             EventKind::HrtimerExpireEntry { hrtimer, function, .. } => {
                 self.expiry = Some((e.ts, *hrtimer));
                 self.open.push((e.ts, Culprit::Hrtimer { hrtimer: *hrtimer, function: *function }))
