@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::waits::TimedWait;
 use crate::cfs::{CfsRun, FAIR_PRIO};
-use crate::explain::{Cgroups, Culprit, OffCpu, Spike, Task, Unexplained};
+use crate::explain::{self, Cgroups, Culprit, OffCpu, Spike, Task, Unexplained};
 use crate::time::{Nanos, Time};
 
 /// Why a cycle overran.
@@ -140,14 +140,13 @@ impl ComputeSplit {
         ComputeSplit { off, cgroup, cfs }
     }
 
-    /// A real-time thread kept runnable off its CPU for a millisecond or
-    /// more while the idle task or a task of lower priority held it: only
-    /// RT throttling lets those run before it (the rule of a spike's
-    /// explanation; shorter, it is a wake-up's latency).
+    /// A real-time thread kept runnable off its CPU while the idle task or
+    /// a task of lower priority held it: only RT throttling lets those run
+    /// before it ([`explain::rt_throttled`], a spike's rule).
     fn rt_throttled(&self) -> bool {
-        let Some(prio) = self.off.prio.filter(|&p| p < FAIR_PRIO) else { return false };
+        let Some(prio) = self.off.prio else { return false };
         let below = |t: &Task| t.is_idle() || t.prio > prio;
-        self.off.by.as_ref().is_some_and(|(t, d)| below(t) && *d >= Nanos::from_ms(1))
+        self.off.by.as_ref().is_some_and(|(t, d)| below(t) && explain::rt_throttled(prio, *d))
     }
 
     /// The task to blame for the time it was runnable, when one is: of

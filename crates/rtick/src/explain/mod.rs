@@ -329,9 +329,7 @@ impl Spike {
             2 => match top(2) {
                 Some(c) => ran_instead(c, m.prio),
                 None => match self.culprits[2].iter().find(|(c, _)| *c == Culprit::Idle) {
-                    // Throttling holds a real-time CPU idle for tens of ms; a
-                    // short idle stretch is the CPU waking from an idle state.
-                    Some((_, idle)) if *idle >= Nanos::from_ms(1) && m.prio < crate::cfs::FAIR_PRIO => Cause::Throttled,
+                    Some((_, idle)) if rt_throttled(m.prio, *idle) => Cause::Throttled,
                     Some(_) => {
                         idle_verdict(tl, m.cpu, m.waking, named[2].1, steal_over(steal, m.cpu, m.waking, m.switched_in))
                     }
@@ -361,6 +359,15 @@ fn idle_verdict(tl: &Timeline, cpu: u32, at: Time, delay: Nanos, steal: Option<N
         None if no_steal && delay > cstates.deepest(cpu).explains() => Cause::HostIdleAnyState(cstates.deepest(cpu)),
         state => Cause::IdleExit { steal, state },
     }
+}
+
+/// Whether a real-time thread of kernel priority `prio`, kept runnable
+/// for `held` while its CPU idled (or a task of lower priority ran), was
+/// RT throttled: throttling holds the CPU for tens of ms; a stretch under
+/// a millisecond is the CPU waking from an idle state, a wake-up's latency.
+/// The one rule of a spike's explanation and an overrun's split.
+pub fn rt_throttled(prio: i32, held: Nanos) -> bool {
+    prio < crate::cfs::FAIR_PRIO && held >= Nanos::from_ms(1)
 }
 
 /// The cause when `c` ran while the thread (kernel priority `prio`) was
