@@ -23,6 +23,15 @@ pub(crate) fn switch(prev: (&str, i32, i32), next: (&str, i32, i32)) -> EventKin
     })
 }
 
+/// [`switch`] with `prev` preempted: switched out runnable (`R+`).
+pub(crate) fn preempted(prev: (&str, i32, i32), next: (&str, i32, i32)) -> EventKind {
+    let mut out = switch(prev, next);
+    if let EventKind::SchedSwitch(sw) = &mut out {
+        sw.prev_state = 0x100;
+    }
+    out
+}
+
 pub(crate) fn waking(pid: i32, prio: i32) -> EventKind {
     EventKind::SchedWaking(Wakeup { comm: Comm::new(b"t"), pid, prio, target_cpu: 1 })
 }

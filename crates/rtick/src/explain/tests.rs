@@ -1,7 +1,7 @@
 //! Spikes made to order, as event sequences with exact times (ns), and the
 //! verdict each must get.
 
-use super::testing::{ev, switch, waking, IDLE, ME, MEE};
+use super::testing::{ev, preempted, switch, waking, IDLE, ME, MEE};
 use super::*;
 use crate::ktrace::{Event, EventKind as K};
 
@@ -151,11 +151,7 @@ fn a_task_that_preempts_the_thread_after_its_wake_up_is_named() {
     // back in is not its wake-up, and the preemption is the return to user's.
     let hog = ("hog", 42, 4);
     let (mut evs, mut w) = scenario(vec![], 10_005, 10_010, 10_020, IDLE);
-    let mut out = switch(MEE, hog);
-    if let K::SchedSwitch(sw) = &mut out {
-        sw.prev_state = 0x100; // R+: preempted
-    }
-    evs.push(ev(10_100, ME, out));
+    evs.push(ev(10_100, ME, preempted(MEE, hog)));
     evs.push(ev(810_100, 42, switch(hog, MEE)));
     w[0].actual = Time(821_020);
     let s = explain(&evs, &w, &[]);
@@ -363,11 +359,7 @@ fn a_thread_on_its_cpu_at_its_deadline_blames_no_idle_state() {
     // Preempted from 20 µs to 280 µs by a task of higher priority, it armed
     // its timer at 290 µs: it asked late because that task held its CPU.
     let hog = ("hog", 42, 4);
-    let mut out = switch(MEE, hog);
-    if let K::SchedSwitch(sw) = &mut out {
-        sw.prev_state = 0x100; // R+: preempted
-    }
-    let held = vec![ev(20_000, ME, out), ev(280_000, 42, switch(hog, MEE)), rearm(290_000)];
+    let held = vec![ev(20_000, ME, preempted(MEE, hog)), ev(280_000, 42, switch(hog, MEE)), rearm(290_000)];
     assert_eq!(with(held).cause, Cause::PreemptedBy(task("hog", 42, 4)));
 }
 
