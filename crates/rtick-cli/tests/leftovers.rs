@@ -57,12 +57,6 @@ fn clocks(dir: &Path, more: &[&str]) -> String {
     stdout(&o)
 }
 
-/// Whether `pid` runs: it exists and is not a zombie.
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')))
-}
-
 fn v2_mount() -> Option<PathBuf> {
     rtick::cgroup::v2_mount(&rtick::system::SysRoot::default()).map(PathBuf::from)
 }

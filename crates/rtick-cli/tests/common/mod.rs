@@ -84,6 +84,13 @@ pub fn is_root() -> bool {
     uid.split_whitespace().nth(1) == Some("0")
 }
 
+/// Whether `pid` runs: it exists and is not a zombie (exited, not yet
+/// waited for).
+pub fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z')))
+}
+
 /// Starts a program the test has just copied: while another test's thread
 /// forks, its child holds the copy's descriptor until it execs, and exec of
 /// the copy fails with ETXTBSY meanwhile: tried again.

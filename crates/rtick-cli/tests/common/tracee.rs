@@ -74,9 +74,7 @@ pub fn wait_for_instance(rtick: &Child) {
     let started = Instant::now();
     while read("tracing_on").trim() != "1" || read("set_event").trim().is_empty() {
         // Exited (a zombie until waited for): its error is in its output.
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", rtick.id())).unwrap_or_default();
-        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
-        assert!(!matches!(state, None | Some('Z')), "rtick exited before it traced");
+        assert!(super::running(rtick.id() as i32), "rtick exited before it traced");
         assert!(started.elapsed() < Duration::from_secs(30), "rtick's trace instance did not trace within 30 s");
         std::thread::sleep(Duration::from_millis(10));
     }
